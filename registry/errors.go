@@ -1,0 +1,31 @@
+package registry
+
+import "fmt"
+
+// ToolError reports a tool definition that cannot be registered.
+type ToolError struct {
+	Tool  string
+	Field string // "name", "input_schema", "backend", ...
+	// Pointer is a JSON Pointer into the input schema, when Field is "input_schema".
+	Pointer string
+	Reason  string
+}
+
+func (e *ToolError) Error() string {
+	where := e.Field
+	if e.Pointer != "" {
+		where += " at " + e.Pointer
+	}
+	return fmt.Sprintf("tool %q: %s: %s", e.Tool, where, e.Reason)
+}
+
+// RevisionMismatchError is an optimistic-concurrency failure.
+type RevisionMismatchError struct {
+	Tool     string
+	Expected int64
+	Actual   int64 // 0: the tool does not exist
+}
+
+func (e *RevisionMismatchError) Error() string {
+	return fmt.Sprintf("tool %q: expected revision %d, current revision is %d", e.Tool, e.Expected, e.Actual)
+}

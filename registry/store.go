@@ -1,0 +1,42 @@
+package registry
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned by stores for a tool that does not exist.
+var ErrNotFound = errors.New("tool not found")
+
+// EventType says what happened to a tool.
+type EventType uint8
+
+const (
+	EventPut EventType = iota + 1
+	EventDelete
+)
+
+// Event is one change in a store. For EventDelete only Tool.Name is set.
+type Event struct {
+	Type     EventType
+	Tool     Tool
+	Revision int64
+}
+
+// Store is the durable source of truth for tools. Implementations live in
+// subpackages and are chosen explicitly by the caller.
+type Store interface {
+	// Get returns the tool or ErrNotFound.
+	Get(ctx context.Context, name string) (Tool, error)
+	// List returns every tool sorted by name and the store revision the list reflects.
+	List(ctx context.Context) ([]Tool, int64, error)
+	// Put creates or replaces a tool and returns it with its new Revision. If
+	// expected is non-nil the tool's current revision must equal *expected
+	// (0: must not exist), else a *RevisionMismatchError.
+	Put(ctx context.Context, t Tool, expected *int64) (Tool, error)
+	// Delete removes a tool and returns the store revision of the deletion.
+	Delete(ctx context.Context, name string, expected *int64) (int64, error)
+	// Watch delivers every event with Revision > after, in order, until ctx ends.
+	Watch(ctx context.Context, after int64) (<-chan Event, error)
+	Close() error
+}

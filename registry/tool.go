@@ -1,0 +1,23 @@
+package registry
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Tool is one registered tool. Values are treated as immutable once stored.
+type Tool struct {
+	// Name matches NamePattern and is unique in a registry.
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON Schema for its arguments; the root must be an object schema.
+	InputSchema *structpb.Struct
+	// Backend is the gRPC dial target of the service that runs the tool.
+	Backend string
+	// Timeout applies when the caller sets no deadline; zero means the gateway default.
+	Timeout time.Duration
+	// Revision is assigned by the store on every write.
+	Revision int64
+	Labels   map[string]string
+}
