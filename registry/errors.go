@@ -1,6 +1,11 @@
 package registry
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flowdrop/gateway/normalize"
+)
 
 // ToolError reports a tool definition that cannot be registered.
 type ToolError struct {
@@ -28,4 +33,55 @@ type RevisionMismatchError struct {
 
 func (e *RevisionMismatchError) Error() string {
 	return fmt.Sprintf("tool %q: expected revision %d, current revision is %d", e.Tool, e.Expected, e.Actual)
+}
+
+// IncompatibleError refuses a re-registration that would break existing
+// callers (RegisterOptions.RequireCompatible).
+type IncompatibleError struct {
+	Tool  string
+	Notes []CompatNote
+}
+
+func (e *IncompatibleError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tool %q: update would break existing callers:", e.Tool)
+	for i, n := range e.Notes {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteByte(' ')
+		b.WriteString(n.Message)
+	}
+	return b.String()
+}
+
+// Violation is one reason arguments failed validation.
+type Violation struct {
+	// Pointer is the RFC 6901 JSON Pointer of the offending argument ("" for
+	// the arguments object itself; for a missing required argument, the
+	// pointer it would have).
+	Pointer string
+	// Message says what is wrong in words a model can act on.
+	Message string
+}
+
+// ValidationError reports arguments that do not satisfy the tool's schema
+// after normalization.
+type ValidationError struct {
+	Tool       string
+	Violations []Violation
+	// Repairs are the normalization repairs made before validation.
+	Repairs []normalize.Repair
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid arguments for tool %q: ", e.Tool)
+	for i, v := range e.Violations {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.Message)
+	}
+	return b.String()
 }

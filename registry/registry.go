@@ -1,13 +1,25 @@
 package registry
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/flowdrop/gateway/normalize"
 )
 
-// Snapshot is an immutable view of the registry.
+// Snapshot is an immutable view of the registry: every compiled entry at
+// one point in the store's history. Readers share it without locks.
 type Snapshot struct {
+	// Revision is the highest store revision this view reflects.
 	Revision int64
 	entries  map[string]*Entry
+	sorted   []*Entry
 }
 
 // Lookup returns the compiled entry for a tool.
@@ -16,13 +28,447 @@ func (s *Snapshot) Lookup(name string) (*Entry, bool) {
 	return e, ok
 }
 
-// Registry serves compiled tools lock-free from a copy-on-write snapshot.
-// SKELETON: store-backed loading, watch and registration to be completed.
-type Registry struct {
-	snap atomic.Pointer[Snapshot]
+// Len is the number of tools.
+func (s *Snapshot) Len() int { return len(s.sorted) }
+
+// List returns the entries sorted by name (a fresh slice; entries are shared).
+func (s *Snapshot) List() []*Entry { return slices.Clone(s.sorted) }
+
+func newSnapshot(rev int64, entries map[string]*Entry) *Snapshot {
+	sorted := make([]*Entry, 0, len(entries))
+	for _, e := range entries {
+		sorted = append(sorted, e)
+	}
+	slices.SortFunc(sorted, func(a, b *Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
+	return &Snapshot{Revision: rev, entries: entries, sorted: sorted}
 }
+
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithLogger sets the logger for skipped tools and lost watches.
+func WithLogger(l *slog.Logger) Option {
+	return func(r *Registry) {
+		if l != nil {
+			r.log = l
+		}
+	}
+}
+
+// WithCompileOptions passes normalization options to every compilation.
+func WithCompileOptions(opts ...normalize.Option) Option {
+	return func(r *Registry) { r.compileOpts = append(r.compileOpts, opts...) }
+}
+
+// WithBackoff bounds the wait between attempts to re-list and re-watch the
+// store after a watch is lost (defaults 50ms, doubling up to 5s).
+func WithBackoff(min, max time.Duration) Option {
+	return func(r *Registry) {
+		if min > 0 && max >= min {
+			r.backoffMin, r.backoffMax = min, max
+		}
+	}
+}
+
+// Registry serves compiled tools lock-free from a copy-on-write snapshot
+// kept current from a Store. Writers (Register, Delete, the watch) are
+// serialized by a mutex; readers only load an atomic pointer.
+type Registry struct {
+	store       Store
+	log         *slog.Logger
+	compileOpts []normalize.Option
+	backoffMin  time.Duration
+	backoffMax  time.Duration
+	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
+
+	snap atomic.Pointer[Snapshot]
+
+	mu sync.Mutex // serializes snapshot writers and guards the fields below
+	// tombs holds deletions published locally (name → deletion revision)
+	// so that an older Put still in flight on the watch cannot resurrect
+	// the tool. Pruned once the watch has passed them.
+	tombs    map[string]int64
+	watchRev int64 // highest revision seen from List/Watch
+	started  bool
+	closed   bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+	subs     map[chan struct{}]struct{}
+}
+
+// New returns a registry over store with an empty snapshot; call Start to
+// load it. The Registry does not own the store: Close does not close it.
+func New(store Store, opts ...Option) *Registry {
+	r := &Registry{
+		store:      store,
+		log:        slog.Default(),
+		backoffMin: 50 * time.Millisecond,
+		backoffMax: 5 * time.Second,
+		tombs:      make(map[string]int64),
+		subs:       make(map[chan struct{}]struct{}),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	r.compile = func(t Tool) (*Entry, error) { return CompileWith(t, r.compileOpts...) }
+	r.snap.Store(newSnapshot(0, map[string]*Entry{}))
+	return r
+}
+
+// Start lists the store, compiles every tool, publishes the snapshot and then
+// keeps it current from the store's watch in a goroutine until Close. ctx
+// bounds the initial load only. A stored tool that fails to compile is
+// logged and skipped.
+func (r *Registry) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started || r.closed {
+		r.mu.Unlock()
+		return errors.New("registry: Start called twice or after Close")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	tools, rev, err := r.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("registry: closed during Start")
+	}
+	r.replaceAllLocked(tools, rev)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go r.run(wctx, rev)
+	return nil
+}
+
+// Close stops the watch goroutine, waits for it, and closes every Changes
+// channel. It is safe to call more than once.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	cancel, done := r.cancel, r.done
+	for ch := range r.subs {
+		delete(r.subs, ch)
+		close(ch)
+	}
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// Snapshot returns the current snapshot without locking.
+func (r *Registry) Snapshot() *Snapshot { return r.snap.Load() }
 
 // Lookup returns the compiled entry for a tool without taking a lock.
 func (r *Registry) Lookup(name string) (*Entry, bool) {
 	return r.snap.Load().Lookup(name)
+}
+
+// Changes returns a channel that receives a value after the snapshot changes
+// (coalesced: several changes may produce one value) and a cancel func that
+// releases and closes it. The channel is also closed by Close.
+func (r *Registry) Changes() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	r.mu.Lock()
+	if r.closed {
+		close(ch)
+	} else {
+		r.subs[ch] = struct{}{}
+	}
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := r.subs[ch]; ok {
+			delete(r.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// RegisterOptions control Register.
+type RegisterOptions struct {
+	// ExpectedRevision, when set, makes the write conditional on the tool's
+	// current revision (0: must not exist).
+	ExpectedRevision *int64
+	// RequireCompatible refuses an update with compatibility notes. Without
+	// ExpectedRevision the write is then pinned to the revision the notes
+	// were computed against, so a concurrent update fails with
+	// *RevisionMismatchError instead of slipping past the check.
+	RequireCompatible bool
+}
+
+// RegisterResult is the stored tool and what changed.
+type RegisterResult struct {
+	Tool    Tool
+	Created bool
+	Notes   []CompatNote
+}
+
+// Register compiles t (refusing with *ToolError), checks compatibility with
+// the stored version, writes it to the store and publishes it at once, so
+// a Lookup right after Register sees it (read-your-writes).
+func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (RegisterResult, error) {
+	t.Revision = 0
+	entry, err := r.compile(t)
+	if err != nil {
+		return RegisterResult{}, err
+	}
+	old, err := r.store.Get(ctx, t.Name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return RegisterResult{}, err
+	}
+	var res RegisterResult
+	if exists {
+		res.Notes = CheckCompatibility(old, t)
+	}
+	expected := o.ExpectedRevision
+	if o.RequireCompatible {
+		if len(res.Notes) > 0 {
+			return RegisterResult{}, &IncompatibleError{Tool: t.Name, Notes: res.Notes}
+		}
+		if expected == nil {
+			pin := old.Revision // 0 when it did not exist
+			expected = &pin
+		}
+	}
+	stored, err := r.store.Put(ctx, t, expected)
+	if err != nil {
+		return RegisterResult{}, err
+	}
+	e := *entry
+	e.Tool = stored
+	r.mu.Lock()
+	r.putLocked(&e)
+	r.mu.Unlock()
+	res.Tool = stored
+	res.Created = !exists
+	if expected != nil && *expected == 0 {
+		res.Created = true
+	}
+	return res, nil
+}
+
+// Get reads a tool from the store (the source of truth), or ErrNotFound.
+func (r *Registry) Get(ctx context.Context, name string) (Tool, error) {
+	return r.store.Get(ctx, name)
+}
+
+// Delete removes a tool from the store and from the snapshot at once.
+func (r *Registry) Delete(ctx context.Context, name string, expected *int64) error {
+	rev, err := r.store.Delete(ctx, name, expected)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.deleteLocked(name, rev)
+	r.mu.Unlock()
+	return nil
+}
+
+// run keeps the snapshot current until ctx ends: watch from rev; when the
+// watch is lost or cannot start, wait (bounded backoff), re-list, re-watch.
+// The last snapshot keeps serving meanwhile.
+func (r *Registry) run(ctx context.Context, rev int64) {
+	defer close(r.done)
+	backoff := r.backoffMin
+	for {
+		ch, err := r.store.Watch(ctx, rev)
+		if err == nil {
+			for ev := range ch {
+				r.mu.Lock()
+				r.applyLocked(ev)
+				r.mu.Unlock()
+				rev = ev.Revision
+				backoff = r.backoffMin
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.Warn("registry: store watch lost; re-listing", "after_revision", rev)
+		} else if ctx.Err() != nil {
+			return
+		} else if !errors.Is(err, ErrCompacted) {
+			r.log.Warn("registry: store watch failed; re-listing", "after_revision", rev, "error", err)
+		}
+		for {
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, r.backoffMax)
+			tools, lrev, err := r.store.List(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r.log.Warn("registry: store list failed", "error", err)
+				continue
+			}
+			r.mu.Lock()
+			r.replaceAllLocked(tools, lrev)
+			r.mu.Unlock()
+			rev = lrev
+			break
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// resync re-lists the store now (used by tests; run does the same after a lost watch).
+func (r *Registry) resync(ctx context.Context) error {
+	tools, rev, err := r.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replaceAllLocked(tools, rev)
+	return nil
+}
+
+// replaceAllLocked publishes the store's full list at rev. Entries whose
+// name and revision are unchanged are reused, never recompiled; entries and
+// deletions published locally after rev are kept.
+func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
+	cur := r.snap.Load()
+	next := make(map[string]*Entry, len(tools))
+	for _, t := range tools {
+		if d, ok := r.tombs[t.Name]; ok && d > t.Revision {
+			continue
+		}
+		if e, ok := cur.entries[t.Name]; ok && e.Tool.Revision >= t.Revision {
+			next[t.Name] = e
+			continue
+		}
+		if e := r.compileLogged(t); e != nil {
+			next[t.Name] = e
+		}
+	}
+	// Local writes newer than the list are not in it yet.
+	for name, e := range cur.entries {
+		if _, ok := next[name]; !ok && e.Tool.Revision > rev {
+			next[name] = e
+		}
+	}
+	r.watchRev = max(r.watchRev, rev)
+	r.pruneTombsLocked()
+	r.publishLocked(newSnapshot(max(cur.Revision, rev), next))
+}
+
+// applyLocked applies one watch event; events no newer than what the
+// snapshot already holds for that name are no-ops.
+func (r *Registry) applyLocked(ev Event) {
+	r.watchRev = max(r.watchRev, ev.Revision)
+	defer r.pruneTombsLocked()
+	switch ev.Type {
+	case EventPut:
+		cur := r.snap.Load()
+		if e, ok := cur.entries[ev.Tool.Name]; ok && e.Tool.Revision >= ev.Revision {
+			return
+		}
+		if d, ok := r.tombs[ev.Tool.Name]; ok && d >= ev.Revision {
+			return
+		}
+		e := r.compileLogged(ev.Tool)
+		if e == nil {
+			// The stored definition cannot be served; do not keep serving an
+			// older revision the store has replaced.
+			r.deleteLocked(ev.Tool.Name, ev.Revision)
+			return
+		}
+		r.putLocked(e)
+	case EventDelete:
+		r.deleteLocked(ev.Tool.Name, ev.Revision)
+	}
+}
+
+func (r *Registry) compileLogged(t Tool) *Entry {
+	e, err := r.compile(t)
+	if err != nil {
+		r.log.Error("registry: skipping stored tool that does not compile", "tool", t.Name, "revision", t.Revision, "error", err)
+		return nil
+	}
+	return e
+}
+
+// putLocked publishes e unless the snapshot already holds a newer revision.
+func (r *Registry) putLocked(e *Entry) {
+	cur := r.snap.Load()
+	if old, ok := cur.entries[e.Tool.Name]; ok && old.Tool.Revision >= e.Tool.Revision {
+		return
+	}
+	if d, ok := r.tombs[e.Tool.Name]; ok && d >= e.Tool.Revision {
+		return
+	}
+	next := make(map[string]*Entry, len(cur.entries)+1)
+	for k, v := range cur.entries {
+		next[k] = v
+	}
+	next[e.Tool.Name] = e
+	r.publishLocked(newSnapshot(max(cur.Revision, e.Tool.Revision), next))
+}
+
+// deleteLocked removes name as of revision rev unless a newer entry is held.
+func (r *Registry) deleteLocked(name string, rev int64) {
+	cur := r.snap.Load()
+	old, ok := cur.entries[name]
+	if ok && old.Tool.Revision > rev {
+		return
+	}
+	if rev > r.watchRev {
+		r.tombs[name] = max(r.tombs[name], rev)
+	}
+	if !ok {
+		if rev > cur.Revision {
+			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted})
+		}
+		return
+	}
+	next := make(map[string]*Entry, len(cur.entries))
+	for k, v := range cur.entries {
+		if k != name {
+			next[k] = v
+		}
+	}
+	r.publishLocked(newSnapshot(max(cur.Revision, rev), next))
+}
+
+func (r *Registry) pruneTombsLocked() {
+	for name, rev := range r.tombs {
+		if rev <= r.watchRev {
+			delete(r.tombs, name)
+		}
+	}
+}
+
+func (r *Registry) publishLocked(s *Snapshot) {
+	r.snap.Store(s)
+	for ch := range r.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // a notification is already pending: coalesce
+		}
+	}
 }

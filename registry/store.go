@@ -8,6 +8,14 @@ import (
 // ErrNotFound is returned by stores for a tool that does not exist.
 var ErrNotFound = errors.New("tool not found")
 
+// ErrCompacted is returned by Store.Watch when the requested start revision
+// is older than the history the store still keeps; the caller re-lists and
+// watches from the revision of that list.
+var ErrCompacted = errors.New("watch revision has been compacted")
+
+// ErrClosed is returned by a store that has been closed.
+var ErrClosed = errors.New("store closed")
+
 // EventType says what happened to a tool.
 type EventType uint8
 
@@ -15,6 +23,17 @@ const (
 	EventPut EventType = iota + 1
 	EventDelete
 )
+
+// String returns "PUT" or "DELETE".
+func (t EventType) String() string {
+	switch t {
+	case EventPut:
+		return "PUT"
+	case EventDelete:
+		return "DELETE"
+	}
+	return "UNKNOWN"
+}
 
 // Event is one change in a store. For EventDelete only Tool.Name is set.
 type Event struct {
@@ -25,6 +44,9 @@ type Event struct {
 
 // Store is the durable source of truth for tools. Implementations live in
 // subpackages and are chosen explicitly by the caller.
+//
+// Tools returned by a store (Get, List, Watch) share their InputSchema with
+// the store and with other readers: treat them as read-only.
 type Store interface {
 	// Get returns the tool or ErrNotFound.
 	Get(ctx context.Context, name string) (Tool, error)
@@ -37,6 +59,10 @@ type Store interface {
 	// Delete removes a tool and returns the store revision of the deletion.
 	Delete(ctx context.Context, name string, expected *int64) (int64, error)
 	// Watch delivers every event with Revision > after, in order, until ctx ends.
+	// A channel closed while ctx is still live means the watch was lost
+	// (the watcher fell behind, the store closed or failed): re-list and
+	// watch again. It returns ErrCompacted when after is older than the
+	// store's retained history.
 	Watch(ctx context.Context, after int64) (<-chan Event, error)
 	Close() error
 }

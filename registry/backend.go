@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// targetSchemes are the gRPC resolver schemes a backend may use. Other
+// schemes are refused so that a typo cannot reach a resolver by accident.
+var targetSchemes = []string{"dns", "unix", "unix-abstract", "passthrough", "ipv4", "ipv6"}
+
+// ValidateBackend checks a backend dial target: "host:port" with a port in
+// 1–65535, or a gRPC target with one of the schemes dns, unix,
+// unix-abstract, passthrough, ipv4, ipv6. It returns a reason, "" when valid.
+func ValidateBackend(target string) string {
+	if target == "" {
+		return "must not be empty"
+	}
+	if strings.TrimSpace(target) != target || strings.ContainsAny(target, " \t\r\n") {
+		return fmt.Sprintf("%q must not contain whitespace", target)
+	}
+	for _, s := range targetSchemes {
+		if rest, ok := strings.CutPrefix(target, s+":"); ok {
+			if r := checkSchemeTarget(s, rest); r != "" {
+				return fmt.Sprintf("%q: %s", target, r)
+			}
+			return ""
+		}
+	}
+	if i := strings.Index(target, "://"); i > 0 {
+		return fmt.Sprintf("%q: unsupported scheme %q (want host:port or one of dns, unix, unix-abstract, passthrough, ipv4, ipv6)", target, target[:i])
+	}
+	if r := checkHostPort(target, true); r != "" {
+		return fmt.Sprintf("%q: %s", target, r)
+	}
+	return ""
+}
+
+func checkSchemeTarget(scheme, rest string) string {
+	switch scheme {
+	case "dns":
+		// dns:[//authority/]host[:port]
+		if after, ok := strings.CutPrefix(rest, "//"); ok {
+			i := strings.IndexByte(after, '/')
+			if i < 0 {
+				return "dns target must be dns:///host:port"
+			}
+			rest = after[i+1:]
+		}
+		if rest == "" {
+			return "dns target has no host"
+		}
+		return checkHostPort(rest, false)
+	case "unix":
+		// unix:path or unix:///absolute/path; unix://host/path is not valid gRPC.
+		if after, ok := strings.CutPrefix(rest, "//"); ok {
+			if !strings.HasPrefix(after, "/") {
+				return "unix target must be unix:///absolute/path or unix:relative/path"
+			}
+			rest = after
+		}
+		if rest == "" || rest == "/" {
+			return "unix target has no socket path"
+		}
+	case "unix-abstract":
+		if strings.TrimPrefix(rest, "//") == "" {
+			return "unix-abstract target has no name"
+		}
+	case "passthrough":
+		if after, ok := strings.CutPrefix(rest, "//"); ok {
+			i := strings.IndexByte(after, '/')
+			if i < 0 {
+				return "passthrough target must be passthrough:///address"
+			}
+			rest = after[i+1:]
+		}
+		if rest == "" {
+			return "passthrough target has no address"
+		}
+	case "ipv4", "ipv6":
+		if rest == "" {
+			return scheme + " target has no address"
+		}
+		for _, a := range strings.Split(rest, ",") {
+			host, port := a, ""
+			if h, p, err := net.SplitHostPort(a); err == nil {
+				host, port = h, p
+			} else if scheme == "ipv6" {
+				host = strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+			}
+			ip := net.ParseIP(host)
+			if ip == nil || (scheme == "ipv4") != (ip.To4() != nil && !strings.Contains(host, ":")) {
+				return fmt.Sprintf("%q is not an %s address", a, scheme)
+			}
+			if port != "" {
+				if r := checkPort(port); r != "" {
+					return r
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// checkHostPort checks host[:port]; the port is required when needPort.
+func checkHostPort(s string, needPort bool) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		if needPort {
+			return "must be host:port, e.g. 127.0.0.1:7001, or a gRPC target such as dns:///tools:7001"
+		}
+		host, port = s, ""
+	}
+	if host == "" {
+		return "has no host"
+	}
+	if strings.ContainsAny(host, "/?#@[]") {
+		return fmt.Sprintf("host %q is not a host name or IP address", host)
+	}
+	if port == "" {
+		if needPort {
+			return "has no port"
+		}
+		return ""
+	}
+	return checkPort(port)
+}
+
+func checkPort(port string) string {
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Sprintf("port %q must be a number from 1 to 65535", port)
+	}
+	return ""
+}

@@ -1,0 +1,152 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
+)
+
+// fileTool is one entry of the declarative tools file:
+//
+//	tools:
+//	  - name: create_board
+//	    description: Create a board.
+//	    backend: 127.0.0.1:7001
+//	    timeout: 5s
+//	    labels: {team: boards}
+//	    input_schema: {type: object, properties: {...}}
+type fileTool struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	InputSchema json.RawMessage   `json:"input_schema"`
+	Backend     string            `json:"backend"`
+	Timeout     string            `json:"timeout"`
+	Labels      map[string]string `json:"labels"`
+}
+
+// LoadFile reads a YAML or JSON tools file; see ParseTools.
+func LoadFile(path string) ([]Tool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tools file: %w", err)
+	}
+	return ParseTools(data, path)
+}
+
+// ParseTools decodes a tools file (YAML or JSON; unknown fields and
+// duplicate keys are errors) and compiles every tool, so a file that loads
+// is a file every tool of which can be served. Errors name source, the tool
+// and the problem.
+func ParseTools(data []byte, source string) ([]Tool, error) {
+	// YAML (a superset of JSON) to JSON, refusing duplicate keys; then
+	// decode strictly one tool at a time so an unknown field is reported
+	// with the tool it belongs to.
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("tools file %s: %w", source, err)
+	}
+	var f struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := decodeStrict(js, &f); err != nil {
+		return nil, fmt.Errorf("tools file %s: %w", source, err)
+	}
+	tools := make([]Tool, 0, len(f.Tools))
+	seen := make(map[string]int, len(f.Tools))
+	for i, raw := range f.Tools {
+		at := fmt.Sprintf("tools file %s: tools[%d]", source, i)
+		var ft fileTool
+		if err := decodeStrict(raw, &ft); err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err)
+		}
+		named := at
+		if ft.Name != "" {
+			named += fmt.Sprintf(" (%q)", ft.Name)
+		}
+		if j, dup := seen[ft.Name]; dup {
+			return nil, fmt.Errorf("%s: duplicate tool name %q (first at tools[%d])", named, ft.Name, j)
+		}
+		seen[ft.Name] = i
+		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels}
+		if ft.Timeout != "" {
+			d, err := time.ParseDuration(ft.Timeout)
+			if err != nil {
+				return nil, fmt.Errorf("%s: timeout %q is not a duration such as \"5s\"", named, ft.Timeout)
+			}
+			t.Timeout = d
+		}
+		if len(ft.InputSchema) > 0 && string(ft.InputSchema) != "null" {
+			var s structpb.Struct
+			if err := s.UnmarshalJSON(ft.InputSchema); err != nil {
+				return nil, fmt.Errorf("%s: input_schema must be an object: %v", named, err)
+			}
+			t.InputSchema = &s
+		}
+		if _, err := Compile(t); err != nil {
+			return nil, fmt.Errorf("%s: %w", at, err) // the *ToolError names the tool
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Seed writes tools into a store at start-up. A tool whose stored
+// definition is the same (description, schema, backend, timeout, labels) is
+// left alone, so restarting with the same file does not bump revisions or
+// wake watchers; a changed definition overwrites the stored one. Writes are
+// conditional on the revision just read, so replicas seeding at once do not
+// overwrite each other blindly; a lost race is re-checked once.
+func Seed(ctx context.Context, store Store, tools []Tool) error {
+	for _, t := range tools {
+		if _, err := Compile(t); err != nil {
+			return err
+		}
+		t.Revision = 0
+		for attempt := 0; ; attempt++ {
+			cur, err := store.Get(ctx, t.Name)
+			var expected int64
+			switch {
+			case err == nil:
+				expected = cur.Revision
+			case errors.Is(err, ErrNotFound):
+			default:
+				return fmt.Errorf("seed tool %q: %w", t.Name, err)
+			}
+			if err == nil && SameDefinition(cur, t) {
+				break // unchanged: leave the stored revision alone
+			}
+			_, err = store.Put(ctx, t, &expected)
+			var mm *RevisionMismatchError
+			if errors.As(err, &mm) && attempt == 0 {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("seed tool %q: %w", t.Name, err)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// SameDefinition reports whether two tools define the same thing, ignoring
+// Revision.
+func SameDefinition(a, b Tool) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend &&
+		a.Timeout == b.Timeout && maps.Equal(a.Labels, b.Labels) && proto.Equal(a.InputSchema, b.InputSchema)
+}

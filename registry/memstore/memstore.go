@@ -1,0 +1,294 @@
+// Package memstore is an in-memory registry.Store: the store for tests, for
+// a single gateway fed from a tools file, and the reference the durable
+// stores are checked against.
+//
+// Semantics shared with the durable stores:
+//   - one global revision counter; every Put and Delete takes the next value,
+//     and a tool's Revision is the revision of its last write;
+//   - optimistic concurrency: expected == nil writes unconditionally,
+//     *expected == 0 means "must not exist", otherwise it must equal the
+//     tool's current Revision, else *registry.RevisionMismatchError
+//     (Actual 0 when the tool does not exist);
+//   - Delete of a missing tool without an expected revision is
+//     registry.ErrNotFound;
+//   - Watch replays retained history after the given revision, then live
+//     events. History is bounded (WithHistory); asking for a revision older
+//     than what is retained is registry.ErrCompacted.
+//
+// Slow watchers: each watcher has a buffered channel. A write never blocks on
+// a watcher; when a watcher's buffer is full its channel is closed (the watch
+// is lost) and the watcher must re-list and watch again, as it would after
+// any watch failure. This keeps writers bounded at the cost of a re-list for
+// a consumer that cannot keep up.
+//
+// Immutability: Put deep-copies the InputSchema (proto.Clone) and Labels, so
+// the caller may reuse its value. Tools handed out by Get, List and Watch
+// share that copy with the store: they must not be mutated.
+package memstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/registry"
+)
+
+// DefaultHistory is how many events a Store retains for Watch replay.
+const DefaultHistory = 1024
+
+// DefaultWatchBuffer is the per-watcher channel capacity for live events.
+const DefaultWatchBuffer = 256
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithHistory sets how many events are retained for Watch replay (n >= 1).
+func WithHistory(n int) Option {
+	return func(s *Store) {
+		if n >= 1 {
+			s.historyCap = n
+		}
+	}
+}
+
+// WithWatchBuffer sets the per-watcher live-event buffer (n >= 1).
+func WithWatchBuffer(n int) Option {
+	return func(s *Store) {
+		if n >= 1 {
+			s.watchBuf = n
+		}
+	}
+}
+
+// Store is an in-memory registry.Store, safe for concurrent use.
+type Store struct {
+	historyCap int
+	watchBuf   int
+
+	mu       sync.Mutex
+	closed   bool
+	rev      int64
+	tools    map[string]registry.Tool
+	history  []registry.Event // oldest first, at most historyCap
+	dropped  int64            // highest revision no longer in history (0: none dropped)
+	watchers map[*watcher]struct{}
+}
+
+type watcher struct {
+	ch   chan registry.Event
+	stop func() bool // unregisters the context.AfterFunc
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// New returns an empty store at revision 0.
+func New(opts ...Option) *Store {
+	s := &Store{
+		historyCap: DefaultHistory,
+		watchBuf:   DefaultWatchBuffer,
+		tools:      make(map[string]registry.Tool),
+		watchers:   make(map[*watcher]struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Revision returns the store's current revision.
+func (s *Store) Revision() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev
+}
+
+// Get returns the tool or registry.ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (registry.Tool, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.Tool{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.Tool{}, registry.ErrClosed
+	}
+	t, ok := s.tools[name]
+	if !ok {
+		return registry.Tool{}, registry.ErrNotFound
+	}
+	return t, nil
+}
+
+// List returns every tool sorted by name and the current revision.
+func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, 0, registry.ErrClosed
+	}
+	out := make([]registry.Tool, 0, len(s.tools))
+	for _, t := range s.tools {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b registry.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out, s.rev, nil
+}
+
+// Put creates or replaces a tool; see the package comment for expected.
+func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (registry.Tool, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.Tool{}, err
+	}
+	if t.Name == "" {
+		return registry.Tool{}, &registry.ToolError{Field: "name", Reason: "must not be empty"}
+	}
+	// Copy outside the lock: the caller's value may be reused after Put.
+	if t.InputSchema != nil {
+		t.InputSchema = proto.Clone(t.InputSchema).(*structpb.Struct)
+	}
+	if t.Labels != nil {
+		t.Labels = maps.Clone(t.Labels)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.Tool{}, registry.ErrClosed
+	}
+	cur, exists := s.tools[t.Name]
+	if expected != nil {
+		var actual int64
+		if exists {
+			actual = cur.Revision
+		}
+		if actual != *expected {
+			return registry.Tool{}, &registry.RevisionMismatchError{Tool: t.Name, Expected: *expected, Actual: actual}
+		}
+	}
+	s.rev++
+	t.Revision = s.rev
+	s.tools[t.Name] = t
+	s.publish(registry.Event{Type: registry.EventPut, Tool: t, Revision: s.rev})
+	return t, nil
+}
+
+// Delete removes a tool and returns the revision of the deletion.
+func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, registry.ErrClosed
+	}
+	cur, exists := s.tools[name]
+	if expected != nil {
+		var actual int64
+		if exists {
+			actual = cur.Revision
+		}
+		if actual != *expected || !exists {
+			return 0, &registry.RevisionMismatchError{Tool: name, Expected: *expected, Actual: actual}
+		}
+	}
+	if !exists {
+		return 0, registry.ErrNotFound
+	}
+	s.rev++
+	delete(s.tools, name)
+	s.publish(registry.Event{Type: registry.EventDelete, Tool: registry.Tool{Name: name}, Revision: s.rev})
+	return s.rev, nil
+}
+
+// publish records ev in the history and fans it out. Caller holds s.mu.
+func (s *Store) publish(ev registry.Event) {
+	if len(s.history) == s.historyCap {
+		s.dropped = s.history[0].Revision
+		// Shift rather than reslice so the backing array does not grow forever.
+		copy(s.history, s.history[1:])
+		s.history = s.history[:len(s.history)-1]
+	}
+	s.history = append(s.history, ev)
+	for w := range s.watchers {
+		select {
+		case w.ch <- ev:
+		default:
+			// The watcher fell behind: drop it rather than block the writer.
+			s.removeLocked(w)
+		}
+	}
+}
+
+// Watch replays retained events with Revision > after, then live events,
+// until ctx ends or the store is closed. See the package comment for slow
+// watchers.
+func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, registry.ErrClosed
+	}
+	if after < s.dropped {
+		return nil, registry.ErrCompacted
+	}
+	// History is sorted by revision: find the first event to replay.
+	i, _ := slices.BinarySearchFunc(s.history, after+1, func(e registry.Event, rev int64) int {
+		switch {
+		case e.Revision < rev:
+			return -1
+		case e.Revision > rev:
+			return 1
+		}
+		return 0
+	})
+	replay := s.history[i:]
+	w := &watcher{ch: make(chan registry.Event, len(replay)+s.watchBuf)}
+	for _, ev := range replay {
+		w.ch <- ev
+	}
+	s.watchers[w] = struct{}{}
+	w.stop = context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.removeLocked(w)
+	})
+	return w.ch, nil
+}
+
+// removeLocked closes a watcher's channel once. Caller holds s.mu.
+func (s *Store) removeLocked(w *watcher) {
+	if _, ok := s.watchers[w]; !ok {
+		return
+	}
+	delete(s.watchers, w)
+	if w.stop != nil {
+		w.stop()
+	}
+	close(w.ch)
+}
+
+// Close closes every watch channel; later calls fail with registry.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for w := range s.watchers {
+		s.removeLocked(w)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package registry_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func compileTool(t testing.TB, js string) *registry.Entry {
+	t.Helper()
+	e, err := registry.Compile(registry.Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: schema(t, js)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// The RT-TOOL-8 example: an object literal sent for a parameter declared
+// array is left as sent by normalization and validation says why.
+func TestValidateSpecExample(t *testing.T) {
+	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"}}}`)
+	in := args(t, `{"ops":"{\"op\":\"add\"}"}`)
+	out, rep := e.Plan.Apply(in)
+	ve := e.Validate(out, &rep)
+	if ve == nil {
+		t.Fatal("an object literal for an array parameter was accepted")
+	}
+	want := registry.Violation{Pointer: "/ops", Message: "`ops` must be an array; got a string that parses as an object"}
+	if len(ve.Violations) != 1 || ve.Violations[0] != want {
+		t.Fatalf("violations %+v, want [%+v]", ve.Violations, want)
+	}
+	if got := ve.Error(); got != `invalid arguments for tool "t": `+want.Message {
+		t.Fatalf("Error() = %q", got)
+	}
+}
+
+func TestValidateCarriesRepairs(t *testing.T) {
+	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"},"n":{"type":"integer"}}}`)
+	out, rep := e.Plan.Apply(args(t, `{"ops":"[1,2]","n":"x"}`))
+	ve := e.Validate(out, &rep)
+	if ve == nil {
+		t.Fatal("a string for an integer was accepted")
+	}
+	if len(ve.Repairs) != 1 || ve.Repairs[0].Path != "/ops" || ve.Repairs[0].Kind != normalize.JSONDecoded {
+		t.Fatalf("repairs %+v, want the /ops JSON decoding", ve.Repairs)
+	}
+	if e.Validate(args(t, `{"ops":[1],"n":3}`), nil) != nil {
+		t.Fatal("valid arguments refused")
+	}
+}
+
+// TestValidateMessages pins the model-facing messages in a golden file
+// (go test ./registry -run TestValidateMessages -update to rewrite).
+func TestValidateMessages(t *testing.T) {
+	const board = `{"type":"object","additionalProperties":false,"required":["title"],
+		"properties":{
+			"title":{"type":"string","minLength":3,"maxLength":10},
+			"count":{"type":"integer","minimum":1,"maximum":100},
+			"ops":{"type":"array","maxItems":2,"items":{"type":"object","required":["op"],"properties":{"op":{"enum":["add","remove"]},"at":{"type":"integer"}}}},
+			"meta":{"type":"object"},
+			"ratio":{"type":"number","exclusiveMinimum":0},
+			"id":{"type":"string","pattern":"^[a-z]+$"},
+			"when":{"anyOf":[{"type":"string"},{"type":"integer"}]},
+			"secret":{"const":"fixed"}
+		}}`
+	cases := []struct {
+		reason string
+		schema string
+		args   string
+		skips  []normalize.Skip
+	}{
+		{reason: "missing required argument", schema: board, args: `{}`},
+		{reason: "integer given a fraction", schema: board, args: `{"title":"abc","count":2.5}`},
+		{reason: "integer beyond 2^53", schema: board, args: `{"title":"abc","count":1e20}`},
+		{reason: "unknown argument", schema: board, args: `{"title":"abc","colour":"red"}`},
+		{reason: "string that parses as an object for an array", schema: board, args: `{"title":"abc","ops":"{\"op\":\"add\"}"}`,
+			skips: []normalize.Skip{{Path: "/ops", Declared: "array", Reason: normalize.WrongShape, Got: "object"}}},
+		{reason: "string that is not JSON for an object", schema: board, args: `{"title":"abc","meta":"{oops"}`,
+			skips: []normalize.Skip{{Path: "/meta", Declared: "object", Reason: normalize.NotJSON}}},
+		{reason: "lossy number kept the string", schema: board, args: `{"title":"abc","meta":"{\"n\":9007199254740993}"}`,
+			skips: []normalize.Skip{{Path: "/meta", Declared: "object", Reason: normalize.LossyNumber}}},
+		{reason: "duplicate key kept the string", schema: board, args: `{"title":"abc","meta":"{\"a\":1,\"a\":2}"}`,
+			skips: []normalize.Skip{{Path: "/meta", Declared: "object", Reason: normalize.DuplicateKey}}},
+		{reason: "nested errors in array items", schema: board, args: `{"title":"abc","ops":[{"op":"move"},{"at":1.5},{}]}`},
+		{reason: "bounds and lengths", schema: board, args: `{"title":"ab","count":0,"ratio":0}`},
+		{reason: "string values are not echoed", schema: board, args: `{"title":"much too long a title","id":"hunter2!","secret":"s3cr3t"}`},
+		{reason: "anyOf lists each alternative", schema: board, args: `{"title":"abc","when":true}`},
+		{reason: "null where an object is required", schema: board, args: `{"title":"abc","meta":null}`},
+		{reason: "integer beyond 2^53 inside anyOf", schema: `{"type":"object","properties":{"n":{"anyOf":[{"type":"integer"},{"type":"boolean"}]}}}`, args: `{"n":-1e300}`},
+		{reason: "integer|number admits big values", schema: `{"type":"object","properties":{"n":{"type":["integer","number"]}}}`, args: `{"n":1e300}`},
+	}
+	var b strings.Builder
+	for _, c := range cases {
+		e := compileTool(t, c.schema)
+		ve := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		fmt.Fprintf(&b, "## %s\nargs: %s\n", c.reason, c.args)
+		if ve == nil {
+			b.WriteString("valid\n\n")
+			continue
+		}
+		fmt.Fprintf(&b, "error: %s\n", ve.Error())
+		for _, v := range ve.Violations {
+			fmt.Fprintf(&b, "  %q: %s\n", v.Pointer, v.Message)
+		}
+		b.WriteString("\n")
+		// Deterministic: a second run must produce the same violations.
+		again := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		if fmt.Sprint(again.Violations) != fmt.Sprint(ve.Violations) {
+			t.Errorf("%s: violations differ between runs:\n%v\n%v", c.reason, ve.Violations, again.Violations)
+		}
+		for _, secret := range []string{"hunter2", "s3cr3t", "much too long"} {
+			if strings.Contains(ve.Error(), secret) {
+				t.Errorf("%s: message echoes a string value: %s", c.reason, ve.Error())
+			}
+		}
+	}
+	golden(t, "validate.golden", b.String())
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
