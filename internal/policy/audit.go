@@ -1,0 +1,251 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowdrop/gateway/normalize"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Audit decisions.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+	DecisionError = "error"
+)
+
+// AuditRecord is one JSON line per call. It has no field for headers or
+// credentials, so they cannot be logged by construction.
+type AuditRecord struct {
+	Time          time.Time       `json:"time"` // encoded RFC 3339 with nanoseconds
+	CallerSubject string          `json:"caller_subject"`
+	CallerMethod  string          `json:"caller_method"`
+	Tool          string          `json:"tool"`
+	CallID        string          `json:"call_id,omitempty"`
+	Decision      string          `json:"decision"`
+	Reason        string          `json:"reason,omitempty"`
+	Repairs       []AuditRepair   `json:"repairs,omitempty"`
+	Validation    string          `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
+	Violations    []string        `json:"violations,omitempty"`
+	BackendCode   string          `json:"backend_code,omitempty"`
+	LatencyMS     float64         `json:"latency_ms"`
+	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
+	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
+}
+
+// AuditRepair is one normalization repair.
+type AuditRepair struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// RepairsFromReport converts a normalize report for the audit record.
+func RepairsFromReport(r normalize.Report) []AuditRepair {
+	if len(r.Repairs) == 0 {
+		return nil
+	}
+	out := make([]AuditRepair, len(r.Repairs))
+	for i, rp := range r.Repairs {
+		out[i] = AuditRepair{Path: rp.Path, Kind: rp.Kind.String()}
+	}
+	return out
+}
+
+// SetArgs records the arguments as sent and as repaired, redacted per the
+// tool's schema. repaired may be nil (not reached) or the same pointer as
+// sent (nothing repaired); then only args_sent is written.
+func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) error {
+	var err error
+	if a.ArgsSent, err = redactedJSON(red, sent); err != nil {
+		return err
+	}
+	if repaired != nil && repaired != sent {
+		a.ArgsRepaired, err = redactedJSON(red, repaired)
+	}
+	return err
+}
+
+func redactedJSON(red *Redactor, s *structpb.Struct) (json.RawMessage, error) {
+	if s == nil {
+		return nil, nil
+	}
+	b, err := protojson.Marshal(red.Redact(s))
+	if err != nil {
+		return nil, fmt.Errorf("audit: encoding arguments: %w", err)
+	}
+	return b, nil
+}
+
+// MarshalJSON writes Time as RFC 3339 with nanoseconds in UTC.
+func (a AuditRecord) MarshalJSON() ([]byte, error) {
+	type plain AuditRecord
+	return json.Marshal(struct {
+		Time string `json:"time"`
+		plain
+	}{Time: a.Time.UTC().Format(time.RFC3339Nano), plain: plain(a)})
+}
+
+// ErrAuditDropped is returned by Write when the queue is full.
+var ErrAuditDropped = errors.New("audit: queue full, record dropped")
+
+// AuditSinkOptions configures an AuditSink.
+type AuditSinkOptions struct {
+	// QueueSize bounds records waiting to be written (default 4096). Write
+	// never blocks: when the queue is full the record is dropped and counted,
+	// so a stuck disk cannot stall calls.
+	QueueSize int
+	// RotateBytes rotates a file sink when it grows past this size (0: never).
+	RotateBytes int64
+	// OnError is told about write, sync and rotation errors (never with record contents).
+	OnError func(error)
+	now     func() time.Time
+}
+
+// AuditSink writes AuditRecords as JSON lines from one goroutine. Safe for
+// concurrent use.
+type AuditSink struct {
+	opt     AuditSinkOptions
+	q       chan []byte
+	done    chan struct{}
+	closeMu sync.RWMutex
+	closed  bool
+	dropped atomic.Int64
+
+	w    io.Writer
+	f    *os.File // nil for a plain writer
+	path string
+	size int64
+}
+
+// NewWriterSink writes to w (for example os.Stdout). Close does not close w.
+func NewWriterSink(w io.Writer, opt AuditSinkOptions) *AuditSink {
+	return startSink(&AuditSink{w: w}, opt)
+}
+
+// OpenFileSink appends to path (created 0600). With RotateBytes set, a file
+// that grows past it is fsynced, renamed to path.<UTC timestamp> and reopened.
+func OpenFileSink(path string, opt AuditSinkOptions) (*AuditSink, error) {
+	f, size, err := openAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	return startSink(&AuditSink{w: f, f: f, path: path, size: size}, opt), nil
+}
+
+func openAppend(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	return f, st.Size(), nil
+}
+
+func startSink(s *AuditSink, opt AuditSinkOptions) *AuditSink {
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 4096
+	}
+	if opt.now == nil {
+		opt.now = time.Now
+	}
+	s.opt = opt
+	s.q = make(chan []byte, opt.QueueSize)
+	s.done = make(chan struct{})
+	go s.run()
+	return s
+}
+
+// Write queues one record. It never blocks.
+func (s *AuditSink) Write(rec AuditRecord) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("audit: encoding record: %w", err)
+	}
+	line = append(line, '\n')
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errors.New("audit: sink closed")
+	}
+	select {
+	case s.q <- line:
+		return nil
+	default:
+		s.dropped.Add(1)
+		return ErrAuditDropped
+	}
+}
+
+// Dropped reports how many records were dropped because the queue was full.
+func (s *AuditSink) Dropped() int64 { return s.dropped.Load() }
+
+// Close writes what is queued, fsyncs and closes a file sink.
+func (s *AuditSink) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.q)
+	s.closeMu.Unlock()
+	<-s.done
+	if s.f != nil {
+		err := s.f.Sync()
+		return errors.Join(err, s.f.Close())
+	}
+	return nil
+}
+
+func (s *AuditSink) run() {
+	defer close(s.done)
+	for line := range s.q {
+		n, err := s.w.Write(line)
+		s.size += int64(n)
+		if err != nil {
+			s.report(fmt.Errorf("audit: write: %w", err))
+		}
+		if s.f != nil && s.opt.RotateBytes > 0 && s.size >= s.opt.RotateBytes {
+			s.rotate()
+		}
+	}
+}
+
+func (s *AuditSink) rotate() {
+	if err := s.f.Sync(); err != nil {
+		s.report(fmt.Errorf("audit: fsync before rotation: %w", err))
+	}
+	if err := s.f.Close(); err != nil {
+		s.report(fmt.Errorf("audit: close before rotation: %w", err))
+	}
+	dst := s.path + "." + s.opt.now().UTC().Format("20060102T150405.000000000Z")
+	if err := os.Rename(s.path, dst); err != nil {
+		s.report(fmt.Errorf("audit: rotate: %w", err))
+	}
+	f, size, err := openAppend(s.path)
+	if err != nil {
+		s.report(err)
+		s.w = io.Discard // keep draining so Write stays non-blocking; errors are reported
+		s.f = nil
+		return
+	}
+	s.w, s.f, s.size = f, f, size
+}
+
+func (s *AuditSink) report(err error) {
+	if s.opt.OnError != nil {
+		s.opt.OnError(err)
+	}
+}

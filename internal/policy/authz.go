@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Fully-qualified gRPC service names the default method table refers to
+// (strings only: this package does not import the generated stubs).
+const (
+	RegistryService = "flowdrop.gateway.v1.ToolRegistryService"
+	GatewayService  = "flowdrop.gateway.v1.ToolGatewayService"
+)
+
+// DefaultMethodRoles is the role table used when AuthzConfig.MethodRoles is nil.
+// A caller needs ANY of the listed roles.
+//
+// Roles are independent: admin does NOT imply invoker. An operator credential
+// used to manage tools should not also be able to run them; a caller that
+// needs both is given both. Invokers may read the registry (GetTool,
+// ListTools, WatchTools) because agents discover tools that way; the server
+// filters what they see with FilterTools.
+func DefaultMethodRoles() map[string][]string {
+	return map[string][]string{
+		"/" + GatewayService + "/*":           {RoleInvoker},
+		"/" + RegistryService + "/*":          {RoleAdmin},
+		"/" + RegistryService + "/GetTool":    {RoleAdmin, RoleInvoker},
+		"/" + RegistryService + "/ListTools":  {RoleAdmin, RoleInvoker},
+		"/" + RegistryService + "/WatchTools": {RoleAdmin, RoleInvoker},
+	}
+}
+
+// ToolAccess lists the tools a caller may invoke, as path.Match globs over
+// tool names. A tool must match an Allow pattern and no Deny pattern: deny
+// wins. An empty Allow list allows nothing (fail closed).
+type ToolAccess struct {
+	Allow []string
+	Deny  []string
+}
+
+// AuthzConfig configures an Authorizer.
+type AuthzConfig struct {
+	// MethodRoles maps "/pkg.Service/Method" or "/pkg.Service/*" to the roles
+	// that may call it (any of). An exact method entry beats the service
+	// wildcard. nil means DefaultMethodRoles(). Methods not listed are denied;
+	// the server exempts health and reflection before authorization.
+	MethodRoles map[string][]string
+	// Callers gives per-subject tool access; subjects not listed get Default.
+	Callers map[string]ToolAccess
+	Default ToolAccess
+}
+
+// Authorizer makes role and tool-list decisions.
+type Authorizer struct {
+	methods map[string][]string
+	callers map[string]ToolAccess
+	def     ToolAccess
+}
+
+// NewAuthorizer validates every glob and builds an Authorizer.
+func NewAuthorizer(cfg AuthzConfig) (*Authorizer, error) {
+	m := cfg.MethodRoles
+	if m == nil {
+		m = DefaultMethodRoles()
+	}
+	for k := range m {
+		if !strings.HasPrefix(k, "/") || strings.Count(k, "/") != 2 {
+			return nil, fmt.Errorf("authz: method %q is not of the form /package.Service/Method or /package.Service/*", k)
+		}
+	}
+	check := func(who string, ta ToolAccess) error {
+		for _, p := range slices.Concat(ta.Allow, ta.Deny) {
+			if _, err := path.Match(p, ""); err != nil {
+				return fmt.Errorf("authz: %s: tool pattern %q is not a valid glob: %w", who, p, err)
+			}
+		}
+		return nil
+	}
+	if err := check("default", cfg.Default); err != nil {
+		return nil, err
+	}
+	callers := make(map[string]ToolAccess, len(cfg.Callers))
+	for subj, ta := range cfg.Callers {
+		if err := check("caller "+subj, ta); err != nil {
+			return nil, err
+		}
+		callers[subj] = ta
+	}
+	return &Authorizer{methods: m, callers: callers, def: cfg.Default}, nil
+}
+
+// AllowMethod checks that the caller holds a role for fullMethod
+// ("/pkg.Service/Method").
+func (a *Authorizer) AllowMethod(c Caller, fullMethod string) error {
+	roles, ok := a.methods[fullMethod]
+	if !ok {
+		if i := strings.LastIndexByte(fullMethod, '/'); i > 0 {
+			roles, ok = a.methods[fullMethod[:i]+"/*"]
+		}
+	}
+	if !ok {
+		return &Error{Code: PermissionDenied, Reason: ReasonMethodUnknown, Message: "method " + fullMethod + " is not open to any role"}
+	}
+	for _, r := range roles {
+		if c.HasRole(r) {
+			return nil
+		}
+	}
+	return &Error{Code: PermissionDenied, Reason: ReasonRoleMissing,
+		Message: fmt.Sprintf("caller %q lacks a role for %s (needs one of: %s)", c.Subject, fullMethod, strings.Join(roles, ", "))}
+}
+
+// AllowTool checks the caller's tool allow and deny lists.
+func (a *Authorizer) AllowTool(c Caller, tool string) error {
+	ta, ok := a.callers[c.Subject]
+	if !ok {
+		ta = a.def
+	}
+	if matchAny(ta.Deny, tool) {
+		return &Error{Code: PermissionDenied, Reason: ReasonToolDenied, Tool: tool,
+			Message: fmt.Sprintf("tool %q is denied for caller %q", tool, c.Subject)}
+	}
+	if !matchAny(ta.Allow, tool) {
+		return &Error{Code: PermissionDenied, Reason: ReasonToolNotAllowed, Tool: tool,
+			Message: fmt.Sprintf("tool %q is not in the allow list of caller %q", tool, c.Subject)}
+	}
+	return nil
+}
+
+// FilterTools returns the names the caller may invoke, in the given order
+// (for ListTools and the MCP tool list). It allocates a new slice.
+func (a *Authorizer) FilterTools(c Caller, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if a.AllowTool(c, n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		// Patterns were validated at construction, so the error is always nil.
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

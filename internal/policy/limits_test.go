@@ -1,0 +1,192 @@
+package policy
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPolicyLimits(t *testing.T) {
+	l := Limits{MaxArgumentBytes: 200, MaxStringLength: 16, MaxDepth: 3}
+	cases := []struct {
+		reason     string
+		args       string
+		wantReason string
+		wantLimit  string
+		wantAt     string
+	}{
+		{"within every limit", `{"a":"short","b":{"c":[1,2]}}`, "", "", ""},
+		{"too many bytes", manyFields(12, 15), ReasonLimitArgumentSize, "max_argument_bytes", ""},
+		{"just under the byte limit", manyFields(7, 15), "", "", ""},
+		{"long string value", `{"a":{"b":"` + strings.Repeat("x", 17) + `"}}`, ReasonLimitStringLength, "max_string_length", "/a/b"},
+		{"long key", `{"` + strings.Repeat("k", 17) + `":1}`, ReasonLimitStringLength, "max_string_length", "/" + strings.Repeat("k", 17)},
+		{"long string in a list", `{"a":["ok","` + strings.Repeat("x", 17) + `"]}`, ReasonLimitStringLength, "max_string_length", "/a/1"},
+		{"depth 3 is fine", `{"a":{"b":{"c":1}}}`, "", "", ""},
+		{"depth 4 via objects", `{"a":{"b":{"c":{"d":1}}}}`, ReasonLimitDepth, "max_depth", "/a/b/c"},
+		{"depth 4 via lists", `{"a":[[[1]]]}`, ReasonLimitDepth, "max_depth", "/a/0/0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			err := l.Check("tool.x", mustStruct(t, tc.args))
+			if tc.wantReason == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			pe := wantPolicyError(t, err, InvalidArgument, tc.wantReason)
+			if pe.Limit != tc.wantLimit || !strings.Contains(pe.Message, tc.wantLimit) || !strings.Contains(pe.Message, "tool.x") {
+				t.Fatalf("refusal does not name limit %q and the tool: %+v", tc.wantLimit, pe)
+			}
+			if tc.wantAt != "" && !strings.Contains(pe.Message, tc.wantAt) {
+				t.Fatalf("refusal does not point at %s: %q", tc.wantAt, pe.Message)
+			}
+		})
+	}
+	if err := (Limits{}).Check("t", mustStruct(t, `{"a":[[[[[["`+strings.Repeat("x", 1000)+`"]]]]]]}`)); err != nil {
+		t.Fatalf("zero Limits must not limit: %v", err)
+	}
+}
+
+func TestPolicyInFlight(t *testing.T) {
+	f := NewInFlight(2)
+	r1, err := f.Acquire("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := f.Acquire("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Acquire("slow")
+	pe := wantPolicyError(t, err, ResourceExhausted, ReasonLimitInFlight)
+	if pe.Limit != "max_in_flight_per_tool" || pe.Tool != "slow" {
+		t.Fatalf("%+v", pe)
+	}
+	if r, err := f.Acquire("other"); err != nil {
+		t.Fatalf("limit must be per tool: %v", err)
+	} else {
+		r()
+	}
+	r1()
+	r1() // idempotent: must not free a second slot
+	r3, err := f.Acquire("slow")
+	if err != nil {
+		t.Fatalf("slot not freed by release: %v", err)
+	}
+	if _, err := f.Acquire("slow"); err == nil {
+		t.Fatal("double release freed an extra slot")
+	}
+	r2()
+	r3()
+	if n := len(f.n); n != 0 {
+		t.Fatalf("idle tools left in the map: %d", n)
+	}
+}
+
+func TestPolicyInFlightConcurrent(t *testing.T) {
+	const limit, workers = 3, 32
+	f := NewInFlight(limit)
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				rel, err := f.Acquire("t")
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				cur++
+				peak = max(peak, cur)
+				mu.Unlock()
+				mu.Lock()
+				cur--
+				mu.Unlock()
+				rel()
+			}
+		}()
+	}
+	wg.Wait()
+	if peak > limit {
+		t.Fatalf("peak in flight %d > limit %d", peak, limit)
+	}
+}
+
+func TestPolicyRateLimit(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	rl, err := NewRateLimiter(RateLimitConfig{Rate: 2, Burst: 3}, WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := Caller{Subject: "alice", Method: MethodAPIKey}
+	bob := Caller{Subject: "bob", Method: MethodAPIKey}
+	for i := range 3 {
+		if err := rl.Allow(alice, "fs.read"); err != nil {
+			t.Fatalf("call %d within burst refused: %v", i, err)
+		}
+	}
+	err = rl.Allow(alice, "fs.read")
+	pe := wantPolicyError(t, err, ResourceExhausted, ReasonRateLimited)
+	if pe.RetryAfter <= 0 || pe.RetryAfter > 500*time.Millisecond {
+		t.Fatalf("RetryAfter = %v, want (0, 500ms] at 2/s", pe.RetryAfter)
+	}
+	if pe.Tool != "fs.read" || pe.Limit != "rate" {
+		t.Fatalf("%+v", pe)
+	}
+	// Buckets are per caller × tool.
+	if err := rl.Allow(alice, "fs.write"); err != nil {
+		t.Fatalf("other tool shares the bucket: %v", err)
+	}
+	if err := rl.Allow(bob, "fs.read"); err != nil {
+		t.Fatalf("other caller shares the bucket: %v", err)
+	}
+	// A refused call consumed nothing: after RetryAfter exactly one token is back.
+	now = now.Add(pe.RetryAfter)
+	if err := rl.Allow(alice, "fs.read"); err != nil {
+		t.Fatalf("token not back after RetryAfter: %v", err)
+	}
+	if err := rl.Allow(alice, "fs.read"); err == nil {
+		t.Fatal("second token appeared early")
+	}
+}
+
+func TestPolicyRateLimitBoundedAndEvictsIdle(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	rl, err := NewRateLimiter(RateLimitConfig{Rate: 1, Burst: 1, MaxBuckets: 4, IdleTimeout: time.Minute},
+		WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := rl.Allow(Caller{Subject: s}, "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rl.Len(); n != 4 {
+		t.Fatalf("buckets = %d, want bounded at 4", n)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := rl.Allow(Caller{Subject: "g"}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rl.Len(); n != 1 {
+		t.Fatalf("buckets = %d after idle timeout, want 1", n)
+	}
+	if _, err := NewRateLimiter(RateLimitConfig{Rate: 1}); err == nil {
+		t.Fatal("burst 0 with a rate accepted")
+	}
+}
+
+// manyFields builds {"a":"xxx…", "b":…} with n fields of l-byte strings.
+func manyFields(n, l int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"` + string(rune('a'+i)) + `":"` + strings.Repeat("x", l) + `"`
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}

@@ -1,0 +1,126 @@
+package policy
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// RateLimitConfig configures token buckets per caller × tool.
+type RateLimitConfig struct {
+	// Rate is tokens per second; Burst the bucket size. Rate <= 0 disables limiting.
+	Rate  float64
+	Burst int
+	// MaxBuckets bounds memory (default 100000). When full, the least recently
+	// used bucket is dropped (it restarts full if that pair calls again).
+	MaxBuckets int
+	// IdleTimeout drops buckets unused this long (default 10m); by then a
+	// bucket has refilled anyway, so dropping it changes no decision if
+	// IdleTimeout >= Burst/Rate.
+	IdleTimeout time.Duration
+}
+
+// RateLimiter is a bounded set of token buckets keyed by caller subject and
+// tool, built on golang.org/x/time/rate. Safe for concurrent use.
+type RateLimiter struct {
+	cfg RateLimitConfig
+	now func() time.Time
+
+	mu  sync.Mutex
+	lru *list.List // front = most recently used; values are *bucket
+	m   map[bucketKey]*list.Element
+}
+
+type bucketKey struct{ subject, method, tool string }
+
+type bucket struct {
+	key  bucketKey
+	lim  *rate.Limiter
+	last time.Time
+}
+
+// RateLimitOption configures NewRateLimiter.
+type RateLimitOption func(*RateLimiter)
+
+// WithClock replaces time.Now (tests use a fixed clock; nothing sleeps).
+func WithClock(now func() time.Time) RateLimitOption { return func(r *RateLimiter) { r.now = now } }
+
+// NewRateLimiter validates cfg.
+func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter, error) {
+	if cfg.Rate > 0 && cfg.Burst < 1 {
+		return nil, errors.New("rate_limit: burst must be at least 1 when rate is set")
+	}
+	if math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0) {
+		return nil, errors.New("rate_limit: rate must be a finite number")
+	}
+	if cfg.MaxBuckets <= 0 {
+		cfg.MaxBuckets = 100_000
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	r := &RateLimiter{cfg: cfg, now: time.Now, lru: list.New(), m: map[bucketKey]*list.Element{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
+}
+
+// Allow takes one token from the caller × tool bucket or refuses with
+// ResourceExhausted and RetryAfter set to when a token will be available.
+func (r *RateLimiter) Allow(c Caller, tool string) error {
+	if r == nil || r.cfg.Rate <= 0 {
+		return nil
+	}
+	now := r.now()
+	k := bucketKey{subject: c.Subject, method: c.Method, tool: tool}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evictIdle(now)
+	var b *bucket
+	if e, ok := r.m[k]; ok {
+		r.lru.MoveToFront(e)
+		b = e.Value.(*bucket)
+	} else {
+		if r.lru.Len() >= r.cfg.MaxBuckets {
+			r.remove(r.lru.Back())
+		}
+		b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(r.cfg.Rate), r.cfg.Burst)}
+		r.m[k] = r.lru.PushFront(b)
+	}
+	b.last = now
+	res := b.lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now) // a refused call must not consume the future token
+		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
+			Message: fmt.Sprintf("caller %q is over the rate limit for tool %q (%g/s, burst %d); retry after %s",
+				c.Subject, tool, r.cfg.Rate, r.cfg.Burst, d.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+// Len reports the number of live buckets.
+func (r *RateLimiter) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lru.Len()
+}
+
+func (r *RateLimiter) evictIdle(now time.Time) {
+	for e := r.lru.Back(); e != nil; e = r.lru.Back() {
+		if now.Sub(e.Value.(*bucket).last) < r.cfg.IdleTimeout {
+			return
+		}
+		r.remove(e)
+	}
+}
+
+func (r *RateLimiter) remove(e *list.Element) {
+	delete(r.m, e.Value.(*bucket).key)
+	r.lru.Remove(e)
+}

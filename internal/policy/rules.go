@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// DefaultRuleCostLimit bounds the CEL runtime cost of one rule evaluation, so
+// a rule over a large argument cannot stall a call.
+const DefaultRuleCostLimit = 1_000_000
+
+// Rule is an argument-value rule: a CEL expression that must evaluate to
+// true for the call to proceed.
+//
+// Variables: args (map: the NORMALIZED arguments), caller (map: subject,
+// method, roles) and tool (string). Example:
+//
+//	!args.command.contains("&&")
+//
+// A rule that fails to evaluate (for example it reads a key the call did not
+// send; guard with has(args.command)) denies the call: rules fail closed.
+type Rule struct {
+	Name string
+	// Tools are path.Match globs selecting the tools the rule applies to; empty means all.
+	Tools   []string
+	Expr    string
+	Message string // shown to the caller on deny; defaults to naming the rule
+}
+
+// Rules is a compiled, immutable rule set, safe for concurrent use.
+type Rules struct {
+	rules []compiledRule
+}
+
+type compiledRule struct {
+	Rule
+	prg cel.Program
+}
+
+// RuleOption configures NewRules.
+type RuleOption func(*ruleOptions)
+
+type ruleOptions struct{ costLimit uint64 }
+
+// WithRuleCostLimit sets the CEL cost limit per rule evaluation.
+func WithRuleCostLimit(n uint64) RuleOption { return func(o *ruleOptions) { o.costLimit = n } }
+
+// NewRules compiles every rule. A bad expression is a configuration error
+// naming the rule.
+func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
+	o := ruleOptions{costLimit: DefaultRuleCostLimit}
+	for _, f := range opts {
+		f(&o)
+	}
+	env, err := cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("tool", cel.StringType),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("rules: CEL environment: %w", err)
+	}
+	out := &Rules{}
+	names := map[string]bool{}
+	for i, r := range rules {
+		if r.Name == "" {
+			return nil, fmt.Errorf("rules[%d]: name is empty", i)
+		}
+		if names[r.Name] {
+			return nil, fmt.Errorf("rule %q: duplicate name", r.Name)
+		}
+		names[r.Name] = true
+		for _, p := range r.Tools {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("rule %q: tool pattern %q is not a valid glob: %w", r.Name, p, err)
+			}
+		}
+		ast, iss := env.Compile(r.Expr)
+		if iss.Err() != nil {
+			return nil, fmt.Errorf("rule %q: %w", r.Name, iss.Err())
+		}
+		if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+			return nil, fmt.Errorf("rule %q: expression must be bool, is %s", r.Name, t)
+		}
+		prg, err := env.Program(ast, cel.CostLimit(o.costLimit), cel.InterruptCheckFrequency(100))
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
+		}
+		out.rules = append(out.rules, compiledRule{Rule: r, prg: prg})
+	}
+	return out, nil
+}
+
+// Evaluate runs every rule that applies to tool, in order, and returns the
+// first refusal. args must be the normalized (and validated) arguments.
+func (rs *Rules) Evaluate(ctx context.Context, c Caller, tool string, args *structpb.Struct) error {
+	if rs == nil || len(rs.rules) == 0 {
+		return nil
+	}
+	if args == nil {
+		args = &structpb.Struct{}
+	}
+	roles := c.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	vars := map[string]any{
+		"args":   args, // cel-go adapts *structpb.Struct natively: no JSON round trip
+		"caller": map[string]any{"subject": c.Subject, "method": c.Method, "roles": roles},
+		"tool":   tool,
+	}
+	for i := range rs.rules {
+		r := &rs.rules[i]
+		if len(r.Tools) > 0 && !matchAny(r.Tools, tool) {
+			continue
+		}
+		val, _, err := r.prg.ContextEval(ctx, vars)
+		if err != nil {
+			// Fail closed. The CEL error is not echoed: it can quote argument data.
+			msg := fmt.Sprintf("rule %q could not be evaluated for tool %q, so the call is refused", r.Name, tool)
+			if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				msg = fmt.Sprintf("rule %q was interrupted for tool %q, so the call is refused", r.Name, tool)
+			}
+			return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool, Message: msg}
+		}
+		ok, isBool := val.Value().(bool)
+		if !isBool {
+			return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool,
+				Message: fmt.Sprintf("rule %q did not evaluate to a bool for tool %q, so the call is refused", r.Name, tool)}
+		}
+		if !ok {
+			msg := r.Message
+			if msg == "" {
+				msg = fmt.Sprintf("arguments refused by rule %q", r.Name)
+			}
+			return &Error{Code: PermissionDenied, Reason: ReasonRuleDenied, Rule: r.Name, Tool: tool,
+				Message: fmt.Sprintf("tool %q: %s (rule %q)", tool, msg, r.Name)}
+		}
+	}
+	return nil
+}
