@@ -1,5 +1,7 @@
 package normalize
 
+import "fmt"
+
 // RepairKind says which RT-TOOL-8 repair changed an argument.
 type RepairKind uint8
 
@@ -48,6 +50,9 @@ const (
 	DuplicateKey
 	// TooDeep: it nests deeper than the limit.
 	TooDeep
+	// LoneSurrogate: it holds a \u escape of an unpaired UTF-16 surrogate,
+	// which a protobuf (UTF-8) string can only carry by inventing U+FFFD.
+	LoneSurrogate
 )
 
 // String returns a short, stable name for the reason.
@@ -63,6 +68,8 @@ func (r SkipReason) String() string {
 		return "duplicate-key"
 	case TooDeep:
 		return "too-deep"
+	case LoneSurrogate:
+		return "lone-surrogate"
 	}
 	return "unknown"
 }
@@ -88,3 +95,37 @@ type Report struct {
 
 // Changed reports whether any value was repaired.
 func (r *Report) Changed() bool { return len(r.Repairs) > 0 }
+
+// Message says in one line why the argument was left as sent, for a
+// validation error, e.g. "/ops must be an array; got a string that parses as an object".
+func (s Skip) Message() string {
+	want := map[string]string{"array": "an array", "object": "an object", "array or object": "an array or an object"}[s.Declared]
+	if want == "" {
+		want = s.Declared
+	}
+	var got string
+	switch s.Reason {
+	case NotJSON:
+		got = "a string that is not JSON"
+	case WrongShape:
+		article := "a "
+		switch s.Got {
+		case "object", "array":
+			article = "an "
+		case "null":
+			article = ""
+		}
+		got = "a string that parses as " + article + s.Got
+	case LossyNumber:
+		got = "a string holding a number that a float64 cannot carry exactly"
+	case DuplicateKey:
+		got = "a string holding JSON with a duplicate object key"
+	case TooDeep:
+		got = fmt.Sprintf("a string holding JSON nested deeper than %d levels", MaxJSONDepth)
+	case LoneSurrogate:
+		got = `a string holding JSON with an unpaired \u surrogate escape`
+	default:
+		got = "a string"
+	}
+	return s.Path + " must be " + want + "; got " + got
+}

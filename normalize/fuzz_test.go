@@ -1,0 +1,158 @@
+package normalize
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+var fuzzSchemas = []string{
+	`{}`,
+	`{"properties":{"ops":{"type":"array"},"cfg":{"type":"object"},"title":{"type":"string"},"n":{"type":"integer"}}}`,
+	`{"properties":{"a":{"type":["array","null"]},"s":{"type":["array","string"]}},"additionalProperties":{"type":["array","object"]}}`,
+	`{"$ref":"#/$defs/A","$defs":{"A":{"properties":{"x":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"array"}]}},"patternProperties":{"^o":{"type":"object"}}}}}`,
+}
+
+// sameShapeIgnoringStrings reports whether a and b have the same structure,
+// keys and non-string values; string leaves are checked by leaf.
+func sameShape(a, b *structpb.Value, leaf func(x, y string) bool) bool {
+	switch ka := a.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		kb, ok := b.GetKind().(*structpb.Value_StringValue)
+		return ok && leaf(ka.StringValue, kb.StringValue)
+	case *structpb.Value_StructValue:
+		kb, ok := b.GetKind().(*structpb.Value_StructValue)
+		if !ok || len(ka.StructValue.Fields) != len(kb.StructValue.Fields) {
+			return false
+		}
+		for k, va := range ka.StructValue.Fields {
+			vb, ok := kb.StructValue.Fields[k]
+			if !ok || !sameShape(va, vb, leaf) {
+				return false
+			}
+		}
+		return true
+	case *structpb.Value_ListValue:
+		kb, ok := b.GetKind().(*structpb.Value_ListValue)
+		if !ok || len(ka.ListValue.Values) != len(kb.ListValue.Values) {
+			return false
+		}
+		for i := range ka.ListValue.Values {
+			if !sameShape(ka.ListValue.Values[i], kb.ListValue.Values[i], leaf) {
+				return false
+			}
+		}
+		return true
+	}
+	return proto.Equal(a, b)
+}
+
+func FuzzNormalize(f *testing.F) {
+	seeds := []string{
+		`{"ops":"[{\"op\":\"add\",\"t\":\"a &amp;amp; b\"}]","title":"Ember &amp;amp; Oak"}`,
+		`{"ops":"{\"op\":\"add\"}","cfg":"[1]"}`,
+		`{"cfg":"{\"a\":1,\"a\":2}","n":"[9007199254740993]"}`,
+		`{"a":"null","s":"[1]","z":"{\"k&amp;\":\"&lt;\"}"}`,
+		`{"x":"[[[]]]","o1":"{}","k&amp;":"&#x26;amp;"}`,
+		`{"ops":"[&quot;a&quot;]","title":"&amp;&amp;&amp;lt;"}`,
+		`{"cmd":"make &amp;&amp; make test","nested":{"l":["&lt;div className=&quot;app&quot;&gt;"]}}`,
+	}
+	for i, s := range seeds {
+		f.Add(uint8(i), s)
+	}
+	plans := make([]*Plan, len(fuzzSchemas))
+	for i, s := range fuzzSchemas {
+		plans[i] = mustPlan(f, s)
+	}
+	f.Fuzz(func(t *testing.T, schemaIdx uint8, src string) {
+		var args structpb.Struct
+		if protojson.Unmarshal([]byte(src), &args) != nil {
+			return
+		}
+		p := plans[int(schemaIdx)%len(plans)]
+		before := proto.Clone(&args).(*structpb.Struct)
+		out, rep := p.Apply(&args)
+
+		if !proto.Equal(&args, before) {
+			t.Fatalf("Apply mutated its input")
+		}
+		if len(rep.Repairs) == 0 && out != &args {
+			t.Fatalf("nothing repaired but a different Struct came back")
+		}
+		// Clause 5: top-level keys are unchanged.
+		if len(out.Fields) != len(args.Fields) {
+			t.Fatalf("key count changed")
+		}
+		decoded := map[string]bool{}
+		for _, r := range rep.Repairs {
+			if r.Kind == JSONDecoded {
+				decoded[r.Path] = true
+			}
+		}
+		for k, v := range args.Fields {
+			nv, ok := out.Fields[k]
+			if !ok {
+				t.Fatalf("key %q vanished", k)
+			}
+			if decoded[string(appendToken(nil, k))] {
+				if p.Declared(k) == "" {
+					t.Fatalf("%q decoded although not declared array/object", k)
+				}
+				continue
+			}
+			// Not decoded: same shape and keys at every depth, and strings
+			// without '&' identical (entity decoding may change the others).
+			leaf := func(x, y string) bool {
+				return strings.IndexByte(x, '&') >= 0 || x == y
+			}
+			if !sameShape(v, nv, leaf) {
+				t.Fatalf("param %q changed shape/keys/plain text: %v -> %v", k, v, nv)
+			}
+		}
+		// ApplyInPlace agrees with Apply.
+		inPlace := proto.Clone(before).(*structpb.Struct)
+		if rep2 := p.ApplyInPlace(inPlace); !proto.Equal(inPlace, out) || len(rep2.Repairs) != len(rep.Repairs) || len(rep2.Skipped) != len(rep.Skipped) {
+			t.Fatalf("ApplyInPlace differs from Apply")
+		}
+		// Idempotent when no bound was hit. The one documented exception: a
+		// parameter skipped as not JSON whose entity decoding produced JSON
+		// (JSON is judged as sent, so the second run sees different text).
+		for _, r := range rep.Repairs {
+			if r.BoundHit {
+				return
+			}
+		}
+		entityFixed := map[string]bool{}
+		for _, r := range rep.Repairs {
+			if r.Kind == EntitiesDecoded {
+				entityFixed[r.Path] = true
+			}
+		}
+		again, rep3 := p.Apply(out)
+		for _, r := range rep3.Repairs {
+			if r.Kind == JSONDecoded && entityFixed[r.Path] {
+				continue
+			}
+			if r.Kind == EntitiesDecoded && strings.Count(r.Path, "/") > 1 && decodedUnder(rep3, r.Path) {
+				continue
+			}
+			t.Fatalf("second run repaired again: %+v\nfirst: %+v", r, rep)
+		}
+		if len(rep3.Repairs) == 0 && again != out {
+			t.Fatalf("second run copied without repairing")
+		}
+	})
+}
+
+// decodedUnder reports whether path lies inside a parameter the same report JSON-decoded.
+func decodedUnder(rep Report, path string) bool {
+	for _, r := range rep.Repairs {
+		if r.Kind == JSONDecoded && strings.HasPrefix(path, r.Path+"/") {
+			return true
+		}
+	}
+	return false
+}
