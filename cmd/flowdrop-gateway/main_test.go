@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestNewcomerPath runs the binary's run() the way `go run
+// ./cmd/flowdrop-gateway` does (demo on, only the port changed), makes the
+// call the banner prints, then stops it like SIGINT would.
+func TestNewcomerPath(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"--listen", "127.0.0.1:0", "--log-level", "error"}, pw, io.Discard)
+		pw.Close()
+	}()
+
+	// Read the banner: the listen address and the grpcurl line's request.
+	var addr, request string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() && (addr == "" || request == "") {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "flowdrop gateway listening on "); ok {
+			addr, _, _ = strings.Cut(rest, " ")
+		}
+		if strings.Contains(line, "grpcurl") {
+			_, after, _ := strings.Cut(line, "-d '")
+			request, _, _ = strings.Cut(after, "' ")
+		}
+	}
+	go io.Copy(io.Discard, pr) // keep draining whatever follows
+	if addr == "" || request == "" {
+		t.Fatalf("banner lacks the address or the example call (addr=%q request=%q)", addr, request)
+	}
+
+	// The ready-to-paste call works as printed.
+	req := &gatewayv1.InvokeToolRequest{}
+	if err := protojson.Unmarshal([]byte(request), req); err != nil {
+		t.Fatalf("banner request %q is not a valid InvokeToolRequest: %v", request, err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ccancel()
+	resp, err := gatewayv1.NewToolGatewayServiceClient(conn).InvokeTool(cctx, req)
+	if err != nil {
+		t.Fatalf("the banner's call failed: %v", err)
+	}
+	got := resp.GetResult().GetStructValue().GetFields()["arguments"].GetStructValue().GetFields()["title"].GetStringValue()
+	if got != "Ember & Oak" || len(resp.GetRepairs()) != 2 {
+		t.Errorf("title reached the tool as %q with %d repairs; want \"Ember & Oak\" with 2", got, len(resp.GetRepairs()))
+	}
+
+	cancel() // what SIGINT does through signal.NotifyContext
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit code %d after shutdown, want 0", code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not shut down")
+	}
+}
+
+func TestStartupErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(bad, []byte("tools:\n  - name: broken\n    backend: 127.0.0.1:7001\n    input_schema: {type: array}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		reason     string
+		args       []string
+		code       int
+		wantStderr []string
+	}{
+		{name: "bad-tools-file", reason: "a bad file stops start-up naming the tool and the problem",
+			args: []string{"--listen", "127.0.0.1:0", "--tools", bad}, code: 1, wantStderr: []string{`"broken"`, "input_schema", "object"}},
+		{name: "missing-tools-file", reason: "a missing file is named",
+			args: []string{"--listen", "127.0.0.1:0", "--tools", filepath.Join(dir, "nope.yaml")}, code: 1, wantStderr: []string{"nope.yaml"}},
+		{name: "bad-listen", reason: "a listen address without a port is a usage error",
+			args: []string{"--listen", "localhost"}, code: 2, wantStderr: []string{"listen address"}},
+		{name: "no-tools", reason: "--demo=false without --tools leaves nothing to serve",
+			args: []string{"--demo=false"}, code: 2, wantStderr: []string{"no tools"}},
+		{name: "stray-argument", reason: "positional arguments are refused, not ignored",
+			args: []string{"extra"}, code: 2, wantStderr: []string{"unexpected arguments"}},
+		{name: "bad-log-level", reason: "an unknown log level is named",
+			args: []string{"--log-level", "loud"}, code: 2, wantStderr: []string{"--log-level"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var stderr bytes.Buffer
+			if code := run(ctx, tc.args, io.Discard, &stderr); code != tc.code {
+				t.Fatalf("exit code %d, want %d (%s); stderr: %s", code, tc.code, tc.reason, &stderr)
+			}
+			for _, s := range tc.wantStderr {
+				if !strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr %q lacks %q (%s)", &stderr, s, tc.reason)
+				}
+			}
+		})
+	}
+}

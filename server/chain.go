@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// This file is THE one place the unary interceptor chain is assembled.
+
+// skipInfra matches every service except gRPC health and reflection, which
+// must keep answering cheaply and without the tool pipeline.
+var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMeta) bool {
+	switch m.Service {
+	case healthpb.Health_ServiceDesc.ServiceName,
+		"grpc.reflection.v1.ServerReflection",
+		"grpc.reflection.v1alpha.ServerReflection":
+		return false
+	}
+	return true
+})
+
+// unaryChain returns the interceptors in call order (first = outermost).
+//
+// Recovery is OUTERMOST, not innermost as first sketched: a panic is only
+// caught by a recovery that wraps the code that panics, and the normalization
+// and validation interceptors run our own code on model input, so they must
+// be inside it. The cost is that the logging interceptor does not log a
+// panicking call's end; the recovery handler logs it (with the stack) instead.
+func unaryChain(p *pipeline, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	return []grpc.UnaryServerInterceptor{
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+		selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(log),
+			logging.WithLogOnEvents(logging.FinishCall)), skipInfra),
+		selector.UnaryServerInterceptor(normalizeInterceptor(p), skipInfra),
+		selector.UnaryServerInterceptor(validateInterceptor(p), skipInfra),
+	}
+}
+
+// panicHandler logs the panic with its stack and gives the client only a
+// generic Internal status: no stack, no argument values.
+func panicHandler(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, v any) error {
+		method, _ := grpc.Method(ctx)
+		attrs := []any{"grpc.method", method, "panic", v, "stack", string(debug.Stack())}
+		log.ErrorContext(ctx, "panic while handling a call", attrs...)
+		return status.Error(codes.Internal, "internal error")
+	}
+}
+
+// slogAdapter lets the go-grpc-middleware logging interceptor write to slog.
+func slogAdapter(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+}

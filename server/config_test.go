@@ -1,0 +1,52 @@
+package server
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		reason  string
+		edit    func(*Config)
+		wantErr []string // substrings; empty: valid
+	}{
+		{name: "defaults", reason: "the defaults must start a working demo gateway", edit: func(*Config) {}},
+		{name: "tools-file-without-demo", reason: "a tools file alone is a valid source", edit: func(c *Config) { c.Demo, c.ToolsFile = false, "tools.yaml" }},
+		{name: "all-interfaces", reason: "an empty host means all interfaces and is allowed", edit: func(c *Config) { c.ListenAddr = ":7443" }},
+		{name: "no-port", reason: "an address without a port cannot be listened on", edit: func(c *Config) { c.ListenAddr = "127.0.0.1" }, wantErr: []string{"listen address", "127.0.0.1"}},
+		{name: "bad-port", reason: "ports are 0..65535", edit: func(c *Config) { c.ListenAddr = "127.0.0.1:70000" }, wantErr: []string{"port \"70000\""}},
+		{name: "hostname", reason: "a hostname would resolve to unknown interfaces", edit: func(c *Config) { c.ListenAddr = "example.com:1" }, wantErr: []string{"host must be an IP"}},
+		{name: "no-tools", reason: "a gateway without tools is a mistake, not a default", edit: func(c *Config) { c.Demo = false }, wantErr: []string{"no tools"}},
+		{name: "zero-timeout", reason: "a zero default timeout would fail every call", edit: func(c *Config) { c.DefaultTimeout = 0 }, wantErr: []string{"default timeout"}},
+		{name: "negative-grace", reason: "negative grace is meaningless", edit: func(c *Config) { c.ShutdownGrace = -1 }, wantErr: []string{"shutdown grace"}},
+		{
+			name:    "several-problems",
+			reason:  "every problem is reported at once, each naming its setting",
+			edit:    func(c *Config) { c.MaxRecvMsgSize = 0; c.BackendMaxSendMsgSize = -1 },
+			wantErr: []string{"max receive message size must be positive, got 0", "backend max send message size must be positive, got -1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v (%s)", err, tc.reason)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate accepted it (%s)", tc.reason)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q (%s)", err, s, tc.reason)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Metadata the gateway sets or passes on to backends.
+const (
+	MDCallID = "x-flowdrop-call-id"
+	MDCaller = "x-flowdrop-caller"
+)
+
+// propagatedMD are incoming headers passed to the backend unchanged so a
+// trace and a request id follow the call.
+var propagatedMD = []string{"traceparent", "tracestate", "grpc-trace-bin", "x-request-id"}
+
+// forward calls the tool's backend with the (normalized, validated)
+// arguments. It is the only place a backend is called, so a zero-copy
+// forwarding path (re-using the request bytes when normalization changed
+// nothing) can replace it without touching the stages around it.
+func (p *pipeline) forward(ctx context.Context, c *call) (*gatewayv1.InvokeResponse, error) {
+	target := c.entry.Tool.Backend
+	budget, source := p.budget(ctx, c)
+	fail := func(err error) error {
+		return &backendError{tool: c.tool, target: target, timeout: budget, source: source, err: err}
+	}
+	if source != deadlineCaller {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	cc, release, err := p.pool.get(target)
+	if err != nil {
+		return nil, fail(status.Error(codes.Unavailable, err.Error()))
+	}
+	defer release()
+
+	ctx = metadata.NewOutgoingContext(ctx, outgoingMD(ctx, c))
+	req := &gatewayv1.InvokeRequest{Tool: c.tool, Arguments: c.args, CallId: c.callID, Caller: c.caller}
+	resp := new(gatewayv1.InvokeResponse)
+	if err := cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp); err != nil {
+		return nil, fail(err)
+	}
+	return resp, nil
+}
+
+// budget picks the call's deadline: the caller's, else the tool's timeout,
+// else the gateway default.
+func (p *pipeline) budget(ctx context.Context, c *call) (time.Duration, deadlineSource) {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), 0), deadlineCaller
+	}
+	if t := c.entry.Tool.Timeout; t > 0 {
+		return t, deadlineTool
+	}
+	return p.defaultTimeout, deadlineDefault
+}
+
+func outgoingMD(ctx context.Context, c *call) metadata.MD {
+	md := metadata.MD{}
+	if c.callID != "" {
+		md[MDCallID] = []string{c.callID}
+	}
+	if c.caller != nil && c.caller.GetSubject() != "" {
+		md[MDCaller] = []string{c.caller.GetSubject()}
+	}
+	if in, ok := metadata.FromIncomingContext(ctx); ok {
+		for _, k := range propagatedMD {
+			if v := in[k]; len(v) > 0 {
+				md[k] = v
+			}
+		}
+	}
+	return md
+}

@@ -1,0 +1,251 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/memstore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// Server is the gateway's gRPC server over a started registry: the
+// ToolGatewayService with its interceptor chain, health and reflection.
+// Run uses it; tests use it directly with their own listener.
+type Server struct {
+	gs     *grpc.Server
+	health *health.Server
+	pool   *backendPool
+	pipe   *pipeline
+
+	stopPrune chan struct{}
+	pruneDone chan struct{}
+	stopOnce  sync.Once
+}
+
+// New builds a Server over reg, which must already be started (loaded): the
+// health service reports SERVING from the start.
+func New(cfg Config, reg *registry.Registry) (*Server, error) {
+	if err := cfg.validateServer(); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		return nil, errors.New("server: nil registry")
+	}
+	log := cfg.logger()
+	pool := newBackendPool(&cfg)
+	p := &pipeline{reg: reg, pool: pool, defaultTimeout: cfg.DefaultTimeout}
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
+		grpc.ChainUnaryInterceptor(unaryChain(p, log)...),
+	)
+	gatewayv1.RegisterToolGatewayServiceServer(gs, &gatewayService{p: p})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+
+	s := &Server{gs: gs, health: hs, pool: pool, pipe: p,
+		stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
+	go s.pruneLoop(reg)
+	return s, nil
+}
+
+// pruneLoop closes backend connections no registered tool uses any more,
+// each time the registry changes.
+func (s *Server) pruneLoop(reg *registry.Registry) {
+	defer close(s.pruneDone)
+	changes, unsubscribe := reg.Changes()
+	defer unsubscribe()
+	for {
+		select {
+		case <-s.stopPrune:
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			inUse := map[string]bool{}
+			for _, e := range reg.Snapshot().List() {
+				inUse[e.Tool.Backend] = true
+			}
+			s.pool.retain(func(target string) bool { return inUse[target] })
+		}
+	}
+}
+
+// Serve accepts connections on lis until Shutdown; it returns nil after a
+// Shutdown.
+func (s *Server) Serve(lis net.Listener) error {
+	if err := s.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting calls (health turns NOT_SERVING), lets in-flight
+// calls finish until ctx is done, then cuts off the rest, and closes the
+// backend connections. It returns ctx's error if calls had to be cut off.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.Shutdown()
+	drained := make(chan struct{})
+	go func() { s.gs.GracefulStop(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		s.gs.Stop()
+		<-drained
+		err = ctx.Err()
+	}
+	s.stopOnce.Do(func() { close(s.stopPrune) })
+	<-s.pruneDone
+	s.pool.close()
+	return err
+}
+
+// Run starts the gateway and blocks until ctx is done (e.g. SIGINT/SIGTERM),
+// then shuts down gracefully within cfg.ShutdownGrace. A bad tools file or
+// an address already in use stops start-up with an error naming the problem.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.logger()
+
+	var tools []registry.Tool
+	var demoAddr string
+	if cfg.Demo {
+		addr, stop, err := startDemoBackend(log)
+		if err != nil {
+			return fmt.Errorf("starting the example tool service: %w", err)
+		}
+		defer stop()
+		demoAddr = addr
+		demo, err := registry.ParseTools(demotools.ToolsYAML(addr), "embedded demo tools")
+		if err != nil {
+			return err
+		}
+		tools = append(tools, demo...)
+	}
+	if cfg.ToolsFile != "" {
+		fileTools, err := registry.LoadFile(cfg.ToolsFile)
+		if err != nil {
+			return err
+		}
+		tools = append(tools, fileTools...)
+	}
+
+	store, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := registry.Seed(ctx, store, tools); err != nil {
+		return fmt.Errorf("loading tools: %w", err)
+	}
+	reg := registry.New(store, registry.WithLogger(log))
+	if err := reg.Start(ctx); err != nil {
+		return fmt.Errorf("starting the registry: %w", err)
+	}
+	defer reg.Close()
+
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv, err := New(cfg, reg)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	if cfg.Out != nil {
+		printBanner(cfg.Out, dialAddr(lis.Addr()), tools, demoAddr)
+	}
+	log.Info("gateway serving", "addr", lis.Addr().String(), "tools", len(tools))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	select {
+	case err := <-served: // the listener failed
+		srv.Shutdown(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining calls in flight", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
+	}
+	return <-served
+}
+
+// openStore is THE one place the registry's store is chosen. For now the
+// registry lives in memory, seeded from the tools file at start-up.
+func openStore(Config) (registry.Store, error) {
+	return memstore.New(), nil
+}
+
+// startDemoBackend serves the example tool service on a random loopback port.
+func startDemoBackend(log *slog.Logger) (addr string, stop func(), err error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	gs := demotools.NewGRPCServer(demotools.New(), log.With("component", "example-tools"))
+	done := make(chan struct{})
+	go func() { defer close(done); gs.Serve(lis) }()
+	return lis.Addr().String(), func() { gs.Stop(); <-done }, nil
+}
+
+// dialAddr turns a listen address into one a client on this host can dial.
+func dialAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// DemoCallArgs are the arguments of the banner's example call: a title
+// escaped twice and tags sent as a JSON string, both repaired by RT-TOOL-8.
+const DemoCallArgs = `{"title":"Ember &amp;amp; Oak","tags":"[\"a\",\"b\"]"}`
+
+func printBanner(w io.Writer, addr string, tools []registry.Tool, demoAddr string) {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	fmt.Fprintf(w, "flowdrop gateway listening on %s (plaintext gRPC; health and reflection enabled)\n", addr)
+	if demoAddr != "" {
+		fmt.Fprintf(w, "example tool service running in-process on %s\n", demoAddr)
+	}
+	fmt.Fprintf(w, "tools: %s\n", strings.Join(names, ", "))
+	// The demo call when create_note is there (the demo tools, or a file
+	// printed by cmd/example-tools); else the first tool with no arguments.
+	tool, args := "create_note", DemoCallArgs
+	if !slices.Contains(names, tool) && len(names) > 0 {
+		tool, args = names[0], `{}`
+	}
+	fmt.Fprintf(w, "\ntry it:\n  grpcurl -plaintext -d '{\"tool\":%q,\"arguments\":%s}' %s %s/InvokeTool\n",
+		tool, args, addr, gatewayv1.ToolGatewayService_ServiceDesc.ServiceName)
+	fmt.Fprintf(w, "  go run ./cmd/flowdropctl invoke %s --addr %s --args '%s'\n\n", tool, addr, args)
+}
