@@ -1,0 +1,427 @@
+// Package etcdstore is the registry.Store for several gateway replicas: the
+// tools live in etcd under <prefix>/tools/<name>, encoded with toolcodec.
+//
+// Revisions are etcd's: a tool's Revision is its key's ModRevision and the
+// store revision is the etcd header revision (shared with anything else in
+// the cluster, so revisions are increasing but not dense). Conditional writes
+// are etcd transactions comparing the key's revision.
+//
+// Every call is bounded by a per-call timeout (WithTimeout): when etcd is
+// unreachable the call fails with an error wrapping ErrUnavailable instead of
+// hanging, so replicas keep serving their last snapshot and refuse writes.
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/internal/toolcodec"
+)
+
+// ErrUnavailable is wrapped by every error caused by etcd being unreachable
+// or not answering within the per-call timeout.
+var ErrUnavailable = errors.New("etcd unavailable")
+
+// Defaults for the options.
+const (
+	DefaultTimeout     = 3 * time.Second
+	DefaultPageSize    = 1000
+	DefaultWatchBuffer = 256
+)
+
+// Option configures a Store.
+type Option func(*options)
+
+type options struct {
+	timeout  time.Duration
+	pageSize int64
+	watchBuf int
+}
+
+// WithTimeout bounds each call to etcd (d > 0).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// WithPageSize sets how many tools List fetches per etcd request (n >= 1);
+// pages are read at one revision, so the list stays consistent.
+func WithPageSize(n int) Option {
+	return func(o *options) {
+		if n >= 1 {
+			o.pageSize = int64(n)
+		}
+	}
+}
+
+// WithWatchBuffer sets the buffer of each Watch channel (n >= 1).
+func WithWatchBuffer(n int) Option {
+	return func(o *options) {
+		if n >= 1 {
+			o.watchBuf = n
+		}
+	}
+}
+
+// Store is an etcd-backed registry.Store, safe for concurrent use. It does
+// not own the client: Close ends the watches, the caller closes the client.
+type Store struct {
+	cli    *clientv3.Client
+	tools  string // "<prefix>/tools/"
+	opts   options
+	mu     sync.Mutex
+	closed bool
+	stops  map[*int]context.CancelFunc // live watches, cancelled by Close
+	nextID int
+}
+
+var _ registry.Store = (*Store)(nil)
+
+// New returns a store keeping its tools under prefix (e.g. "/flowdrop/registry").
+func New(client *clientv3.Client, prefix string, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("etcdstore: nil client")
+	}
+	prefix = strings.TrimRight(prefix, "/")
+	if prefix == "" {
+		return nil, errors.New("etcdstore: empty prefix: the registry needs its own key space")
+	}
+	o := options{timeout: DefaultTimeout, pageSize: DefaultPageSize, watchBuf: DefaultWatchBuffer}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Store{cli: client, tools: prefix + "/tools/", opts: o, stops: map[*int]context.CancelFunc{}}, nil
+}
+
+func (s *Store) key(name string) string { return s.tools + name }
+
+func (s *Store) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return registry.ErrClosed
+	}
+	return nil
+}
+
+// call runs fn with the per-call timeout and classifies its error.
+func (s *Store) call(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
+	defer cancel()
+	return s.classify(ctx, op, fn(cctx))
+}
+
+// classify turns transport failures into ErrUnavailable and passes the
+// registry's own errors through.
+func (s *Store) classify(parent context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var mismatch *registry.RevisionMismatchError
+	if errors.Is(err, registry.ErrNotFound) || errors.As(err, &mismatch) {
+		return err
+	}
+	if perr := parent.Err(); perr != nil {
+		// The caller gave up; that is not etcd's fault.
+		return fmt.Errorf("etcdstore: %s: %w", op, perr)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("etcdstore: %s: %w", op, err)
+}
+
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
+		return true
+	}
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		switch ee.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+func decodeKV(kv *mvccpb.KeyValue, prefix string) (registry.Tool, error) {
+	t, err := toolcodec.Decode(kv.Value)
+	if err != nil {
+		return registry.Tool{}, fmt.Errorf("etcdstore: key %q: %w", kv.Key, err)
+	}
+	if name := strings.TrimPrefix(string(kv.Key), prefix); t.Name != name {
+		return registry.Tool{}, fmt.Errorf("etcdstore: key %q holds tool %q", kv.Key, t.Name)
+	}
+	t.Revision = kv.ModRevision
+	return t, nil
+}
+
+// Get returns the tool or registry.ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (registry.Tool, error) {
+	var t registry.Tool
+	err := s.call(ctx, fmt.Sprintf("get %q", name), func(ctx context.Context) error {
+		resp, err := s.cli.Get(ctx, s.key(name))
+		if err != nil {
+			return err
+		}
+		if len(resp.Kvs) == 0 {
+			return registry.ErrNotFound
+		}
+		t, err = decodeKV(resp.Kvs[0], s.tools)
+		return err
+	})
+	return t, err
+}
+
+// List returns every tool sorted by name and the etcd revision of the read.
+func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
+	var (
+		out []registry.Tool
+		rev int64
+	)
+	err := s.call(ctx, "list", func(ctx context.Context) error {
+		end := clientv3.GetPrefixRangeEnd(s.tools)
+		from := s.tools
+		for {
+			opts := []clientv3.OpOption{
+				clientv3.WithRange(end),
+				clientv3.WithLimit(s.opts.pageSize),
+				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
+			}
+			if rev != 0 {
+				// Later pages read the same revision as the first.
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := s.cli.Get(ctx, from, opts...)
+			if err != nil {
+				return err
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+				out = make([]registry.Tool, 0, resp.Count)
+			}
+			for _, kv := range resp.Kvs {
+				t, err := decodeKV(kv, s.tools)
+				if err != nil {
+					return err
+				}
+				out = append(out, t)
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				return nil
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// Put creates or replaces a tool; expected follows registry.Store.
+func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (registry.Tool, error) {
+	if err := registry.ValidateName(t.Name); err != nil {
+		// Also keeps names from escaping the key layout (no "/").
+		return registry.Tool{}, err
+	}
+	t.Revision = 0 // the revision is the key's ModRevision, not stored in the value
+	val, err := toolcodec.Encode(t)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	// Return a decoded copy so the caller may reuse its value.
+	stored, err := toolcodec.Decode(val)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	key := s.key(t.Name)
+	err = s.call(ctx, fmt.Sprintf("put %q", t.Name), func(ctx context.Context) error {
+		if expected == nil {
+			resp, err := s.cli.Put(ctx, key, string(val))
+			if err != nil {
+				return err
+			}
+			stored.Revision = resp.Header.Revision
+			return nil
+		}
+		cmp := clientv3.Compare(clientv3.ModRevision(key), "=", *expected)
+		if *expected == 0 {
+			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		}
+		resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, string(val))).Else(clientv3.OpGet(key)).Commit()
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			return mismatch(t.Name, *expected, resp)
+		}
+		stored.Revision = resp.Header.Revision
+		return nil
+	})
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	return stored, nil
+}
+
+// mismatch builds the error from the Else OpGet of a failed transaction.
+func mismatch(name string, expected int64, resp *clientv3.TxnResponse) error {
+	var actual int64
+	if len(resp.Responses) == 1 {
+		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) == 1 {
+			actual = r.Kvs[0].ModRevision
+		}
+	}
+	return &registry.RevisionMismatchError{Tool: name, Expected: expected, Actual: actual}
+}
+
+// Delete removes a tool and returns the etcd revision of the deletion.
+func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64, error) {
+	var rev int64
+	key := s.key(name)
+	err := s.call(ctx, fmt.Sprintf("delete %q", name), func(ctx context.Context) error {
+		if expected == nil {
+			resp, err := s.cli.Delete(ctx, key)
+			if err != nil {
+				return err
+			}
+			if resp.Deleted == 0 {
+				return registry.ErrNotFound
+			}
+			rev = resp.Header.Revision
+			return nil
+		}
+		// Expected 0 ("must not exist") can never delete anything: the
+		// comparison always fails, and Else reports the actual revision.
+		resp, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", *expected), clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			return mismatch(name, *expected, resp)
+		}
+		rev = resp.Header.Revision
+		return nil
+	})
+	return rev, err
+}
+
+// Watch delivers the events under the prefix with Revision > after. The
+// channel closes when ctx ends, when the store is closed, or when the watch
+// fails (compaction, cancellation by etcd): the caller re-lists. While etcd
+// is unreachable the client keeps the watch and resumes it from the last
+// delivered revision when etcd returns.
+func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, error) {
+	// etcd's watch reports compaction asynchronously; a range read at the
+	// first wanted revision fails the same way (rev < compact revision), so
+	// the caller gets ErrCompacted up front.
+	err := s.call(ctx, fmt.Sprintf("watch after revision %d", after), func(ctx context.Context) error {
+		_, err := s.cli.Get(ctx, s.tools, clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithRev(after+1))
+		if errors.Is(err, rpctypes.ErrFutureRev) {
+			return nil // watching ahead of the store is fine
+		}
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return nil, fmt.Errorf("etcdstore: watch after revision %d: %w", after, registry.ErrCompacted)
+		}
+		return nil, err
+	}
+
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		return nil, registry.ErrClosed
+	}
+	id := new(int)
+	s.stops[id] = cancel
+	s.mu.Unlock()
+
+	wch := s.cli.Watch(wctx, s.tools, clientv3.WithPrefix(), clientv3.WithRev(after+1))
+	out := make(chan registry.Event, s.opts.watchBuf)
+	go func() {
+		defer close(out)
+		defer func() {
+			s.mu.Lock()
+			delete(s.stops, id)
+			s.mu.Unlock()
+			cancel()
+		}()
+		for resp := range wch {
+			if resp.Err() != nil {
+				return // compacted or cancelled by etcd: the watch is lost
+			}
+			for _, ev := range resp.Events {
+				e := registry.Event{Revision: ev.Kv.ModRevision}
+				switch ev.Type {
+				case clientv3.EventTypePut:
+					t, err := decodeKV(ev.Kv, s.tools)
+					if err != nil {
+						return // an unreadable record: List reports it precisely
+					}
+					e.Type, e.Tool = registry.EventPut, t
+				case clientv3.EventTypeDelete:
+					e.Type = registry.EventDelete
+					e.Tool = registry.Tool{Name: strings.TrimPrefix(string(ev.Kv.Key), s.tools)}
+				default:
+					continue
+				}
+				select {
+				case out <- e:
+				case <-wctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Close ends every watch; later calls fail with registry.ErrClosed. The
+// client stays open (the caller owns it).
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, stop := range s.stops {
+		stop()
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/etcdtest"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/etcdstore"
+)
+
+// guard bounds waits so a regression fails instead of hanging the test.
+const guard = 30 * time.Second
+
+func TestEtcdOutageAndRecovery(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client(t)
+	s, err := etcdstore.New(cli, "/outage", etcdstore.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	a, err := s.Put(ctx, registry.Tool{Name: "a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := s.Watch(wctx, a.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cluster.Stop()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		calls := []struct {
+			op  string
+			run func() error
+		}{
+			{"Put", func() error { _, err := s.Put(ctx, registry.Tool{Name: "b"}, nil); return err }},
+			{"Put expected", func() error { _, err := s.Put(ctx, registry.Tool{Name: "b"}, new(int64)); return err }},
+			{"List", func() error { _, _, err := s.List(ctx); return err }},
+			{"Get", func() error { _, err := s.Get(ctx, "a"); return err }},
+			{"Delete", func() error { _, err := s.Delete(ctx, "a", nil); return err }},
+			{"Watch", func() error { _, err := s.Watch(ctx, a.Revision); return err }},
+		}
+		for _, c := range calls {
+			err := c.run()
+			if !errors.Is(err, etcdstore.ErrUnavailable) || !strings.HasPrefix(err.Error(), "etcd unavailable: ") {
+				t.Errorf("%s with etcd stopped = %v; want ErrUnavailable (\"etcd unavailable: ...\")", c.op, err)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatalf("calls with etcd stopped did not return within %s: the per-call timeout is not applied", guard)
+	}
+
+	cluster.Restart()
+
+	// The client reconnects with backoff: retry the write a bounded number of times.
+	var b registry.Tool
+	for i := 0; ; i++ {
+		b, err = s.Put(ctx, registry.Tool{Name: "b"}, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, etcdstore.ErrUnavailable) || i == 30 {
+			t.Fatalf("Put after restart (attempt %d): %v", i, err)
+		}
+	}
+	if b.Revision <= a.Revision {
+		t.Errorf("revision after restart %d, want > %d (same data dir)", b.Revision, a.Revision)
+	}
+	if got, err := s.Get(ctx, "a"); err != nil || got.Revision != a.Revision {
+		t.Errorf("Get(a) after restart = %+v, %v; want revision %d kept", got, err, a.Revision)
+	}
+	// The open watch either resumes (delivers b) or closes so the caller re-lists.
+	select {
+	case ev, ok := <-ch:
+		if ok && (ev.Tool.Name != "b" || ev.Revision != b.Revision) {
+			t.Errorf("resumed watch delivered %+v, want the put of b at %d", ev, b.Revision)
+		}
+		t.Logf("watch after restart: resumed=%v", ok)
+	case <-time.After(guard):
+		t.Fatalf("watch neither resumed nor closed within %s", guard)
+	}
+}
+
+func TestWatchCompacted(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client(t)
+	s, err := etcdstore.New(cli, "/compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var revs []int64
+	for i := range 4 {
+		got, err := s.Put(ctx, registry.Tool{Name: fmt.Sprintf("t%d", i)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, got.Revision)
+	}
+	if _, err := cli.Compact(ctx, revs[2]); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		reason    string
+		after     int64
+		compacted bool
+	}{
+		{"events after 'after' were compacted away", revs[0], true},
+		{"watching from the compaction revision itself is still possible", revs[2] - 1, false},
+		{"after the compaction revision", revs[2], false},
+		{"ahead of the store", revs[3] + 100, false},
+	}
+	for _, c := range cases {
+		wctx, cancel := context.WithCancel(ctx)
+		ch, err := s.Watch(wctx, c.after)
+		if got := errors.Is(err, registry.ErrCompacted); got != c.compacted {
+			t.Errorf("Watch(%d) = %v; compacted %v, want %v (%s)", c.after, err, got, c.compacted, c.reason)
+		}
+		if err == nil && c.after < revs[3] {
+			// The first event must be the one right after 'after'.
+			select {
+			case ev, ok := <-ch:
+				if !ok || ev.Revision <= c.after {
+					t.Errorf("Watch(%d) first event %+v (open %v), want revision > %d (%s)", c.after, ev, ok, c.after, c.reason)
+				}
+			case <-time.After(guard):
+				t.Fatalf("Watch(%d): no event (%s)", c.after, c.reason)
+			}
+		}
+		cancel()
+	}
+}
+
+func TestNewAndClose(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client(t)
+	for _, c := range []struct{ prefix, reason string }{
+		{"", "an empty prefix would put tools at the root of the key space"},
+		{"/", "a bare slash is an empty prefix"},
+	} {
+		if _, err := etcdstore.New(cli, c.prefix); err == nil {
+			t.Errorf("New(%q) succeeded (%s)", c.prefix, c.reason)
+		}
+	}
+	if _, err := etcdstore.New(nil, "/x"); err == nil {
+		t.Error("New(nil client) succeeded")
+	}
+	s, err := etcdstore.New(cli, "/closing/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ch, err := s.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Error("watch delivered an event after Close")
+		}
+	case <-time.After(guard):
+		t.Fatal("watch channel still open after Close")
+	}
+	if _, err := s.Put(ctx, registry.Tool{Name: "x"}, nil); !errors.Is(err, registry.ErrClosed) {
+		t.Errorf("Put after Close = %v, want ErrClosed", err)
+	}
+	var te *registry.ToolError
+	s2, _ := etcdstore.New(cli, "/names")
+	if _, err := s2.Put(ctx, registry.Tool{Name: "a/b"}, nil); !errors.As(err, &te) {
+		t.Errorf("Put of a name with '/' = %v, want a ToolError (it would escape the key layout)", err)
+	}
+}

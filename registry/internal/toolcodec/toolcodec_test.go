@@ -1,0 +1,193 @@
+package toolcodec
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func nestedSchema(t *testing.T) *structpb.Struct {
+	return mustStruct(t, map[string]any{
+		"type":     "object",
+		"required": []any{"items", "limit"},
+		"properties": map[string]any{
+			"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 25},
+			"ratio": map[string]any{"type": "number", "minimum": -0.5, "exclusiveMaximum": 1e21, "multipleOf": 0.001},
+			"items": map[string]any{
+				"type":     "array",
+				"maxItems": 3,
+				"items": map[string]any{
+					"type":                 "object",
+					"additionalProperties": false,
+					"properties": map[string]any{
+						"id":   map[string]any{"type": "string", "pattern": "^[a-z]+$"},
+						"tags": map[string]any{"type": []any{"array", "null"}, "default": nil},
+					},
+				},
+			},
+			"html": map[string]any{"type": "string", "examples": []any{"Ember &amp; Oak", "<b>\u00e9</b>"}},
+		},
+	})
+}
+
+func TestRoundTrip(t *testing.T) {
+	cases := []struct {
+		name   string
+		reason string
+		tool   registry.Tool
+	}{
+		{
+			name:   "minimal",
+			reason: "a tool with only a name must decode to exactly that, with no invented fields",
+			tool:   registry.Tool{Name: "a"},
+		},
+		{
+			name:   "full",
+			reason: "every field (labels, sub-second timeout, revision, nested schema with numbers) must survive storage",
+			tool: registry.Tool{
+				Name:        "search.docs",
+				Description: "Search the docs \u2014 \"quoted\"",
+				InputSchema: nestedSchema(t),
+				Backend:     "dns:///search:9000",
+				Timeout:     1500*time.Millisecond + 7*time.Nanosecond,
+				Revision:    42,
+				Labels:      map[string]string{"team": "search", "tier": "gold", "": "empty-key"},
+			},
+		},
+		{
+			name:   "empty-schema",
+			reason: "an empty object schema is not the same as no schema and must stay non-nil",
+			tool:   registry.Tool{Name: "e", InputSchema: &structpb.Struct{}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Encode(tc.tool)
+			if err != nil {
+				t.Fatalf("Encode: %v (%s)", err, tc.reason)
+			}
+			got, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode(%s): %v (%s)", b, err, tc.reason)
+			}
+			assertToolEqual(t, got, tc.tool, tc.reason)
+			again, err := Encode(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(again) != string(b) {
+				t.Errorf("re-encoding differs (%s):\n first %s\nsecond %s", tc.reason, b, again)
+			}
+		})
+	}
+}
+
+func assertToolEqual(t *testing.T, got, want registry.Tool, reason string) {
+	t.Helper()
+	if got.Name != want.Name || got.Description != want.Description || got.Backend != want.Backend ||
+		got.Timeout != want.Timeout || got.Revision != want.Revision {
+		t.Errorf("scalar fields: got %+v, want %+v (%s)", got, want, reason)
+	}
+	if (got.InputSchema == nil) != (want.InputSchema == nil) || !proto.Equal(got.InputSchema, want.InputSchema) {
+		t.Errorf("input schema: got %v, want %v (%s)", got.InputSchema, want.InputSchema, reason)
+	}
+	if len(got.Labels) != len(want.Labels) {
+		t.Errorf("labels: got %v, want %v (%s)", got.Labels, want.Labels, reason)
+	}
+	for k, v := range want.Labels {
+		if gv, ok := got.Labels[k]; !ok || gv != v {
+			t.Errorf("label %q: got %q (present %v), want %q (%s)", k, gv, ok, v, reason)
+		}
+	}
+}
+
+// TestGolden pins the stored format: a change to the encoding must be a
+// deliberate version bump, because old data directories must stay readable.
+func TestGolden(t *testing.T) {
+	tool := registry.Tool{
+		Name:        "golden.tool",
+		Description: "pinned format",
+		InputSchema: mustStruct(t, map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"n": map[string]any{"type": "number", "maximum": 2.5}},
+		}),
+		Backend:  "127.0.0.1:7000",
+		Timeout:  2 * time.Second,
+		Revision: 9,
+		Labels:   map[string]string{"k": "v"},
+	}
+	b, err := Encode(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "tool_v1.json")
+	if *update {
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(b) {
+		t.Errorf("encoding changed; bump Version if intended\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertToolEqual(t, got, tool, "the golden v1 record must keep decoding")
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name, in, wantSub, reason string
+	}{
+		{"not-json", `{`, "toolcodec: decode", "corrupt bytes must be reported, not decoded to a zero tool"},
+		{"no-version", `{"name":"x"}`, `tool "x": unsupported format version 0`, "a record without a version is not ours"},
+		{"future-version", `{"v":2,"name":"x"}`, "unsupported format version 2", "a newer format must be refused rather than misread"},
+		{"bad-timeout", `{"v":1,"name":"x","timeout":"soon"}`, `tool "x": timeout`, "the error must name the field"},
+		{"schema-not-object", `{"v":1,"name":"x","input_schema":[1]}`, `tool "x": input_schema`, "the schema must be a JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.wantSub) {
+				t.Errorf("Decode(%s) = %v, want error containing %q (%s)", tc.in, err, tc.wantSub, tc.reason)
+			}
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	t := &testing.T{}
+	enc, err := Encode(registry.Tool{Name: "bench", InputSchema: nestedSchema(t), Labels: map[string]string{"a": "b"}, Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
