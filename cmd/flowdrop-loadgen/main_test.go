@@ -1,0 +1,31 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestBadInputIsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		want   string
+		reason string
+	}{
+		{[]string{"drive", "--target", "gateway", "--addr", "10.0.0.1:7443"}, `--addr "10.0.0.1:7443": host must be a loopback IP`, "load must never leave the machine"},
+		{[]string{"drive", "--target", "gateway", "--addr", "localhost:7443"}, "host must be a loopback IP", "a name could resolve anywhere; only IP literals"},
+		{[]string{"drive", "--target", "nope", "--addr", "127.0.0.1:1"}, `unknown target "nope"`, "the target list is closed"},
+		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--payload", "x"}, `unknown payload "x"`, "payload kinds are closed"},
+		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--mode", "burst"}, `--mode "burst"`, "only closed and open loops exist"},
+		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--mode", "open", "--rate", "0"}, "--rate 0", "an open loop needs a positive rate"},
+		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--duration", "0s"}, "--duration 0s", "every run must be bounded and non-empty"},
+		{[]string{"backend", "--listen", "0.0.0.0:7001"}, `--listen "0.0.0.0:7001"`, "servers bind loopback only"},
+		{[]string{"proxy", "--listen", "127.0.0.1:0", "--backend", "example.com:1"}, `--backend "example.com:1"`, "the proxy forwards to loopback only"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`, "typos are reported, not ignored"},
+	} {
+		err := run(tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v, want error containing %q (%s)", tc.args, err, tc.want, tc.reason)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Labels the harness gives its four targets; the ratios are defined on them.
+const (
+	LabelDirect      = "direct"
+	LabelProxy       = "proxy"
+	LabelDecodeProxy = "decode-proxy"
+	LabelGateway     = "gateway"
+)
+
+// ReadResults parses drive's JSON lines, naming the line of any bad one.
+func ReadResults(r io.Reader) ([]Result, error) {
+	var out []Result
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var res Result
+		if err := json.Unmarshal([]byte(line), &res); err != nil {
+			return nil, fmt.Errorf("results line %d: %v", n, err)
+		}
+		if res.Label == "" {
+			res.Label = res.Target
+		}
+		out = append(out, res)
+	}
+	return out, sc.Err()
+}
+
+// Row is one label and mode summarized over its rounds (medians).
+type Row struct {
+	Label, Mode                  string
+	Rounds                       int
+	Throughput                   float64
+	P50us, P90us, P99us          float64
+	Errors, Dropped              int64
+	ThroughputMin, ThroughputMax float64
+}
+
+// Ratio is one comparison the issue asks for: the ratio of the medians,
+// the same ratio per round (interleaved rounds pair up fairly), and the
+// target it is held to, if any.
+type Ratio struct {
+	Name     string
+	Value    float64 // NaN when an input is missing
+	PerRound []float64
+	Target   string // "≥ 0.85", "≤ 1.25" or ""
+	Pass     *bool
+}
+
+// Median of xs (mean of the middle two for an even count); NaN for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return nan
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+var nan = math.NaN()
+
+// Summarize reduces results to per-(label, mode) medians and the ratios:
+// proxy/direct, decode-proxy/proxy and gateway/proxy closed-loop
+// throughput, and the gateway's added open-loop p50 relative to the bare
+// proxy's, (gateway − direct) / (proxy − direct).
+func Summarize(results []Result) ([]Row, []Ratio) {
+	type key struct{ label, mode string }
+	groups := map[key][]Result{}
+	var order []key
+	for _, r := range results {
+		k := key{r.Label, r.Mode}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	rows := make([]Row, 0, len(order))
+	row := map[key]Row{}
+	for _, k := range order {
+		g := groups[k]
+		pick := func(f func(Result) float64) []float64 {
+			xs := make([]float64, len(g))
+			for i, r := range g {
+				xs[i] = f(r)
+			}
+			return xs
+		}
+		thr := pick(func(r Result) float64 { return r.ThroughputPerS })
+		rw := Row{Label: k.label, Mode: k.mode, Rounds: len(g),
+			Throughput:    Median(thr),
+			P50us:         Median(pick(func(r Result) float64 { return r.P50us })),
+			P90us:         Median(pick(func(r Result) float64 { return r.P90us })),
+			P99us:         Median(pick(func(r Result) float64 { return r.P99us })),
+			ThroughputMin: slices.Min(thr), ThroughputMax: slices.Max(thr),
+		}
+		for _, r := range g {
+			rw.Errors += r.Errors
+			rw.Dropped += r.Dropped
+		}
+		rows = append(rows, rw)
+		row[k] = rw
+	}
+
+	// perRound pairs values of two labels by round number.
+	perRound := func(mode, a, b string, f func(x, y Result) float64) []float64 {
+		byRound := map[int]Result{}
+		for _, r := range groups[key{b, mode}] {
+			byRound[r.Round] = r
+		}
+		var out []float64
+		for _, r := range groups[key{a, mode}] {
+			if o, ok := byRound[r.Round]; ok {
+				out = append(out, f(r, o))
+			}
+		}
+		return out
+	}
+	thrRatio := func(name, a, b, target string, min float64) Ratio {
+		ra, oka := row[key{a, "closed"}]
+		rb, okb := row[key{b, "closed"}]
+		r := Ratio{Name: name, Value: nan, Target: target,
+			PerRound: perRound("closed", a, b, func(x, y Result) float64 { return x.ThroughputPerS / y.ThroughputPerS })}
+		if oka && okb && rb.Throughput > 0 {
+			r.Value = ra.Throughput / rb.Throughput
+			if target != "" {
+				p := r.Value >= min
+				r.Pass = &p
+			}
+		}
+		return r
+	}
+	ratios := []Ratio{
+		thrRatio("proxy/direct throughput (closed)", LabelProxy, LabelDirect, "", 0),
+		thrRatio("decode-proxy/proxy throughput (closed)", LabelDecodeProxy, LabelProxy, "", 0),
+		thrRatio("gateway/proxy throughput (closed)", LabelGateway, LabelProxy, "≥ 0.85", 0.85),
+	}
+	added := Ratio{Name: "gateway/proxy added p50 (open)", Value: nan, Target: "≤ 1.25"}
+	d, okd := row[key{LabelDirect, "open"}]
+	p, okp := row[key{LabelProxy, "open"}]
+	gw, okg := row[key{LabelGateway, "open"}]
+	if okd && okp && okg && p.P50us > d.P50us {
+		added.Value = (gw.P50us - d.P50us) / (p.P50us - d.P50us)
+		pass := added.Value <= 1.25
+		added.Pass = &pass
+	}
+	direct := map[int]Result{}
+	for _, r := range groups[key{LabelDirect, "open"}] {
+		direct[r.Round] = r
+	}
+	added.PerRound = perRound("open", LabelGateway, LabelProxy, func(g, p Result) float64 {
+		d, ok := direct[g.Round]
+		if !ok || p.P50us <= d.P50us {
+			return nan
+		}
+		return (g.P50us - d.P50us) / (p.P50us - d.P50us)
+	})
+	return rows, append(ratios, added)
+}
+
+// WriteSummary prints Summarize's table and ratios for humans (and for
+// pasting into BENCHMARKS.md).
+func WriteSummary(w io.Writer, results []Result) error {
+	rows, ratios := Summarize(results)
+	var b strings.Builder
+	direct := map[string]float64{}
+	for _, r := range rows {
+		if r.Label == LabelDirect {
+			direct[r.Mode] = r.P50us
+		}
+	}
+	fmt.Fprintf(&b, "| mode | target | rounds | calls/s (median) | calls/s min–max | p50 µs | p90 µs | p99 µs | added p50 µs | errors | dropped |\n")
+	fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		addedP50 := "—"
+		if d, ok := direct[r.Mode]; ok && r.Label != LabelDirect {
+			addedP50 = fmt.Sprintf("%.0f", r.P50us-d)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.0f–%.0f | %.0f | %.0f | %.0f | %s | %d | %d |\n",
+			r.Mode, r.Label, r.Rounds, r.Throughput, r.ThroughputMin, r.ThroughputMax, r.P50us, r.P90us, r.P99us, addedP50, r.Errors, r.Dropped)
+	}
+	fmt.Fprintf(&b, "\n| ratio | value (of medians) | median of per-round | per round | target |\n|---|---:|---:|---|---|\n")
+	for _, r := range ratios {
+		val := "n/a"
+		if !math.IsNaN(r.Value) {
+			val = fmt.Sprintf("%.2f", r.Value)
+		}
+		per := make([]string, len(r.PerRound))
+		for i, x := range r.PerRound {
+			per[i] = fmt.Sprintf("%.2f", x)
+		}
+		target := r.Target
+		if r.Pass != nil {
+			target += map[bool]string{true: " — met", false: " — NOT met"}[*r.Pass]
+		}
+		perMed := "n/a"
+		if m := Median(r.PerRound); !math.IsNaN(m) {
+			perMed = fmt.Sprintf("%.2f", m)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Name, val, perMed, strings.Join(per, ", "), target)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,105 @@
+package loadgen
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs     []float64
+		want   float64
+		reason string
+	}{
+		{[]float64{3, 1, 2}, 2, "odd count: the middle value after sorting"},
+		{[]float64{4, 1, 3, 2}, 2.5, "even count: mean of the middle two"},
+		{[]float64{7}, 7, "one round is its own median"},
+	} {
+		if got := Median(tc.xs); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v (%s)", tc.xs, got, tc.want, tc.reason)
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median(nil) must be NaN, not a made-up 0")
+	}
+}
+
+func TestSummarizeRatios(t *testing.T) {
+	closed := func(label string, round int, thr float64) Result {
+		return Result{Label: label, Round: round, Mode: "closed", ThroughputPerS: thr}
+	}
+	open := func(label string, round int, p50 float64) Result {
+		return Result{Label: label, Round: round, Mode: "open", P50us: p50}
+	}
+	in := []Result{
+		closed("direct", 1, 10000), closed("proxy", 1, 5000), closed("decode-proxy", 1, 3750), closed("gateway", 1, 4000),
+		closed("direct", 2, 12000), closed("proxy", 2, 6000), closed("decode-proxy", 2, 4500), closed("gateway", 2, 6000),
+		closed("direct", 3, 11000), closed("proxy", 3, 5500), closed("decode-proxy", 3, 4000), closed("gateway", 3, 5000),
+		open("direct", 1, 300), open("proxy", 1, 900), open("gateway", 1, 1200),
+		open("direct", 2, 200), open("proxy", 2, 800), open("gateway", 2, 900),
+		open("direct", 3, 250), open("proxy", 3, 850), open("gateway", 3, 1000),
+	}
+	rows, ratios := Summarize(in)
+	if len(rows) != 7 {
+		t.Fatalf("%d rows, want 7 (4 closed + 3 open)", len(rows))
+	}
+	want := map[string]struct {
+		v      float64
+		pass   *bool
+		reason string
+	}{
+		"proxy/direct throughput (closed)":       {5500.0 / 11000, nil, "ratio of the medians 5500/11000"},
+		"decode-proxy/proxy throughput (closed)": {4000.0 / 5500, nil, "ratio of the medians 4000/5500"},
+		"gateway/proxy throughput (closed)":      {5000.0 / 5500, ptr(true), "0.91 ≥ 0.85"},
+		"gateway/proxy added p50 (open)":         {(1000.0 - 250) / (850 - 250), ptr(true), "(1000−250)/(850−250)=1.25, the bound itself passes"},
+	}
+	for _, r := range ratios {
+		w, ok := want[r.Name]
+		if !ok {
+			t.Errorf("unexpected ratio %q", r.Name)
+			continue
+		}
+		if math.Abs(r.Value-w.v) > 1e-9 {
+			t.Errorf("%s = %v, want %v (%s)", r.Name, r.Value, w.v, w.reason)
+		}
+		if (w.pass == nil) != (r.Pass == nil) || (w.pass != nil && *w.pass != *r.Pass) {
+			t.Errorf("%s pass = %v, want %v (%s)", r.Name, r.Pass, w.pass, w.reason)
+		}
+		if len(r.PerRound) != 3 {
+			t.Errorf("%s: %d per-round values, want 3", r.Name, len(r.PerRound))
+		}
+	}
+	// Round 1 of the gateway/proxy throughput: 4000/5000.
+	if got := ratios[2].PerRound[0]; got != 0.8 {
+		t.Errorf("gateway/proxy round 1 = %v, want 0.8: rounds must pair by round number", got)
+	}
+	var b strings.Builder
+	if err := WriteSummary(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| gateway/proxy throughput (closed) | 0.91 | 0.91 | 0.80, 1.00, 0.91 | ≥ 0.85 — met |") {
+		t.Errorf("summary table missing the gateway ratio row:\n%s", b.String())
+	}
+}
+
+func TestSummarizeMissingGateway(t *testing.T) {
+	_, ratios := Summarize([]Result{
+		{Label: "direct", Mode: "closed", ThroughputPerS: 10},
+		{Label: "proxy", Mode: "closed", ThroughputPerS: 5},
+	})
+	for _, r := range ratios[2:] {
+		if !math.IsNaN(r.Value) || r.Pass != nil {
+			t.Errorf("%s = %v pass %v: a missing target must read n/a, never pass", r.Name, r.Value, r.Pass)
+		}
+	}
+}
+
+func TestReadResultsNamesBadLine(t *testing.T) {
+	_, err := ReadResults(strings.NewReader(`{"target":"direct"}` + "\n" + `{oops` + "\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("err = %v, want one naming line 2", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

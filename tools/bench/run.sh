@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Benchmark harness (issue 3 §5): the gateway vs a direct backend call vs a
+# bare pass-through gRPC proxy vs a decode-walk-re-encode proxy, same ~1 KiB
+# 10-parameter payload, interleaved rounds on 127.0.0.1. See BENCHMARKS.md,
+# section "Gateway vs direct vs bare proxy".
+#
+# usage: tools/bench/run.sh [--quick] [--pprof DIR] [--payload clean|repair] [--keep]
+#   --quick        smoke run: 1 round, 2s per run, 1s warm-up
+#   --pprof DIR    after the measured rounds, one extra closed-loop run each for
+#                  the gateway and the bare proxy with a CPU profile written to DIR
+#   --payload K    clean (default, needs no repair) or repair
+#   --keep         keep the work directory (binaries, logs, raw JSON lines)
+# env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
+#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5) GATEWAY_FLAGS (extra flags)
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+CONCURRENCY=${CONCURRENCY:-16}
+RATE=${RATE:-1000}
+WARMUP=${WARMUP:-3s}
+BASE_PORT=${BASE_PORT:-17100}
+GATEWAY_FLAGS=${GATEWAY_FLAGS:-}
+PAYLOAD=clean
+PPROF_DIR=""
+KEEP=0
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) ROUNDS=1; DURATION=2s; WARMUP=1s; shift ;;
+    --pprof) [ $# -ge 2 ] || die "--pprof needs a directory"; PPROF_DIR=$2; shift 2 ;;
+    --payload) [ $# -ge 2 ] || die "--payload needs clean or repair"; PAYLOAD=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS='$ROUNDS': want a positive integer"
+[[ $DURATION =~ ^[1-9][0-9]*s$ ]] || die "DURATION='$DURATION': want whole seconds such as 10s"
+[[ $CONCURRENCY =~ ^[1-9][0-9]*$ ]] || die "CONCURRENCY='$CONCURRENCY': want a positive integer"
+[[ $RATE =~ ^[1-9][0-9]*$ ]] || die "RATE='$RATE': want a positive integer (calls/s)"
+[[ $BASE_PORT =~ ^[1-9][0-9]*$ ]] || die "BASE_PORT='$BASE_PORT': want a port number"
+case "$PAYLOAD" in clean|repair) ;; *) die "--payload '$PAYLOAD': want clean or repair" ;; esac
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/flowdrop-bench.XXXXXX")
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ "$KEEP" = 1 ]; then echo "work directory kept: $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+BE=127.0.0.1:$BASE_PORT
+PX=127.0.0.1:$((BASE_PORT + 1))
+DX=127.0.0.1:$((BASE_PORT + 2))
+GW=127.0.0.1:$((BASE_PORT + 3))
+GW_PPROF=127.0.0.1:$((BASE_PORT + 4))
+PX_PPROF=127.0.0.1:$((BASE_PORT + 5))
+
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== build" >&2
+(cd "$root" && go build -o "$tmp/flowdrop-loadgen" ./cmd/flowdrop-loadgen)
+LG=$tmp/flowdrop-loadgen
+HAVE_GATEWAY=0
+if (cd "$root" && go build -o "$tmp/flowdrop-gateway" ./cmd/flowdrop-gateway) 2>"$tmp/gateway-build.log"; then
+  HAVE_GATEWAY=1
+else
+  echo "run.sh: the gateway does not build; its rows are PENDING:" >&2
+  sed 's/^/  /' "$tmp/gateway-build.log" >&2
+fi
+
+# Each server is bounded by --lifetime as well as by the trap, so nothing
+# outlives a killed script for long.
+LIFETIME=2h
+echo "== start servers" >&2
+"$LG" backend --listen "$BE" --lifetime $LIFETIME 2>"$tmp/backend.log" & pids+=($!)
+"$LG" proxy --listen "$PX" --backend "$BE" --pprof-listen "$PX_PPROF" --lifetime $LIFETIME 2>"$tmp/proxy.log" & pids+=($!)
+"$LG" proxy --decode --listen "$DX" --backend "$BE" --lifetime $LIFETIME 2>"$tmp/decode-proxy.log" & pids+=($!)
+
+GW_PPROF_OK=0
+GW_PID=""
+if [ "$HAVE_GATEWAY" = 1 ]; then
+  # The tools file registers bench_tool at the backend with the schema that
+  # matches the payload (printed by the loadgen so the two cannot drift).
+  cat >"$tmp/tools.json" <<JSON
+{"tools": [{"name": "bench_tool", "description": "Benchmark tool: 10 parameters, ~1 KiB.",
+  "backend": "$BE", "timeout": "5s", "input_schema": $("$LG" schema)}]}
+JSON
+  gw_extra=()
+  if "$tmp/flowdrop-gateway" -h 2>&1 | grep -q -- '-pprof-listen'; then
+    gw_extra+=(--pprof-listen "$GW_PPROF"); GW_PPROF_OK=1
+  fi
+  # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
+  "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --listen "$GW" "${gw_extra[@]}" $GATEWAY_FLAGS \
+    >"$tmp/gateway.out" 2>"$tmp/gateway.log" & GW_PID=$!; pids+=($GW_PID)
+fi
+
+# labels[i] target[i] addr[i]: the four things measured.
+labels=(direct proxy decode-proxy)
+targets=(direct proxy proxy)
+addrs=("$BE" "$PX" "$DX")
+if [ "$HAVE_GATEWAY" = 1 ]; then labels+=(gateway); targets+=(gateway); addrs+=("$GW"); fi
+
+echo "== wait for readiness (one real call each, bounded)" >&2
+for i in "${!labels[@]}"; do
+  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" --timeout 20s; then
+    echo "run.sh: ${labels[$i]} never answered; its log:" >&2
+    cat "$tmp/${labels[$i]}.log" >&2 2>/dev/null || true
+    exit 1
+  fi
+done
+
+echo "== warm up ($WARMUP each)" >&2
+for i in "${!labels[@]}"; do
+  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" \
+    --mode closed --concurrency "$CONCURRENCY" --duration "$WARMUP" >/dev/null
+done
+
+results=$tmp/results.jsonl
+: >"$results"
+n=${#labels[@]}
+# Interleaved: every round runs every target once, starting one target later
+# each round so no target always follows the same neighbour.
+for mode in closed open; do
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for ((k = 0; k < n; k++)); do
+      i=$(((k + r - 1) % n))
+      if [ "$mode" = closed ]; then load=(--mode closed --concurrency "$CONCURRENCY"); else load=(--mode open --rate "$RATE"); fi
+      echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
+      "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --label "${labels[$i]}" --round "$r" \
+        --payload "$PAYLOAD" --duration "$DURATION" "${load[@]}" | tee -a "$results" >&2
+    done
+  done
+done
+
+if [ -n "$PPROF_DIR" ]; then
+  mkdir -p "$PPROF_DIR"
+  secs=${DURATION%s}
+  prof() { # prof NAME PPROF_ADDR TARGET ADDR: one profiled closed-loop run
+    echo "== profile $1 (${secs}s closed loop)" >&2
+    curl -fsS -o "$PPROF_DIR/$1.cpu.pprof" "http://$2/debug/pprof/profile?seconds=$secs" & local c=$!
+    "$LG" drive --target "$3" --addr "$4" --label "$1" --payload "$PAYLOAD" --mode closed \
+      --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" >"$PPROF_DIR/$1.run.json"
+    wait "$c"
+    go tool pprof -top -nodecount=40 "$PPROF_DIR/$1.cpu.pprof" >"$PPROF_DIR/$1.top.txt" 2>/dev/null || true
+  }
+  prof proxy "$PX_PPROF" proxy "$PX"
+  if [ "$HAVE_GATEWAY" = 1 ] && [ "$GW_PPROF_OK" = 1 ]; then
+    prof gateway "$GW_PPROF" gateway "$GW"
+  elif [ "$HAVE_GATEWAY" = 1 ] && command -v perf >/dev/null && perf record -o /dev/null -- true >/dev/null 2>&1; then
+    # The gateway has no --pprof-listen: sample its process with perf instead.
+    echo "== profile gateway with perf (no --pprof-listen flag)" >&2
+    perf record -F 499 -g -o "$PPROF_DIR/gateway.perf.data" -p "$GW_PID" -- sleep "$secs" 2>/dev/null & c=$!
+    "$LG" drive --target gateway --addr "$GW" --label gateway --payload "$PAYLOAD" --mode closed \
+      --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" >"$PPROF_DIR/gateway.run.json"
+    wait "$c" || true
+    # Inclusive ("children") time per function: Go's own frames show where
+    # the request path spends it; the flat view is mostly runtime and kernel.
+    perf report -i "$PPROF_DIR/gateway.perf.data" --stdio --children -g none --sort symbol \
+      --percent-limit 0.3 >"$PPROF_DIR/gateway.perf.txt" 2>/dev/null || true
+  elif [ "$HAVE_GATEWAY" = 1 ]; then
+    echo "run.sh: cannot profile the gateway: it has no --pprof-listen flag and perf is unusable here" >&2
+  fi
+  echo "profiles in $PPROF_DIR" >&2
+fi
+
+echo
+echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)"
+"$LG" summarize --in "$results"
+if [ "$HAVE_GATEWAY" != 1 ]; then
+  echo
+  echo "gateway: PENDING (cmd/flowdrop-gateway did not build; see above)"
+fi
+if grep -q '"errors":[1-9]' "$results" || grep -q '"dropped":[1-9]' "$results"; then
+  echo
+  echo "WARNING: some runs had errors or dropped sends; see the errors/dropped columns" >&2
+fi
