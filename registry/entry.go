@@ -22,6 +22,10 @@ type Entry struct {
 	Tool      Tool
 	Plan      *normalize.Plan
 	Validator *jsonschema.Schema
+
+	// fast accepts valid arguments without allocating; nil when the schema
+	// uses keywords it does not cover (see fastvalidate.go).
+	fast *fastSchema
 }
 
 // Compile validates a tool definition and compiles its schema with the
@@ -59,7 +63,8 @@ func CompileWith(t Tool, opts ...normalize.Option) (*Entry, error) {
 		}
 		return nil, te
 	}
-	return &Entry{Tool: t, Plan: plan, Validator: v}, nil
+	fast, _ := compileFast(v) // unsupported schema: jsonschema alone
+	return &Entry{Tool: t, Plan: plan, Validator: v, fast: fast}, nil
 }
 
 // checkRoot enforces an object root schema. Our reading: the root must say
@@ -114,6 +119,11 @@ var printer = message.NewPrinter(language.English)
 // type errors and its repairs travel with the error. It returns nil when the
 // arguments are valid.
 func (e *Entry) Validate(args *structpb.Struct, rep *normalize.Report) *ValidationError {
+	// The fast path only ever accepts; anything it rejects or cannot judge
+	// goes to jsonschema, which is authoritative and explains failures.
+	if e.fast != nil && e.fast.valid(args) {
+		return nil
+	}
 	inst := structToMap(args)
 	err := e.Validator.Validate(inst)
 	if err == nil {

@@ -16,6 +16,13 @@ var ErrCompacted = errors.New("watch revision has been compacted")
 // ErrClosed is returned by a store that has been closed.
 var ErrClosed = errors.New("store closed")
 
+// ErrUnavailable is wrapped by every store error caused by the store's
+// backing service being unreachable or not answering in time (etcd down,
+// partitioned). The registry keeps serving its last snapshot meanwhile;
+// writes fail with it. Stores wrap it with an error naming the service, so
+// the message says what is down ("etcd unavailable: ...").
+var ErrUnavailable = errors.New("store unavailable")
+
 // EventType says what happened to a tool.
 type EventType uint8
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -20,6 +21,8 @@ type call struct {
 
 	entry  *registry.Entry  // set by normalize (the lookup)
 	report normalize.Report // set by normalize
+
+	pol callPolicy // audit and policy state (policy.go)
 }
 
 type callKey struct{}
@@ -34,9 +37,13 @@ func callFrom(ctx context.Context) *call {
 	return c
 }
 
-// callerFromContext is THE one place a call's caller identity is decided.
-// Authentication is not implemented yet, so every caller is anonymous; the
-// authentication task replaces this function's body.
-func callerFromContext(context.Context) *gatewayv1.Caller {
-	return &gatewayv1.Caller{Subject: "anonymous", Method: "none"}
+// callerFromContext is THE one place a call's caller identity is decided:
+// the policy.Caller the authentication interceptor (or, for MCP, the HTTP
+// authentication) put in ctx. Without one — only a pipeline built without a
+// policy, as in unit tests; New always authenticates — the caller is anonymous.
+func callerFromContext(ctx context.Context) *gatewayv1.Caller {
+	if c, ok := policy.CallerFrom(ctx); ok {
+		return callerProto(c)
+	}
+	return &gatewayv1.Caller{Subject: "anonymous", Method: policy.MethodNone}
 }

@@ -36,13 +36,44 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // and validation interceptors run our own code on model input, so they must
 // be inside it. The cost is that the logging interceptor does not log a
 // panicking call's end; the recovery handler logs it (with the stack) instead.
+//
+// Then (tracing is a stats handler, a ServerOption, not an interceptor):
+// logging → metrics → audit (starts the InvokeTool call state so every
+// outcome below, authentication included, gets one audit line) → auth →
+// role → rate limit → screen (tool allow/deny, raw-argument limits) →
+// normalize → validate → policy (limits on the normalized arguments, CEL
+// rules) → handler (in-flight limit, forward). pipeline.invoke runs the
+// same stages in the same order for MCP.
 func unaryChain(p *pipeline, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	authU, _ := newAuthInterceptor(p.auth, withPolicyMatcher(skipInfra))
+	roleU, _ := newRoleInterceptor(p.authz, withPolicyMatcher(skipInfra))
 	return []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
 		selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(log),
 			logging.WithLogOnEvents(logging.FinishCall)), skipInfra),
+		p.metrics.grpc.UnaryServerInterceptor(),
+		auditInterceptor(p),
+		authU,
+		noteCallerInterceptor(),
+		roleU,
+		newRateLimitInterceptor(p.rate, withPolicyMatcher(skipInfra)),
+		stageInterceptor(p.screen),
 		selector.UnaryServerInterceptor(normalizeInterceptor(p), skipInfra),
 		selector.UnaryServerInterceptor(validateInterceptor(p), skipInfra),
+		stageInterceptor(p.policyCheck),
+	}
+}
+
+// streamChain is the streaming counterpart (WatchTools): recovery, metrics,
+// authentication and roles. The tool stages concern InvokeTool only.
+func streamChain(p *pipeline, log *slog.Logger) []grpc.StreamServerInterceptor {
+	_, authS := newAuthInterceptor(p.auth, withPolicyMatcher(skipInfra))
+	_, roleS := newRoleInterceptor(p.authz, withPolicyMatcher(skipInfra))
+	return []grpc.StreamServerInterceptor{
+		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+		p.metrics.grpc.StreamServerInterceptor(),
+		authS,
+		roleS,
 	}
 }
 

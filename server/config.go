@@ -26,6 +26,18 @@ type Config struct {
 	// port and, when ToolsFile is empty, registers the demo tools against it.
 	Demo bool
 
+	// Store is where the registry lives (bolt file by default, etcd for
+	// replicas); the tools file and the demo tools seed it. See store.go.
+	Store StoreConfig
+	// StrictLint makes the ToolRegistryService refuse every schema with
+	// provider-lint errors, as if each request set strict_lint.
+	StrictLint bool
+
+	// Policy is authentication, authorization, rules, limits, audit, the
+	// admin listener and tracing (policy_config.go). Auth.Mode must be set
+	// explicitly; DefaultConfig uses DemoPolicy (authentication off).
+	Policy PolicyConfig
+
 	// DefaultTimeout bounds a backend call when neither the caller's deadline
 	// nor the tool's own timeout applies.
 	DefaultTimeout time.Duration
@@ -64,6 +76,8 @@ func DefaultConfig() Config {
 		MaxSendMsgSize:        DefaultMsgSize,
 		BackendMaxRecvMsgSize: DefaultMsgSize,
 		BackendMaxSendMsgSize: DefaultMsgSize,
+		Store:                 DefaultStoreConfig(),
+		Policy:                DemoPolicy(),
 	}
 }
 
@@ -71,9 +85,12 @@ func DefaultConfig() Config {
 // the setting.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.ToolsFile == "" && !c.Demo {
-		errs = append(errs, errors.New("config: no tools: give a tools file or enable the demo tools"))
+	// A durable store may already hold tools (and takes more through the
+	// ToolRegistryService); a memory store would start empty.
+	if c.ToolsFile == "" && !c.Demo && c.Store.Kind == StoreMemory {
+		errs = append(errs, errors.New("config: no tools: give a tools file or enable the demo tools (the memory store starts empty)"))
 	}
+	errs = append(errs, c.Store.Validate())
 	return errors.Join(append(errs, c.validateServer())...)
 }
 
@@ -109,6 +126,7 @@ func (c *Config) validateServer() error {
 			bad("%s must be positive, got %d", s.name, s.v)
 		}
 	}
+	errs = append(errs, c.Policy.validate())
 	return errors.Join(errs...)
 }
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
-	"github.com/flowdrop/gateway/registry/etcdstore"
 	"github.com/flowdrop/gateway/registry/lint"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -82,8 +82,11 @@ func grpcError(err error) error {
 		nf *toolNotFoundError
 		ia *registry.ValidationError
 		be *backendError
+		pe *policy.Error
 	)
 	switch {
+	case errors.As(err, &pe):
+		return policyErrorToStatus(pe).Err()
 	case errors.As(err, &nf):
 		return status.Error(codes.NotFound, nf.Error())
 	case errors.As(err, &ia):
@@ -236,7 +239,7 @@ func registryStatus(err error) *status.Status {
 		return status.New(codes.NotFound, err.Error())
 	case errors.Is(err, registry.ErrCompacted):
 		return status.New(codes.OutOfRange, err.Error())
-	case errors.Is(err, etcdstore.ErrUnavailable):
+	case errors.Is(err, registry.ErrUnavailable):
 		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())
 	case errors.Is(err, registry.ErrClosed):
 		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())

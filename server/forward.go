@@ -17,8 +17,11 @@ const (
 )
 
 // propagatedMD are incoming headers passed to the backend unchanged so a
-// trace and a request id follow the call.
-var propagatedMD = []string{"traceparent", "tracestate", "grpc-trace-bin", "x-request-id"}
+// request id follows the call. traceparent/tracestate are NOT copied: the
+// otelgrpc handlers (tracing.go, always installed) extract the incoming
+// context and inject the gateway's client span (or, with tracing off, the
+// caller's own context), so a stale copy must not compete with it.
+var propagatedMD = []string{"grpc-trace-bin", "x-request-id"}
 
 // forward calls the tool's backend with the (normalized, validated)
 // arguments. It is the only place a backend is called, so a zero-copy

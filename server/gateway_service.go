@@ -21,9 +21,9 @@ func (g *gatewayService) InvokeTool(ctx context.Context, _ *gatewayv1.InvokeTool
 		// Only possible if chain.go stopped installing the pipeline interceptors.
 		return nil, status.Error(codes.Internal, "gateway misconfigured: InvokeTool reached the handler without the pipeline")
 	}
-	resp, err := g.p.forward(ctx, c)
+	resp, err := g.p.dispatch(ctx, c)
 	if err != nil {
-		return nil, grpcError(err)
+		return nil, c.fail(err)
 	}
 	// Repairs are added by normalizeInterceptor on the way out.
 	return &gatewayv1.InvokeToolResponse{Result: resp.GetResult(), IsError: resp.GetIsError()}, nil

@@ -18,11 +18,17 @@ func normalizeInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 		if !ok {
 			return handler(ctx, req)
 		}
-		c := &call{tool: r.GetTool(), args: r.GetArguments(), callID: r.GetCallId(), caller: callerFromContext(ctx)}
+		// The audit interceptor (outside) started the call state; without it
+		// (unit tests) start it here.
+		c := callFrom(ctx)
+		if c == nil {
+			c = &call{tool: r.GetTool(), args: r.GetArguments(), callID: r.GetCallId()}
+		}
+		c.caller = callerFromContext(ctx)
 		// The logging interceptor (outside us) reads these when the call ends.
 		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", c.tool, "flowdrop.call_id", c.callID})
 		if err := p.normalize(ctx, c); err != nil {
-			return nil, grpcError(err)
+			return nil, c.fail(err)
 		}
 		r.Arguments = c.args
 		if n := len(c.report.Repairs); n > 0 {

@@ -21,12 +21,17 @@ type toolLookup interface {
 // interceptors and handler are thin adapters over them, and invoke runs them
 // in order for transports without an interceptor chain (MCP tools/call).
 //
-// Order: normalize → validate → forward. Authentication, policy and audit
-// (later tasks) slot in here and in chain.go in the same order.
+// Order: [admit: role, rate limit] → screen (tool allow/deny, raw-argument
+// limits) → normalize → validate → policyCheck (limits on the normalized
+// arguments, CEL rules) → dispatch (in-flight limit, forward); finish writes
+// the audit line and metrics for every outcome. chain.go runs the same
+// stages in the same order (policy.go holds the policy ones).
 type pipeline struct {
 	reg            toolLookup
 	pool           *backendPool
 	defaultTimeout time.Duration
+
+	policyState // zero (unit tests): every policy check is off
 }
 
 // testHookNormalize, when set by a test (export_test.go), runs inside the
@@ -56,18 +61,23 @@ func (p *pipeline) validate(_ context.Context, c *call) error {
 	if v := c.entry.Validate(c.args, &c.report); v != nil {
 		return v // *registry.ValidationError, carrying the repairs
 	}
+	c.pol.validation = "ok"
 	return nil
 }
 
 // invoke runs every stage in order; it is the entry point for transports
-// without a gRPC interceptor chain. The report is returned even on error.
-func (p *pipeline) invoke(ctx context.Context, c *call) (*gatewayv1.InvokeResponse, normalize.Report, error) {
-	if err := p.normalize(ctx, c); err != nil {
-		return nil, c.report, err
+// without a gRPC interceptor chain. The transport has authenticated the
+// caller (policy.WithCaller on ctx, see authenticateHTTP); invoke checks
+// its role and rate limit like the gRPC interceptors do, and writes the
+// audit line. The report is returned even on error.
+func (p *pipeline) invoke(ctx context.Context, c *call) (resp *gatewayv1.InvokeResponse, _ normalize.Report, err error) {
+	beginCall(c)
+	defer func() { p.finish(ctx, c, err) }()
+	for _, stage := range []func(context.Context, *call) error{p.admit, p.screen, p.normalize, p.validate, p.policyCheck} {
+		if err = stage(ctx, c); err != nil {
+			return nil, c.report, err
+		}
 	}
-	if err := p.validate(ctx, c); err != nil {
-		return nil, c.report, err
-	}
-	resp, err := p.forward(ctx, c)
+	resp, err = p.dispatch(ctx, c)
 	return resp, c.report, err
 }

@@ -37,6 +37,7 @@ type rsGateway struct {
 	reg    *registry.Registry
 	svc    *registryService
 	gs     *grpc.Server
+	conn   *grpc.ClientConn
 }
 
 func startRegistryService(t *testing.T, store registry.Store, opts ...registryServiceOption) *rsGateway {
@@ -65,7 +66,7 @@ func startRegistryService(t *testing.T, store registry.Store, opts ...registrySe
 		reg.Close()
 		store.Close()
 	})
-	return &rsGateway{client: gatewayv1.NewToolRegistryServiceClient(conn), reg: reg, svc: svc, gs: gs}
+	return &rsGateway{client: gatewayv1.NewToolRegistryServiceClient(conn), reg: reg, svc: svc, gs: gs, conn: conn}
 }
 
 func rsCtx(t *testing.T) context.Context {
@@ -290,7 +291,10 @@ func TestRegistryServiceErrors(t *testing.T) {
 			call: func() error { _, err := g.client.GetTool(ctx, &gatewayv1.GetToolRequest{}); return err },
 			code: codes.InvalidArgument, msg: "name is required", check: wantField("name", "is required")},
 		{name: "delete-not-found", reason: "deleting an unknown tool is NotFound naming it",
-			call: func() error { _, err := g.client.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: "nope"}); return err },
+			call: func() error {
+				_, err := g.client.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: "nope"})
+				return err
+			},
 			code: codes.NotFound, msg: `tool "nope" is not registered`},
 		{name: "delete-revision-mismatch", reason: "a conditional delete at a stale revision is Aborted",
 			call: func() error {
@@ -302,7 +306,10 @@ func TestRegistryServiceErrors(t *testing.T) {
 			call: func() error { _, err := g.client.ListTools(ctx, &gatewayv1.ListToolsRequest{PageSize: -1}); return err },
 			code: codes.InvalidArgument, msg: "page_size", check: wantField("page_size", "must not be negative")},
 		{name: "bad-page-token", reason: "a token the server did not issue is refused",
-			call: func() error { _, err := g.client.ListTools(ctx, &gatewayv1.ListToolsRequest{PageToken: "not-a-token!"}); return err },
+			call: func() error {
+				_, err := g.client.ListTools(ctx, &gatewayv1.ListToolsRequest{PageToken: "not-a-token!"})
+				return err
+			},
 			code: codes.InvalidArgument, msg: "page_token", check: wantField("page_token", "not a token this server issued")},
 		{name: "negative-start-revision", reason: "a negative watch revision is refused",
 			call: func() error {
@@ -400,18 +407,26 @@ func TestRegistryServiceLint(t *testing.T) {
 		noFindings bool
 	}{
 		{name: "warnings", reason: "without strict lint, findings (errors included) come back and the tool is registered",
-			req:       func(t *testing.T) *gatewayv1.RegisterToolRequest { return &gatewayv1.RegisterToolRequest{Tool: noItems(t)} },
+			req: func(t *testing.T) *gatewayv1.RegisterToolRequest {
+				return &gatewayv1.RegisterToolRequest{Tool: noItems(t)}
+			},
 			wantFinds: []string{"openai error /properties/tags", "anthropic warning /properties/tags", "gemini error /properties/tags"}},
 		{name: "strict-request", reason: "strict_lint on the request refuses error findings",
-			req:     func(t *testing.T) *gatewayv1.RegisterToolRequest { return &gatewayv1.RegisterToolRequest{Tool: noItems(t), StrictLint: true} },
+			req: func(t *testing.T) *gatewayv1.RegisterToolRequest {
+				return &gatewayv1.RegisterToolRequest{Tool: noItems(t), StrictLint: true}
+			},
 			refused: true},
 		{name: "strict-config", reason: "the gateway's strict setting refuses even when the request does not ask",
-			opts:    []registryServiceOption{WithStrictLint(true)},
-			req:     func(t *testing.T) *gatewayv1.RegisterToolRequest { return &gatewayv1.RegisterToolRequest{Tool: noItems(t)} },
+			opts: []registryServiceOption{WithStrictLint(true)},
+			req: func(t *testing.T) *gatewayv1.RegisterToolRequest {
+				return &gatewayv1.RegisterToolRequest{Tool: noItems(t)}
+			},
 			refused: true},
 		{name: "strict-warnings-only", reason: "strict lint passes a schema whose only findings are warnings (anthropic alone warns on a missing items)",
-			opts:      []registryServiceOption{WithStrictLint(true), WithLintProfiles(lint.Anthropic)},
-			req:       func(t *testing.T) *gatewayv1.RegisterToolRequest { return &gatewayv1.RegisterToolRequest{Tool: noItems(t)} },
+			opts: []registryServiceOption{WithStrictLint(true), WithLintProfiles(lint.Anthropic)},
+			req: func(t *testing.T) *gatewayv1.RegisterToolRequest {
+				return &gatewayv1.RegisterToolRequest{Tool: noItems(t)}
+			},
 			wantFinds: []string{"anthropic warning /properties/tags"}},
 		{name: "strict-clean", reason: "a clean schema passes strict lint with no findings",
 			req: func(t *testing.T) *gatewayv1.RegisterToolRequest {
@@ -704,6 +719,7 @@ func TestRegistryServiceWatchEnds(t *testing.T) {
 				t.Fatalf("GracefulStop still waiting after %v: the watch handler did not end (%s)", rsGuard, tc.reason)
 			}
 			// Release everything now so goleak sees the end state.
+			g.conn.Close()
 			g.reg.Close()
 			store.Close()
 		})

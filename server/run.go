@@ -7,14 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/demotools"
 	"github.com/flowdrop/gateway/registry"
-	"github.com/flowdrop/gateway/registry/memstore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -22,13 +23,25 @@ import (
 )
 
 // Server is the gateway's gRPC server over a started registry: the
-// ToolGatewayService with its interceptor chain, health and reflection.
+// ToolGatewayService with its interceptor chain, the ToolRegistryService
+// (writes go to the registry's store), health and reflection.
 // Run uses it; tests use it directly with their own listener.
 type Server struct {
 	gs     *grpc.Server
 	health *health.Server
 	pool   *backendPool
 	pipe   *pipeline
+	rs     *registryService
+
+	// Policy, metrics, tracing and the admin listener (policy.go, metrics.go,
+	// tracing.go, admin.go).
+	metrics     *metrics
+	tracing     *tracing
+	ready       atomic.Bool
+	stopping    atomic.Bool
+	adminMu     sync.Mutex
+	admin       []*http.Server
+	adminClosed bool
 
 	stopPrune chan struct{}
 	pruneDone chan struct{}
@@ -36,7 +49,8 @@ type Server struct {
 }
 
 // New builds a Server over reg, which must already be started (loaded): the
-// health service reports SERVING from the start.
+// health service reports SERVING from the start, so SERVING always follows
+// the registry's first load (Run starts the registry before calling New).
 func New(cfg Config, reg *registry.Registry) (*Server, error) {
 	if err := cfg.validateServer(); err != nil {
 		return nil, err
@@ -47,19 +61,37 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 	log := cfg.logger()
 	pool := newBackendPool(&cfg)
 	p := &pipeline{reg: reg, pool: pool, defaultTimeout: cfg.DefaultTimeout}
+	m := newMetrics()
+	tr, err := newTracing(context.Background(), cfg.Policy.Tracing, cfg.Policy.Tracing.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.policyState.init(context.Background(), &cfg.Policy, m, log); err != nil {
+		tr.shutdown(context.Background())
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	if p.auth.Off() {
+		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
+	}
+	pool.dialOpts = append(pool.dialOpts, grpc.WithStatsHandler(tr.clientHandler()))
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
+		grpc.StatsHandler(tr.serverHandler()),
 		grpc.ChainUnaryInterceptor(unaryChain(p, log)...),
+		grpc.ChainStreamInterceptor(streamChain(p, log)...),
 	)
 	gatewayv1.RegisterToolGatewayServiceServer(gs, &gatewayService{p: p})
+	rs := registerRegistryService(gs, reg, WithStrictLint(cfg.StrictLint), WithListFilter(p.visibleTool))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(gatewayv1.ToolRegistryService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 
-	s := &Server{gs: gs, health: hs, pool: pool, pipe: p,
+	m.grpc.InitializeMetrics(gs)
+	s := &Server{gs: gs, health: hs, pool: pool, pipe: p, rs: rs, metrics: m, tracing: tr,
 		stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
 	go s.pruneLoop(reg)
 	return s, nil
@@ -91,6 +123,11 @@ func (s *Server) pruneLoop(reg *registry.Registry) {
 // Serve accepts connections on lis until Shutdown; it returns nil after a
 // Shutdown.
 func (s *Server) Serve(lis net.Listener) error {
+	// Ready: the registry was loaded before New, and now gRPC serves.
+	// Shutdown clears it (and a Serve after Shutdown must not set it).
+	if !s.stopping.Load() {
+		s.ready.Store(true)
+	}
 	if err := s.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return err
 	}
@@ -101,7 +138,10 @@ func (s *Server) Serve(lis net.Listener) error {
 // calls finish until ctx is done, then cuts off the rest, and closes the
 // backend connections. It returns ctx's error if calls had to be cut off.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
+	s.ready.Store(false) // /readyz answers 503 while calls drain
 	s.health.Shutdown()
+	s.rs.Close() // WatchTools streams never end on their own; GracefulStop would wait for them
 	drained := make(chan struct{})
 	go func() { s.gs.GracefulStop(); close(drained) }()
 	var err error
@@ -115,6 +155,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopPrune) })
 	<-s.pruneDone
 	s.pool.close()
+	s.closeAdmin(ctx)
+	if cerr := s.pipe.policyState.close(); cerr != nil {
+		s.pipe.log.Warn("closing the audit log", "error", cerr.Error())
+	}
+	s.tracing.shutdown(ctx)
 	return err
 }
 
@@ -155,6 +200,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer store.Close()
+	log.Info("registry store opened", "store", cfg.Store.String())
 	if err := registry.Seed(ctx, store, tools); err != nil {
 		return fmt.Errorf("loading tools: %w", err)
 	}
@@ -173,10 +219,30 @@ func Run(ctx context.Context, cfg Config) error {
 		lis.Close()
 		return err
 	}
-	if cfg.Out != nil {
-		printBanner(cfg.Out, dialAddr(lis.Addr()), tools, demoAddr)
+	if a := cfg.Policy.Admin.ListenAddr; a != "" {
+		alis, err := net.Listen("tcp", a)
+		if err != nil {
+			lis.Close()
+			srv.Shutdown(context.Background())
+			return fmt.Errorf("admin listener (/metrics, /healthz, /readyz): %w", err)
+		}
+		log.Info("admin endpoints serving", "addr", alis.Addr().String())
+		go func() {
+			if err := srv.ServeAdmin(alis); err != nil {
+				log.Error("admin listener failed", "error", err.Error())
+			}
+		}()
 	}
-	log.Info("gateway serving", "addr", lis.Addr().String(), "tools", len(tools))
+	// The store may hold more than was seeded (tools registered earlier).
+	entries := reg.Snapshot().List()
+	if cfg.Out != nil {
+		registered := make([]registry.Tool, len(entries))
+		for i, e := range entries {
+			registered[i] = e.Tool
+		}
+		printBanner(cfg.Out, dialAddr(lis.Addr()), registered, demoAddr)
+	}
+	log.Info("gateway serving", "addr", lis.Addr().String(), "tools", len(entries))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -193,12 +259,6 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
 	}
 	return <-served
-}
-
-// openStore is THE one place the registry's store is chosen. For now the
-// registry lives in memory, seeded from the tools file at start-up.
-func openStore(Config) (registry.Store, error) {
-	return memstore.New(), nil
 }
 
 // startDemoBackend serves the example tool service on a random loopback port.

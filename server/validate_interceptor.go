@@ -16,7 +16,7 @@ func validateInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 			return handler(ctx, req)
 		}
 		if err := p.validate(ctx, c); err != nil {
-			return nil, grpcError(err)
+			return nil, c.fail(err)
 		}
 		return handler(ctx, req)
 	}

@@ -1,7 +1,10 @@
 // Command flowdrop-gateway runs the FlowDrop tool gateway.
 //
 // With no flags it serves the demo tools on 127.0.0.1:7443, backed by the
-// example tool service it starts in-process, and prints a call to try.
+// example tool service it starts in-process, and prints a call to try. The
+// registry is kept in ./flowdrop-data/registry.db (--data-dir), so tools
+// registered with `flowdropctl tools register` survive a restart; --store
+// etcd shares one registry between replicas.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/flowdrop/gateway/server"
@@ -56,6 +60,15 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	fs.IntVar(&cfg.MaxSendMsgSize, "max-send-msg-size", cfg.MaxSendMsgSize, "largest response sent to agents, bytes")
 	fs.IntVar(&cfg.BackendMaxRecvMsgSize, "backend-max-recv-msg-size", cfg.BackendMaxRecvMsgSize, "largest response accepted from backends, bytes")
 	fs.IntVar(&cfg.BackendMaxSendMsgSize, "backend-max-send-msg-size", cfg.BackendMaxSendMsgSize, "largest request sent to backends, bytes")
+	fs.StringVar(&cfg.Store.Kind, "store", cfg.Store.Kind, "registry store: bolt (durable file in --data-dir), etcd (shared by replicas) or memory (lost on exit)")
+	fs.StringVar(&cfg.Store.DataDir, "data-dir", cfg.Store.DataDir, "directory of the bolt store's file ("+server.BoltFileName+"), relative to the working directory unless absolute")
+	etcdEndpoints := fs.String("etcd-endpoints", "", "comma-separated etcd client URLs for --store etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379")
+	fs.StringVar(&cfg.Store.EtcdPrefix, "etcd-prefix", cfg.Store.EtcdPrefix, "etcd key space of this gateway fleet (every replica uses the same)")
+	fs.DurationVar(&cfg.Store.EtcdRequestTimeout, "etcd-request-timeout", cfg.Store.EtcdRequestTimeout, "bound on each etcd call; past it writes fail with Unavailable")
+	fs.BoolVar(&cfg.StrictLint, "strict-lint", false, "refuse tool registrations whose schema has provider-lint errors")
+	policyFile := fs.String("policy", "", "policy file (YAML or JSON): auth, authz, rules, limits, rate_limit, audit, admin, tracing")
+	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")
+	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -63,12 +76,42 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	// --demo defaults to on only when no tools file is given; an explicit
-	// --demo or --demo=false always wins.
-	cfg.Demo = cfg.ToolsFile == ""
+	if *etcdEndpoints != "" {
+		for _, ep := range strings.Split(*etcdEndpoints, ",") {
+			cfg.Store.EtcdEndpoints = append(cfg.Store.EtcdEndpoints, strings.TrimSpace(ep))
+		}
+	}
+	// --demo defaults to on only when no tools file is given and the store
+	// is not shared (demo tools point at a backend inside this one process,
+	// which other replicas cannot reach); an explicit --demo or --demo=false
+	// always wins.
+	cfg.Demo = cfg.ToolsFile == "" && cfg.Store.Kind != server.StoreEtcd
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "demo" {
 			cfg.Demo = *demo
+		}
+	})
+	// Authentication is never off by accident: the policy file says, or
+	// --auth-off does, or this is the no-flags demo (DefaultConfig's policy
+	// turns it off explicitly). Anything serving real tools must choose.
+	var policyErr error
+	switch {
+	case *policyFile != "" && *authOff:
+		return cfg, errors.New("--policy and --auth-off: give one (auth.mode in the policy file decides)")
+	case *policyFile != "":
+		p, err := server.LoadPolicyFile(*policyFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Policy = p
+	case *authOff || (cfg.Demo && cfg.ToolsFile == ""):
+		cfg.Policy = server.DemoPolicy()
+	default:
+		policyErr = errors.New("authentication is not configured: give --policy FILE (with auth.mode: on) or --auth-off")
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "admin-listen" {
+			cfg.Policy.Admin.ListenAddr = *adminListen
 		}
 	})
 	var level slog.Level
@@ -77,5 +120,5 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Out = stdout
-	return cfg, cfg.Validate()
+	return cfg, errors.Join(policyErr, cfg.Validate())
 }

@@ -24,12 +24,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // ./cmd/flowdrop-gateway` does (demo on, only the port changed), makes the
 // call the banner prints, then stops it like SIGINT would.
 func TestNewcomerPath(t *testing.T) {
+	// A fresh working directory: the default bolt store goes to
+	// ./flowdrop-data, which must be created on first run.
+	wd := t.TempDir()
+	t.Chdir(wd)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"--listen", "127.0.0.1:0", "--log-level", "error"}, pw, io.Discard)
+		exited <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "error"}, pw, io.Discard)
 		pw.Close()
 	}()
 
@@ -81,10 +85,14 @@ func TestNewcomerPath(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("gateway did not shut down")
 	}
+	if _, err := os.Stat(filepath.Join(wd, "flowdrop-data", "registry.db")); err != nil {
+		t.Errorf("default store file: %v; want ./flowdrop-data/registry.db", err)
+	}
 }
 
 func TestStartupErrors(t *testing.T) {
 	dir := t.TempDir()
+	t.Chdir(dir) // rows that get as far as the default store keep it here
 	bad := filepath.Join(dir, "tools.yaml")
 	if err := os.WriteFile(bad, []byte("tools:\n  - name: broken\n    backend: 127.0.0.1:7001\n    input_schema: {type: array}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -97,13 +105,25 @@ func TestStartupErrors(t *testing.T) {
 		wantStderr []string
 	}{
 		{name: "bad-tools-file", reason: "a bad file stops start-up naming the tool and the problem",
-			args: []string{"--listen", "127.0.0.1:0", "--tools", bad}, code: 1, wantStderr: []string{`"broken"`, "input_schema", "object"}},
+			args: []string{"--listen", "127.0.0.1:0", "--auth-off", "--admin-listen", "", "--tools", bad}, code: 1, wantStderr: []string{`"broken"`, "input_schema", "object"}},
 		{name: "missing-tools-file", reason: "a missing file is named",
-			args: []string{"--listen", "127.0.0.1:0", "--tools", filepath.Join(dir, "nope.yaml")}, code: 1, wantStderr: []string{"nope.yaml"}},
+			args: []string{"--listen", "127.0.0.1:0", "--auth-off", "--admin-listen", "", "--tools", filepath.Join(dir, "nope.yaml")}, code: 1, wantStderr: []string{"nope.yaml"}},
 		{name: "bad-listen", reason: "a listen address without a port is a usage error",
 			args: []string{"--listen", "localhost"}, code: 2, wantStderr: []string{"listen address"}},
-		{name: "no-tools", reason: "--demo=false without --tools leaves nothing to serve",
-			args: []string{"--demo=false"}, code: 2, wantStderr: []string{"no tools"}},
+		{name: "no-tools", reason: "--demo=false without --tools leaves a memory store with nothing to serve",
+			args: []string{"--demo=false", "--store", "memory"}, code: 2, wantStderr: []string{"no tools"}},
+		{name: "bad-store", reason: "an unknown store kind is named with the choices",
+			args: []string{"--store", "disk"}, code: 2, wantStderr: []string{`unknown kind "disk"`, "bolt, etcd or memory"}},
+		{name: "etcd-without-endpoints", reason: "--store etcd needs --etcd-endpoints",
+			args: []string{"--store", "etcd"}, code: 2, wantStderr: []string{"etcd endpoints: none given"}},
+		{name: "bad-etcd-endpoint", reason: "each comma-separated endpoint is checked and named",
+			args: []string{"--store", "etcd", "--etcd-endpoints", "http://127.0.0.1:2379,,ftp://x:1"}, code: 2,
+			wantStderr: []string{`endpoint "": empty`, `"ftp://x:1"`}},
+		{name: "bad-etcd-prefix", reason: "the registry must not own etcd's whole key space",
+			args: []string{"--store", "etcd", "--etcd-endpoints", "127.0.0.1:2379", "--etcd-prefix", "/"}, code: 2,
+			wantStderr: []string{`etcd prefix "/"`}},
+		{name: "empty-data-dir", reason: "the bolt store needs a directory",
+			args: []string{"--data-dir", ""}, code: 2, wantStderr: []string{"data directory is empty"}},
 		{name: "stray-argument", reason: "positional arguments are refused, not ignored",
 			args: []string{"extra"}, code: 2, wantStderr: []string{"unexpected arguments"}},
 		{name: "bad-log-level", reason: "an unknown log level is named",

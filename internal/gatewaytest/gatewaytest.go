@@ -35,11 +35,16 @@ type Env struct {
 
 	Registry *registry.Registry
 	Store    registry.Store
+
+	// AdminURL is the admin listener's base URL ("http://127.0.0.1:port")
+	// when WithAdmin was given.
+	AdminURL string
 }
 
 type options struct {
 	noRecord bool
-	cfg      func(*server.Config)
+	cfg      []func(*server.Config)
+	admin    bool
 	tools    []func(backend string) registry.Tool
 	handlers []demotools.Option
 	logOut   io.Writer
@@ -48,8 +53,19 @@ type options struct {
 // Option configures Start.
 type Option func(*options)
 
-// WithConfig edits the gateway's Config before it starts.
-func WithConfig(f func(*server.Config)) Option { return func(o *options) { o.cfg = f } }
+// WithConfig edits the gateway's Config before it starts (in order, after
+// any earlier WithConfig or WithPolicy).
+func WithConfig(f func(*server.Config)) Option { return func(o *options) { o.cfg = append(o.cfg, f) } }
+
+// WithPolicy replaces the gateway's policy (default: server.DemoPolicy,
+// authentication off). The admin listener is started only by WithAdmin.
+func WithPolicy(p server.PolicyConfig) Option {
+	return WithConfig(func(c *server.Config) { c.Policy = p })
+}
+
+// WithAdmin serves the admin endpoints (/metrics, /healthz, /readyz) on a
+// free 127.0.0.1 port; Env.AdminURL says where.
+func WithAdmin() Option { return func(o *options) { o.admin = true } }
 
 // WithTool registers an extra tool; mk receives the example backend's address.
 func WithTool(mk func(backend string) registry.Tool) Option {
@@ -129,8 +145,8 @@ func Start(t testing.TB, opts ...Option) *Env {
 	cfg := server.DefaultConfig()
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.Logger = logger
-	if o.cfg != nil {
-		o.cfg(&cfg)
+	for _, f := range o.cfg {
+		f(&cfg)
 	}
 	srv, err := server.New(cfg, reg)
 	if err != nil {
@@ -139,6 +155,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 	glis := Listen(t)
 	env.Addr, env.Server = glis.Addr().String(), srv
 	gdone := make(chan struct{})
+	var adone chan struct{} // the admin listener's, if any; Shutdown closes it
 	go func() { defer close(gdone); srv.Serve(glis) }()
 	t.Cleanup(func() {
 		// Bounded: a test that left a call hanging still finishes.
@@ -146,7 +163,17 @@ func Start(t testing.TB, opts ...Option) *Env {
 		defer cancel()
 		srv.Shutdown(sctx)
 		<-gdone
+		if adone != nil {
+			<-adone
+		}
 	})
+
+	if o.admin {
+		alis := Listen(t)
+		env.AdminURL = "http://" + alis.Addr().String()
+		adone = make(chan struct{})
+		go func() { defer close(adone); srv.ServeAdmin(alis) }()
+	}
 
 	conn, err := grpc.NewClient(env.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

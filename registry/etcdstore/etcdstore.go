@@ -7,7 +7,8 @@
 // are etcd transactions comparing the key's revision.
 //
 // Every call is bounded by a per-call timeout (WithTimeout): when etcd is
-// unreachable the call fails with an error wrapping ErrUnavailable instead of
+// unreachable the call fails with an error wrapping registry.ErrUnavailable
+// (through this package's ErrUnavailable, whose text names etcd) instead of
 // hanging, so replicas keep serving their last snapshot and refuse writes.
 package etcdstore
 
@@ -30,8 +31,15 @@ import (
 )
 
 // ErrUnavailable is wrapped by every error caused by etcd being unreachable
-// or not answering within the per-call timeout.
-var ErrUnavailable = errors.New("etcd unavailable")
+// or not answering within the per-call timeout. It wraps
+// registry.ErrUnavailable, which callers outside this package test for
+// (errors.Is), and its text names etcd ("etcd unavailable: <op>: <cause>").
+var ErrUnavailable error = unavailableError{}
+
+type unavailableError struct{}
+
+func (unavailableError) Error() string { return "etcd unavailable" }
+func (unavailableError) Unwrap() error { return registry.ErrUnavailable }
 
 // Defaults for the options.
 const (

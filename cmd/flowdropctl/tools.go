@@ -1,0 +1,506 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"sigs.k8s.io/yaml"
+)
+
+const toolsUsage = `usage: flowdropctl tools <command> [flags]
+
+commands:
+  register -f FILE [--expected-revision N] [--require-compatible] [--strict-lint]
+                   register (create or update) the tool(s) in FILE: one tool or a
+                   tools: list, YAML or JSON ("-" reads stdin)
+  list [--prefix P] [--label k=v]... [--json]
+                   list registered tools (every page)
+  get NAME         print one tool as JSON
+  delete NAME [--expected-revision N]
+                   delete a tool
+  watch [--from REV] [--count N]
+                   print one line per registry change until interrupted
+                   (--from 0, the default, starts with the current tools)
+  lint -f FILE [--profile P]...
+                   check schemas against model providers offline
+
+Every command but lint takes --addr HOST:PORT (default ` + defaultGatewayAddr + `) and
+--timeout DUR. Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage
+or input.
+`
+
+func init() {
+	register(&command{
+		name:    "tools",
+		summary: "manage the gateway's tool registry: register, list, get, delete, watch, lint",
+		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runTools(ctx, args, stdin, stdout, stderr)
+		},
+	})
+}
+
+// runTools dispatches `flowdropctl tools <command>`. args excludes "tools".
+func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, toolsUsage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, toolsUsage)
+		return 0
+	case "lint":
+		return runToolsLint(rest, stdin, stdout, stderr)
+	case "register":
+		return toolsRegister(ctx, rest, stdin, stdout, stderr)
+	case "list":
+		return toolsList(ctx, rest, stdout, stderr)
+	case "get":
+		return toolsGet(ctx, rest, stdout, stderr)
+	case "delete":
+		return toolsDelete(ctx, rest, stdout, stderr)
+	case "watch":
+		return toolsWatch(ctx, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch or lint)\n", sub)
+	return 2
+}
+
+// toolsFlags are the flags every gateway-calling subcommand shares.
+type toolsFlags struct {
+	fs      *flag.FlagSet
+	addr    *string
+	timeout *time.Duration
+}
+
+func newToolsFlags(sub, usage string, stderr io.Writer, defaultTimeout time.Duration) *toolsFlags {
+	fs := flag.NewFlagSet("flowdropctl tools "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: flowdropctl tools "+usage); fs.PrintDefaults() }
+	return &toolsFlags{
+		fs:      fs,
+		addr:    fs.String("addr", defaultGatewayAddr, "gateway address"),
+		timeout: fs.Duration("timeout", defaultTimeout, "deadline for the whole command (0: none)"),
+	}
+}
+
+// parse parses flags placed before or after the positional arguments and
+// checks their number. It returns the positionals and an exit code (-1: go on).
+func (f *toolsFlags) parse(args []string, wantPositional int, stderr io.Writer) ([]string, int) {
+	var positional []string
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0
+			}
+			return nil, 2
+		}
+		if f.fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, f.fs.Arg(0))
+		args = f.fs.Args()[1:]
+	}
+	if len(positional) != wantPositional {
+		if wantPositional == 0 {
+			fmt.Fprintf(stderr, "%s: unexpected argument %q\n", f.fs.Name(), positional[0])
+		} else {
+			fmt.Fprintf(stderr, "%s: want exactly %d NAME, got %d arguments\n", f.fs.Name(), wantPositional, len(positional))
+		}
+		f.fs.Usage()
+		return nil, 2
+	}
+	if *f.timeout < 0 {
+		fmt.Fprintf(stderr, "%s: --timeout must not be negative, got %v\n", f.fs.Name(), *f.timeout)
+		return nil, 2
+	}
+	return positional, -1
+}
+
+// dial connects to the gateway and applies --timeout to ctx.
+func (f *toolsFlags) dial(ctx context.Context, stderr io.Writer) (gatewayv1.ToolRegistryServiceClient, context.Context, func(), bool) {
+	conn, err := grpc.NewClient(*f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: gateway address %q: %v\n", f.fs.Name(), *f.addr, err)
+		return nil, nil, nil, false
+	}
+	cancel := func() {}
+	if *f.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, *f.timeout)
+	}
+	return gatewayv1.NewToolRegistryServiceClient(conn), ctx, func() { cancel(); conn.Close() }, true
+}
+
+// optionalRevision is an --expected-revision flag that knows whether it was set.
+type optionalRevision struct{ v *int64 }
+
+func (o *optionalRevision) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*o.v, 10)
+}
+
+func (o *optionalRevision) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return errors.New("want a revision number >= 0 (0: must not exist yet)")
+	}
+	o.v = &v
+	return nil
+}
+
+// labelFlags collects repeated --label k=v.
+type labelFlags map[string]string
+
+func (l labelFlags) String() string {
+	keys := slices.Sorted(maps.Keys(l))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + l[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l labelFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	l[k] = v
+	return nil
+}
+
+func toolsRegister(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := newToolsFlags("register", "register -f FILE [--expected-revision N] [--require-compatible] [--strict-lint] [--addr HOST:PORT]", stderr, 30*time.Second)
+	file := f.fs.String("f", "", "tool file, YAML or JSON: one tool or a tools: list (\"-\" reads stdin)")
+	var expected optionalRevision
+	f.fs.Var(&expected, "expected-revision", "register only if the tool's current revision is N (0: only if it does not exist)")
+	requireCompat := f.fs.Bool("require-compatible", false, "refuse an update that would break existing callers")
+	strictLint := f.fs.Bool("strict-lint", false, "refuse a schema with provider-lint errors")
+	if _, code := f.parse(args, 0, stderr); code >= 0 {
+		return code
+	}
+	if *file == "" {
+		fmt.Fprintln(stderr, "flowdropctl tools register: -f FILE is required")
+		return 2
+	}
+	data, err := lintReadFile(*file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowdropctl tools register: %v\n", err)
+		return 2
+	}
+	tools, err := parseToolFile(data, lintDisplayName(*file))
+	if err != nil {
+		fmt.Fprintf(stderr, "flowdropctl tools register: %v\n", err)
+		return 2
+	}
+	if expected.v != nil && len(tools) != 1 {
+		fmt.Fprintf(stderr, "flowdropctl tools register: --expected-revision applies to one tool; %s holds %d\n", lintDisplayName(*file), len(tools))
+		return 2
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	for i, t := range tools {
+		resp, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{
+			Tool: t, ExpectedRevision: expected.v, RequireCompatible: *requireCompat, StrictLint: *strictLint,
+		})
+		if err != nil {
+			printToolsStatus(stderr, err)
+			if left := len(tools) - i - 1; left > 0 {
+				fmt.Fprintf(stderr, "stopped: %d later tool(s) in the file were not registered\n", left)
+			}
+			return 1
+		}
+		verb := "updated"
+		if resp.GetCreated() {
+			verb = "created"
+		}
+		fmt.Fprintf(stdout, "%s %s (revision %d)\n", verb, resp.GetTool().GetName(), resp.GetTool().GetRevision())
+		for _, n := range resp.GetCompatibilityNotes() {
+			fmt.Fprintf(stdout, "  compatibility: %s %s: %s\n", n.GetKind(), n.GetPath(), n.GetMessage())
+		}
+		for _, l := range resp.GetLintFindings() {
+			fmt.Fprintf(stdout, "  lint: %s\n", lintLine(l))
+		}
+	}
+	return 0
+}
+
+// lintLine renders a finding like `tools lint` does: PROFILE SEVERITY PATH MESSAGE.
+func lintLine(l *gatewayv1.LintFinding) string {
+	p := l.GetPath()
+	if p == "" {
+		p = "(root)"
+	}
+	return l.GetProfile() + " " + l.GetSeverity() + " " + p + " " + l.GetMessage()
+}
+
+// parseToolFile reads one tool or a tools: list with the gateway's own
+// tools-file reader (strict fields, durations, duplicate names, and the
+// schema compiled so mistakes are caught before the gateway is called).
+func parseToolFile(data []byte, source string) ([]*gatewayv1.Tool, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s is empty", source)
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js, &top); err != nil {
+		return nil, fmt.Errorf("%s: the file must hold one tool or a tools: list", source)
+	}
+	if _, isList := top["tools"]; !isList {
+		if _, hasName := top["name"]; !hasName {
+			return nil, fmt.Errorf("%s: neither a tool (no name) nor a tools: list", source)
+		}
+		js = append(append([]byte(`{"tools":[`), js...), "]}"...)
+	} else if _, hasName := top["name"]; hasName {
+		return nil, fmt.Errorf("%s: has both a tools: list and a top-level \"name\"; use one form", source)
+	}
+	parsed, err := registry.ParseTools(js, source)
+	if err != nil {
+		return nil, err
+	}
+	if len(parsed) == 0 {
+		return nil, fmt.Errorf("%s: tools: is empty", source)
+	}
+	out := make([]*gatewayv1.Tool, len(parsed))
+	for i, t := range parsed {
+		p := &gatewayv1.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Backend: t.Backend, Labels: t.Labels}
+		if t.Timeout != 0 {
+			p.Timeout = durationpb.New(t.Timeout)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("list", "list [--prefix P] [--label k=v]... [--json] [--addr HOST:PORT]", stderr, 30*time.Second)
+	prefix := f.fs.String("prefix", "", "only tools whose name starts with P")
+	labels := labelFlags{}
+	f.fs.Var(labels, "label", "only tools with this label (key=value; repeatable, all must match)")
+	asJSON := f.fs.Bool("json", false, "print a JSON array of tools")
+	pageSize := f.fs.Int("page-size", 100, "tools per request (the gateway caps it at 1000)")
+	if _, code := f.parse(args, 0, stderr); code >= 0 {
+		return code
+	}
+	if *pageSize < 1 || *pageSize > 1000 {
+		fmt.Fprintf(stderr, "flowdropctl tools list: --page-size must be 1..1000, got %d\n", *pageSize)
+		return 2
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	var tools []*gatewayv1.Tool
+	req := &gatewayv1.ListToolsRequest{PageSize: int32(*pageSize), NamePrefix: *prefix, Labels: labels}
+	for {
+		resp, err := client.ListTools(ctx, req)
+		if err != nil {
+			printToolsStatus(stderr, err)
+			return 1
+		}
+		tools = append(tools, resp.GetTools()...)
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		if resp.GetNextPageToken() == req.GetPageToken() {
+			fmt.Fprintln(stderr, "error: the gateway returned the same page token twice; stopping")
+			return 1
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	if *asJSON {
+		items := make([]json.RawMessage, len(tools))
+		for i, t := range tools {
+			b, err := protoNames.Marshal(t)
+			if err != nil {
+				fmt.Fprintf(stderr, "error: encoding %s: %v\n", t.GetName(), err)
+				return 1
+			}
+			items[i] = b
+		}
+		out, _ := json.MarshalIndent(items, "", "  ")
+		if len(items) == 0 {
+			out = []byte("[]")
+		}
+		fmt.Fprintln(stdout, string(out))
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tREVISION\tBACKEND\tLABELS\tDESCRIPTION")
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.GetName(), t.GetRevision(), t.GetBackend(), labelFlags(t.GetLabels()).String(), firstLine(t.GetDescription()))
+	}
+	tw.Flush()
+	return 0
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func toolsGet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("get", "get NAME [--addr HOST:PORT]", stderr, 30*time.Second)
+	pos, code := f.parse(args, 1, stderr)
+	if code >= 0 {
+		return code
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	resp, err := client.GetTool(ctx, &gatewayv1.GetToolRequest{Name: pos[0]})
+	if err != nil {
+		printToolsStatus(stderr, err)
+		return 1
+	}
+	// protojson's whitespace is deliberately unstable; re-indent for a
+	// stable print.
+	b, err := protoNames.Marshal(resp.GetTool())
+	var buf bytes.Buffer
+	if err == nil {
+		err = json.Indent(&buf, b, "", "  ")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: encoding the tool: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, buf.String())
+	return 0
+}
+
+func toolsDelete(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("delete", "delete NAME [--expected-revision N] [--addr HOST:PORT]", stderr, 30*time.Second)
+	var expected optionalRevision
+	f.fs.Var(&expected, "expected-revision", "delete only if the tool's current revision is N")
+	pos, code := f.parse(args, 1, stderr)
+	if code >= 0 {
+		return code
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	if _, err := client.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: pos[0], ExpectedRevision: expected.v}); err != nil {
+		printToolsStatus(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "deleted %s\n", pos[0])
+	return 0
+}
+
+func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("watch", "watch [--from REV] [--count N] [--addr HOST:PORT]", stderr, 0)
+	from := f.fs.Int64("from", 0, "print changes after this registry revision (0: the current tools first)")
+	count := f.fs.Int("count", 0, "stop after N events (0: until interrupted)")
+	if _, code := f.parse(args, 0, stderr); code >= 0 {
+		return code
+	}
+	if *from < 0 || *count < 0 {
+		fmt.Fprintln(stderr, "flowdropctl tools watch: --from and --count must not be negative")
+		return 2
+	}
+	interrupted := ctx
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	stream, err := client.WatchTools(ctx, &gatewayv1.WatchToolsRequest{StartRevision: *from})
+	if err != nil {
+		printToolsStatus(stderr, err)
+		return 1
+	}
+	for n := 0; *count == 0 || n < *count; n++ {
+		ev, err := stream.Recv()
+		if err != nil {
+			if interrupted.Err() != nil && status.Code(err) == codes.Canceled {
+				return 0 // Ctrl-C is how a watch is meant to end
+			}
+			if errors.Is(err, io.EOF) {
+				fmt.Fprintln(stderr, "error: the gateway ended the watch")
+				return 1
+			}
+			printToolsStatus(stderr, err)
+			return 1
+		}
+		fmt.Fprintln(stdout, watchLine(ev))
+	}
+	return 0
+}
+
+// watchLine is one event: "PUT name revision=N backend=... " or "DELETE name revision=N".
+func watchLine(ev *gatewayv1.WatchToolsResponse) string {
+	switch ev.GetType() {
+	case gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT:
+		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), ev.GetTool().GetBackend())
+	case gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE:
+		return fmt.Sprintf("DELETE %s revision=%d", ev.GetTool().GetName(), ev.GetRevision())
+	}
+	return fmt.Sprintf("%s %s revision=%d", ev.GetType(), ev.GetTool().GetName(), ev.GetRevision())
+}
+
+// printToolsStatus prints "error: <Code>: <message>" and then each field
+// violation, compatibility problem and lint finding the status carries, one
+// per line.
+func printToolsStatus(w io.Writer, err error) {
+	st, ok := status.FromError(err)
+	if !ok {
+		fmt.Fprintf(w, "error: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "error: %s: %s\n", st.Code(), st.Message())
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.BadRequest:
+			for _, v := range d.GetFieldViolations() {
+				fmt.Fprintf(w, "  %s: %s\n", v.GetField(), v.GetDescription())
+			}
+		case *errdetails.PreconditionFailure:
+			for _, v := range d.GetViolations() {
+				fmt.Fprintf(w, "  %s %s: %s\n", strings.ToLower(v.GetType()), v.GetSubject(), v.GetDescription())
+			}
+		}
+	}
+}
+
+// protoNames prints tools with the field names of the tools file
+// (input_schema, not inputSchema).
+var protoNames = protojson.MarshalOptions{UseProtoNames: true}

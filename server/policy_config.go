@@ -1,0 +1,263 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"go.opentelemetry.io/otel/trace"
+	"sigs.k8s.io/yaml"
+)
+
+// PolicyConfig is the gateway's policy: who may call (Auth), what (Authz,
+// Rules), how much (Limits, RateLimit), and what is recorded (Audit, Admin
+// metrics, Tracing). Load it from a file with LoadPolicyFile.
+type PolicyConfig struct {
+	Auth      policy.AuthConfig
+	Authz     policy.AuthzConfig
+	Rules     []policy.Rule
+	Limits    policy.Limits
+	RateLimit policy.RateLimitConfig
+	Audit     AuditConfig
+	Admin     AdminConfig
+	Tracing   TracingConfig
+}
+
+// AuditConfig says where the audit log goes.
+type AuditConfig struct {
+	// Path of the JSON-lines file (appended, 0600); "-" is stdout; "" is off.
+	Path string
+	// RotateBytes rotates the file past this size (0: never).
+	RotateBytes int64
+}
+
+// AdminConfig is the HTTP admin listener (/metrics, /healthz, /readyz).
+type AdminConfig struct {
+	// ListenAddr is host:port; "" turns the admin listener off.
+	ListenAddr string
+}
+
+// Tracing exporters.
+const (
+	TracingNone = "none"
+	TracingOTLP = "otlp"
+)
+
+// TracingConfig selects the trace exporter.
+type TracingConfig struct {
+	// Exporter is TracingNone (default: trace context is still propagated to
+	// backends, nothing is exported) or TracingOTLP (OTLP/gRPC to Endpoint).
+	Exporter string
+	// Endpoint is the OTLP collector's host:port.
+	Endpoint string
+	// Insecure sends OTLP without TLS (a collector on the same host).
+	Insecure bool
+	// Provider, when set, is used instead of an exporter (tests record spans
+	// with an sdktrace provider). Not settable from the policy file.
+	Provider trace.TracerProvider
+}
+
+// DefaultAdminAddr is where the demo serves /metrics, /healthz and /readyz.
+const DefaultAdminAddr = "127.0.0.1:9090"
+
+// DemoPolicy is the policy of `go run ./cmd/flowdrop-gateway` with no flags:
+// authentication explicitly off (the gateway warns at start-up), every tool
+// allowed, no audit log, admin listener on DefaultAdminAddr.
+func DemoPolicy() PolicyConfig {
+	return PolicyConfig{
+		Auth:    policy.AuthConfig{Mode: policy.AuthOff},
+		Authz:   policy.AuthzConfig{Default: policy.ToolAccess{Allow: []string{"*"}}},
+		Admin:   AdminConfig{ListenAddr: DefaultAdminAddr},
+		Tracing: TracingConfig{Exporter: TracingNone},
+	}
+}
+
+// validate checks what the policy constructors do not: modes and addresses.
+// The constructors (run by New) check keys, globs and CEL expressions.
+func (c *PolicyConfig) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config: policy: "+format, args...)) }
+	switch c.Auth.Mode {
+	case policy.AuthOn, policy.AuthOff:
+	case "":
+		bad(`auth.mode is not set: write "on", or "off" to run without authentication (give --policy FILE or --auth-off)`)
+	default:
+		bad(`auth.mode %q: must be "on" or "off"`, c.Auth.Mode)
+	}
+	if a := c.Admin.ListenAddr; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("admin.listen_addr %q: %v", a, err)
+		}
+	}
+	switch c.Tracing.Exporter {
+	case "", TracingNone:
+	case TracingOTLP:
+		if c.Tracing.Endpoint == "" {
+			bad(`tracing.endpoint is required when tracing.exporter is "otlp"`)
+		}
+	default:
+		bad(`tracing.exporter %q: must be "none" or "otlp"`, c.Tracing.Exporter)
+	}
+	if c.Audit.RotateBytes < 0 {
+		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{
+		{"limits.max_argument_bytes", c.Limits.MaxArgumentBytes},
+		{"limits.max_string_length", c.Limits.MaxStringLength},
+		{"limits.max_depth", c.Limits.MaxDepth},
+		{"limits.max_in_flight_per_tool", c.Limits.MaxInFlightPerTool},
+	} {
+		if l.v < 0 {
+			bad("%s must not be negative, got %d", l.name, l.v)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// The policy file: YAML or JSON, snake_case keys, unknown keys refused.
+type policyFile struct {
+	Auth struct {
+		Mode           string   `json:"mode"`
+		AnonymousRoles []string `json:"anonymous_roles"`
+		APIKeys        []struct {
+			Name   string   `json:"name"`
+			SHA256 string   `json:"sha256"`
+			Roles  []string `json:"roles"`
+		} `json:"api_keys"`
+		JWT *struct {
+			Issuer          string   `json:"issuer"`
+			Audience        string   `json:"audience"`
+			JWKSFile        string   `json:"jwks_file"`
+			JWKSURL         string   `json:"jwks_url"`
+			RoleClaim       string   `json:"role_claim"`
+			Leeway          duration `json:"leeway"`
+			Algorithms      []string `json:"algorithms"`
+			FetchTimeout    duration `json:"fetch_timeout"`
+			RefreshInterval duration `json:"refresh_interval"`
+		} `json:"jwt"`
+		MTLS *struct {
+			SubjectFrom  string              `json:"subject_from"`
+			Roles        map[string][]string `json:"roles"`
+			DefaultRoles []string            `json:"default_roles"`
+		} `json:"mtls"`
+	} `json:"auth"`
+	Authz struct {
+		MethodRoles map[string][]string   `json:"method_roles"`
+		Callers     map[string]toolAccess `json:"callers"`
+		Default     toolAccess            `json:"default"`
+	} `json:"authz"`
+	Rules []struct {
+		Name    string   `json:"name"`
+		Tools   []string `json:"tools"`
+		Expr    string   `json:"expr"`
+		Message string   `json:"message"`
+	} `json:"rules"`
+	Limits struct {
+		MaxArgumentBytes   int `json:"max_argument_bytes"`
+		MaxStringLength    int `json:"max_string_length"`
+		MaxDepth           int `json:"max_depth"`
+		MaxInFlightPerTool int `json:"max_in_flight_per_tool"`
+	} `json:"limits"`
+	RateLimit struct {
+		Rate        float64  `json:"rate"`
+		Burst       int      `json:"burst"`
+		MaxBuckets  int      `json:"max_buckets"`
+		IdleTimeout duration `json:"idle_timeout"`
+	} `json:"rate_limit"`
+	Audit struct {
+		Path        string `json:"path"`
+		RotateBytes int64  `json:"rotate_bytes"`
+	} `json:"audit"`
+	Admin struct {
+		ListenAddr *string `json:"listen_addr"`
+	} `json:"admin"`
+	Tracing struct {
+		Exporter string `json:"exporter"`
+		Endpoint string `json:"endpoint"`
+		Insecure bool   `json:"insecure"`
+	} `json:"tracing"`
+}
+
+type toolAccess struct {
+	Allow []string `json:"allow"`
+	Deny  []string `json:"deny"`
+}
+
+// duration is a time.Duration written as "30s" in the file.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: want e.g. \"30s\" or \"5m\"", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// LoadPolicyFile reads a YAML or JSON policy file. Unknown keys are errors
+// (a typo must not silently drop a rule), and errors name the file and field.
+func LoadPolicyFile(path string) (PolicyConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return PolicyConfig{}, fmt.Errorf("policy file: %w", err)
+	}
+	return ParsePolicy(b, path)
+}
+
+// ParsePolicy parses a policy file's contents; source names it in errors.
+func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
+	var f policyFile
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return PolicyConfig{}, fmt.Errorf("policy file %s: %w", source, err)
+	}
+	c := PolicyConfig{
+		Auth: policy.AuthConfig{Mode: f.Auth.Mode, AnonymousRoles: f.Auth.AnonymousRoles},
+		Authz: policy.AuthzConfig{MethodRoles: f.Authz.MethodRoles,
+			Default: policy.ToolAccess(f.Authz.Default)},
+		Limits:    policy.Limits(f.Limits),
+		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout)},
+		Audit:     AuditConfig(f.Audit),
+		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
+	}
+	for _, k := range f.Auth.APIKeys {
+		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
+	}
+	if j := f.Auth.JWT; j != nil {
+		c.Auth.JWT = &policy.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, JWKSFile: j.JWKSFile, JWKSURL: j.JWKSURL,
+			RoleClaim: j.RoleClaim, Leeway: time.Duration(j.Leeway), Algorithms: j.Algorithms,
+			FetchTimeout: time.Duration(j.FetchTimeout), RefreshInterval: time.Duration(j.RefreshInterval)}
+	}
+	if m := f.Auth.MTLS; m != nil {
+		c.Auth.MTLS = &policy.MTLSConfig{SubjectFrom: m.SubjectFrom, Roles: m.Roles, DefaultRoles: m.DefaultRoles}
+	}
+	if len(f.Authz.Callers) > 0 {
+		c.Authz.Callers = map[string]policy.ToolAccess{}
+		for k, v := range f.Authz.Callers {
+			c.Authz.Callers[k] = policy.ToolAccess(v)
+		}
+	}
+	for _, r := range f.Rules {
+		c.Rules = append(c.Rules, policy.Rule{Name: r.Name, Tools: r.Tools, Expr: r.Expr, Message: r.Message})
+	}
+	// The admin listener is on by default; `listen_addr: ""` turns it off.
+	c.Admin.ListenAddr = DefaultAdminAddr
+	if f.Admin.ListenAddr != nil {
+		c.Admin.ListenAddr = *f.Admin.ListenAddr
+	}
+	if c.Tracing.Exporter == "" {
+		c.Tracing.Exporter = TracingNone
+	}
+	if err := c.validate(); err != nil {
+		return PolicyConfig{}, fmt.Errorf("policy file %s: %w", source, err)
+	}
+	return c, nil
+}

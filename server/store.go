@@ -1,0 +1,215 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/boltstore"
+	"github.com/flowdrop/gateway/registry/etcdstore"
+	"github.com/flowdrop/gateway/registry/memstore"
+)
+
+// Store kinds (StoreConfig.Kind).
+const (
+	// StoreBolt is the embedded, durable default: one bbolt file in the data
+	// directory, for a single gateway.
+	StoreBolt = "bolt"
+	// StoreEtcd shares one registry between several gateway replicas.
+	StoreEtcd = "etcd"
+	// StoreMemory keeps the registry in memory only (tests, throwaway demos):
+	// everything registered is lost on exit.
+	StoreMemory = "memory"
+)
+
+// Store defaults.
+const (
+	// DefaultDataDir is relative to the working directory, like etcd's own
+	// "default.etcd": `go run ./cmd/flowdrop-gateway` works on a fresh
+	// machine with no HOME or XDG setup, the state is visible next to where
+	// the gateway was started, and two checkouts never share a registry.
+	DefaultDataDir = "flowdrop-data"
+	// BoltFileName is the bbolt file inside the data directory.
+	BoltFileName              = "registry.db"
+	DefaultEtcdPrefix         = "/flowdrop"
+	DefaultEtcdDialTimeout    = 5 * time.Second
+	DefaultEtcdRequestTimeout = etcdstore.DefaultTimeout
+)
+
+// StoreConfig chooses and configures the registry's store: the source of
+// truth the tools file seeds and the ToolRegistryService writes to.
+type StoreConfig struct {
+	// Kind is StoreBolt, StoreEtcd or StoreMemory.
+	Kind string
+	// DataDir holds the bolt file (DataDir/registry.db); created if missing.
+	DataDir string
+	// EtcdEndpoints are the etcd client URLs ("http://10.0.0.1:2379" or
+	// "10.0.0.1:2379").
+	EtcdEndpoints []string
+	// EtcdPrefix is the key space the registry owns in etcd; every replica
+	// of one gateway fleet must use the same prefix.
+	EtcdPrefix string
+	// EtcdDialTimeout bounds connecting to etcd.
+	EtcdDialTimeout time.Duration
+	// EtcdRequestTimeout bounds each etcd call: past it a write fails with
+	// Unavailable (naming etcd) instead of hanging.
+	EtcdRequestTimeout time.Duration
+}
+
+// DefaultStoreConfig is a bolt store in DefaultDataDir, with the etcd
+// settings defaulted for when Kind is switched to etcd.
+func DefaultStoreConfig() StoreConfig {
+	return StoreConfig{
+		Kind:               StoreBolt,
+		DataDir:            DefaultDataDir,
+		EtcdPrefix:         DefaultEtcdPrefix,
+		EtcdDialTimeout:    DefaultEtcdDialTimeout,
+		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
+	}
+}
+
+// BoltPath is the bolt file the bolt store uses.
+func (c *StoreConfig) BoltPath() string { return filepath.Join(c.DataDir, BoltFileName) }
+
+// Validate reports every problem with the store settings, each naming the
+// setting. Settings of the kinds not chosen are not checked.
+func (c *StoreConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config: store: "+format, args...)) }
+	switch c.Kind {
+	case StoreMemory:
+	case StoreBolt:
+		if strings.TrimSpace(c.DataDir) == "" {
+			bad("data directory is empty: the bolt store needs a directory for %s", BoltFileName)
+		}
+	case StoreEtcd:
+		if len(c.EtcdEndpoints) == 0 {
+			bad("etcd endpoints: none given: the etcd store needs at least one (e.g. http://127.0.0.1:2379)")
+		}
+		for _, ep := range c.EtcdEndpoints {
+			if msg := checkEtcdEndpoint(ep); msg != "" {
+				bad("etcd endpoint %q: %s", ep, msg)
+			}
+		}
+		if p := strings.Trim(c.EtcdPrefix, "/"); p == "" {
+			bad("etcd prefix %q: must name a key space (e.g. %q), not the root", c.EtcdPrefix, DefaultEtcdPrefix)
+		} else if !strings.HasPrefix(c.EtcdPrefix, "/") {
+			bad("etcd prefix %q: must start with \"/\"", c.EtcdPrefix)
+		}
+		if c.EtcdDialTimeout <= 0 {
+			bad("etcd dial timeout must be positive, got %v", c.EtcdDialTimeout)
+		}
+		if c.EtcdRequestTimeout <= 0 {
+			bad("etcd request timeout must be positive, got %v", c.EtcdRequestTimeout)
+		}
+	case "":
+		bad("kind is empty; want %s, %s or %s", StoreBolt, StoreEtcd, StoreMemory)
+	default:
+		bad("unknown kind %q; want %s, %s or %s", c.Kind, StoreBolt, StoreEtcd, StoreMemory)
+	}
+	return errors.Join(errs...)
+}
+
+// checkEtcdEndpoint returns why ep is not an etcd client endpoint, or "".
+func checkEtcdEndpoint(ep string) string {
+	if ep == "" {
+		return "empty"
+	}
+	hostPort := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return err.Error()
+		}
+		switch u.Scheme {
+		case "http", "https":
+		default:
+			return fmt.Sprintf("scheme %q: want http or https", u.Scheme)
+		}
+		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return "want scheme://host:port only (no user, path or query)"
+		}
+		hostPort = u.Host
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "want host:port: " + err.Error()
+	}
+	if host == "" {
+		return "host is empty"
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Sprintf("port %q is not a number in 1..65535", port)
+	}
+	return ""
+}
+
+// String describes the store for logs, e.g. "bolt file flowdrop-data/registry.db".
+func (c *StoreConfig) String() string {
+	switch c.Kind {
+	case StoreBolt:
+		return "bolt file " + c.BoltPath()
+	case StoreEtcd:
+		return fmt.Sprintf("etcd %s under %s", strings.Join(c.EtcdEndpoints, ","), c.EtcdPrefix)
+	}
+	return c.Kind
+}
+
+// openStore is THE one place the registry's store is chosen (no init()
+// registration): cfg.Store.Kind picks the implementation. The caller closes
+// the returned store; for etcd that also closes the client.
+func openStore(cfg Config) (registry.Store, error) {
+	sc := cfg.Store
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	switch sc.Kind {
+	case StoreMemory:
+		return memstore.New(), nil
+	case StoreBolt:
+		s, err := boltstore.Open(sc.BoltPath())
+		if err != nil {
+			return nil, fmt.Errorf("opening the registry store: %w", err)
+		}
+		return s, nil
+	case StoreEtcd:
+		// clientv3.New does not wait for etcd: an unreachable etcd shows up
+		// on the first call, bounded by the request timeout.
+		cli, err := clientv3.New(clientv3.Config{
+			Endpoints:   sc.EtcdEndpoints,
+			DialTimeout: sc.EtcdDialTimeout,
+			// The client's own logs are retry noise; failures reach the
+			// gateway's log as store errors naming etcd.
+			Logger: zap.NewNop(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening the registry store: etcd client for %s: %w", strings.Join(sc.EtcdEndpoints, ","), err)
+		}
+		s, err := etcdstore.New(cli, sc.EtcdPrefix+"/registry", etcdstore.WithTimeout(sc.EtcdRequestTimeout))
+		if err != nil {
+			cli.Close()
+			return nil, fmt.Errorf("opening the registry store: %w", err)
+		}
+		return &clientClosingStore{Store: s, closeClient: cli.Close}, nil
+	}
+	return nil, fmt.Errorf("config: store: unknown kind %q", sc.Kind) // unreachable after Validate
+}
+
+// clientClosingStore closes the etcd client the store does not own.
+type clientClosingStore struct {
+	registry.Store
+	closeClient func() error
+}
+
+func (s *clientClosingStore) Close() error {
+	return errors.Join(s.Store.Close(), s.closeClient())
+}
