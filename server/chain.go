@@ -49,8 +49,8 @@ func unaryChain(p *pipeline, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	roleU, _ := newRoleInterceptor(p.authz, withPolicyMatcher(skipInfra))
 	return []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-		selector.UnaryServerInterceptor(logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall)), skipInfra),
+		selector.UnaryServerInterceptor(accessLog(log, logging.UnaryServerInterceptor(slogAdapter(log),
+			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(okCallsAtDebug))), skipInfra),
 		p.metrics.grpc.UnaryServerInterceptor(),
 		auditInterceptor(p),
 		authU,
@@ -86,6 +86,16 @@ func panicHandler(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
 		log.ErrorContext(ctx, "panic while handling a call", attrs...)
 		return status.Error(codes.Internal, "internal error")
 	}
+}
+
+// okCallsAtDebug keeps the per-call access log off the hot path at the
+// default level: a successful call is logged at DEBUG, every other code at
+// the middleware's default level (WARN/ERROR for failures).
+func okCallsAtDebug(c codes.Code) logging.Level {
+	if c == codes.OK {
+		return logging.LevelDebug
+	}
+	return logging.DefaultServerCodeToLevel(c)
 }
 
 // slogAdapter lets the go-grpc-middleware logging interceptor write to slog.

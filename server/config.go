@@ -38,6 +38,10 @@ type Config struct {
 	// explicitly; DefaultConfig uses DemoPolicy (authentication off).
 	Policy PolicyConfig
 
+	// MCP is the Model Context Protocol endpoint (mcp.go): the same tools
+	// and pipeline over streamable HTTP. Off unless MCP.ListenAddr is set.
+	MCP MCPConfig
+
 	// DefaultTimeout bounds a backend call when neither the caller's deadline
 	// nor the tool's own timeout applies.
 	DefaultTimeout time.Duration
@@ -90,7 +94,7 @@ func (c *Config) Validate() error {
 	if c.ToolsFile == "" && !c.Demo && c.Store.Kind == StoreMemory {
 		errs = append(errs, errors.New("config: no tools: give a tools file or enable the demo tools (the memory store starts empty)"))
 	}
-	errs = append(errs, c.Store.Validate())
+	errs = append(errs, c.Store.Validate(), c.MCP.validate())
 	return errors.Join(append(errs, c.validateServer())...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -24,10 +25,22 @@ const (
 var propagatedMD = []string{"grpc-trace-bin", "x-request-id"}
 
 // forward calls the tool's backend with the (normalized, validated)
-// arguments. It is the only place a backend is called, so a zero-copy
-// forwarding path (re-using the request bytes when normalization changed
-// nothing) can replace it without touching the stages around it.
+// arguments. The raw path (rawpath.go) forwards the request bytes instead
+// when normalization changes nothing; both go through callBackend.
 func (p *pipeline) forward(ctx context.Context, c *call) (*gatewayv1.InvokeResponse, error) {
+	req := &gatewayv1.InvokeRequest{Tool: c.tool, Arguments: c.args, CallId: c.callID, Caller: c.caller}
+	resp := new(gatewayv1.InvokeResponse)
+	if err := p.callBackend(ctx, c, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// callBackend is the one backend call, shared by forward and the raw path
+// (rawpath.go, which passes undecoded messages and a raw codec in opts):
+// the deadline budget, the pooled connection, the outgoing metadata and
+// the *backendError wrapping.
+func (p *pipeline) callBackend(ctx context.Context, c *call, req, resp any, opts ...grpc.CallOption) error {
 	target := c.entry.Tool.Backend
 	budget, source := p.budget(ctx, c)
 	fail := func(err error) error {
@@ -40,17 +53,15 @@ func (p *pipeline) forward(ctx context.Context, c *call) (*gatewayv1.InvokeRespo
 	}
 	cc, release, err := p.pool.get(target)
 	if err != nil {
-		return nil, fail(status.Error(codes.Unavailable, err.Error()))
+		return fail(status.Error(codes.Unavailable, err.Error()))
 	}
 	defer release()
 
 	ctx = metadata.NewOutgoingContext(ctx, outgoingMD(ctx, c))
-	req := &gatewayv1.InvokeRequest{Tool: c.tool, Arguments: c.args, CallId: c.callID, Caller: c.caller}
-	resp := new(gatewayv1.InvokeResponse)
-	if err := cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp); err != nil {
-		return nil, fail(err)
+	if err := cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp, opts...); err != nil {
+		return fail(err)
 	}
-	return resp, nil
+	return nil
 }
 
 // budget picks the call's deadline: the caller's, else the tool's timeout,

@@ -27,6 +27,13 @@ func normalizeInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 		c.caller = callerFromContext(ctx)
 		// The logging interceptor (outside us) reads these when the call ends.
 		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", c.tool, "flowdrop.call_id", c.callID})
+		// Received raw (rawpath.go): forward it as is, or decode the
+		// arguments and continue below.
+		if raw := rawRequestFrom(ctx); raw != nil && r.Arguments == nil {
+			if resp, done, err := p.invokeRaw(ctx, c, r, raw); done {
+				return resp, err
+			}
+		}
 		if err := p.normalize(ctx, c); err != nil {
 			return nil, c.fail(err)
 		}

@@ -372,3 +372,18 @@ func (p *pipeline) visibleTool(ctx context.Context, name string) bool {
 	c, ok := policy.CallerFrom(ctx)
 	return ok && p.authz.AllowTool(c, name) == nil
 }
+
+// pruneRedactors forgets the Redactors of tool revisions no longer
+// registered (called on each registry change), so the cache stays bounded.
+func (p *pipeline) pruneRedactors(live []*registry.Entry) {
+	keep := make(map[*registry.Entry]bool, len(live))
+	for _, e := range live {
+		keep[e] = true
+	}
+	p.redactors.Range(func(k, _ any) bool {
+		if !keep[k.(*registry.Entry)] {
+			p.redactors.Delete(k)
+		}
+		return true
+	})
+}

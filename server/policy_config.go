@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/yaml"
 )
 
@@ -25,6 +28,17 @@ type PolicyConfig struct {
 	Audit     AuditConfig
 	Admin     AdminConfig
 	Tracing   TracingConfig
+	// TLS serves gRPC over TLS; with ClientCAFile, verified client
+	// certificates identify callers (auth.mtls).
+	TLS TLSConfig
+}
+
+// TLSConfig is the gRPC listener's TLS. Empty CertFile: plaintext.
+type TLSConfig struct {
+	CertFile, KeyFile string
+	// ClientCAFile verifies client certificates when a client sends one
+	// (other clients may still use API keys or JWTs).
+	ClientCAFile string
 }
 
 // AuditConfig says where the audit log goes.
@@ -66,12 +80,13 @@ const DefaultAdminAddr = "127.0.0.1:9090"
 
 // DemoPolicy is the policy of `go run ./cmd/flowdrop-gateway` with no flags:
 // authentication explicitly off (the gateway warns at start-up), every tool
-// allowed, no audit log, admin listener on DefaultAdminAddr.
+// allowed, no audit log. The admin listener is off here, so programs and
+// tests that call Run with DefaultConfig bind no fixed port; the binary's
+// --admin-listen flag (default DefaultAdminAddr) turns it on.
 func DemoPolicy() PolicyConfig {
 	return PolicyConfig{
 		Auth:    policy.AuthConfig{Mode: policy.AuthOff},
 		Authz:   policy.AuthzConfig{Default: policy.ToolAccess{Allow: []string{"*"}}},
-		Admin:   AdminConfig{ListenAddr: DefaultAdminAddr},
 		Tracing: TracingConfig{Exporter: TracingNone},
 	}
 }
@@ -102,6 +117,15 @@ func (c *PolicyConfig) validate() error {
 	default:
 		bad(`tracing.exporter %q: must be "none" or "otlp"`, c.Tracing.Exporter)
 	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file and tls.key_file go together")
+	}
+	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
+		bad("tls.client_ca_file needs tls.cert_file and tls.key_file")
+	}
+	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
+		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
 	}
@@ -124,7 +148,7 @@ func (c *PolicyConfig) validate() error {
 // The policy file: YAML or JSON, snake_case keys, unknown keys refused.
 type policyFile struct {
 	Auth struct {
-		Mode           string   `json:"mode"`
+		Mode           authMode `json:"mode"`
 		AnonymousRoles []string `json:"anonymous_roles"`
 		APIKeys        []struct {
 			Name   string   `json:"name"`
@@ -178,6 +202,11 @@ type policyFile struct {
 	Admin struct {
 		ListenAddr *string `json:"listen_addr"`
 	} `json:"admin"`
+	TLS struct {
+		CertFile     string `json:"cert_file"`
+		KeyFile      string `json:"key_file"`
+		ClientCAFile string `json:"client_ca_file"`
+	} `json:"tls"`
 	Tracing struct {
 		Exporter string `json:"exporter"`
 		Endpoint string `json:"endpoint"`
@@ -188,6 +217,22 @@ type policyFile struct {
 type toolAccess struct {
 	Allow []string `json:"allow"`
 	Deny  []string `json:"deny"`
+}
+
+// authMode accepts "on"/"off" and also YAML 1.1's reading of a bare
+// on/off as true/false (`mode: on` must not be a type error).
+type authMode string
+
+func (m *authMode) UnmarshalJSON(b []byte) error {
+	switch s := string(b); s {
+	case "true":
+		*m = policy.AuthOn
+	case "false":
+		*m = policy.AuthOff
+	default:
+		*m = authMode(strings.Trim(s, `"`))
+	}
+	return nil
 }
 
 // duration is a time.Duration written as "30s" in the file.
@@ -220,12 +265,13 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		return PolicyConfig{}, fmt.Errorf("policy file %s: %w", source, err)
 	}
 	c := PolicyConfig{
-		Auth: policy.AuthConfig{Mode: f.Auth.Mode, AnonymousRoles: f.Auth.AnonymousRoles},
+		Auth: policy.AuthConfig{Mode: string(f.Auth.Mode), AnonymousRoles: f.Auth.AnonymousRoles},
 		Authz: policy.AuthzConfig{MethodRoles: f.Authz.MethodRoles,
 			Default: policy.ToolAccess(f.Authz.Default)},
 		Limits:    policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout)},
 		Audit:     AuditConfig(f.Audit),
+		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
 	}
 	for _, k := range f.Auth.APIKeys {
@@ -260,4 +306,29 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		return PolicyConfig{}, fmt.Errorf("policy file %s: %w", source, err)
 	}
 	return c, nil
+}
+
+// serverCredentials loads the TLS files (nil, nil: plaintext).
+func (c *TLSConfig) serverCredentials() (credentials.TransportCredentials, error) {
+	if c.CertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: tls: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.ClientCAFile != "" {
+		pem, err := os.ReadFile(c.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: policy: tls.client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("config: policy: tls.client_ca_file %s: no PEM certificates", c.ClientCAFile)
+		}
+		// If given: a client may instead authenticate with an API key or JWT.
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return credentials.NewTLS(tc), nil
 }

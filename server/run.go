@@ -62,6 +62,10 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 	pool := newBackendPool(&cfg)
 	p := &pipeline{reg: reg, pool: pool, defaultTimeout: cfg.DefaultTimeout}
 	m := newMetrics()
+	creds, err := cfg.Policy.TLS.serverCredentials()
+	if err != nil {
+		return nil, err
+	}
 	tr, err := newTracing(context.Background(), cfg.Policy.Tracing, cfg.Policy.Tracing.Provider)
 	if err != nil {
 		return nil, err
@@ -74,14 +78,19 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
 	pool.dialOpts = append(pool.dialOpts, grpc.WithStatsHandler(tr.clientHandler()))
-	gs := grpc.NewServer(
+	sopts := []grpc.ServerOption{}
+	if creds != nil {
+		sopts = append(sopts, grpc.Creds(creds))
+	}
+	gs := grpc.NewServer(append(sopts,
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
 		grpc.StatsHandler(tr.serverHandler()),
 		grpc.ChainUnaryInterceptor(unaryChain(p, log)...),
 		grpc.ChainStreamInterceptor(streamChain(p, log)...),
-	)
-	gatewayv1.RegisterToolGatewayServiceServer(gs, &gatewayService{p: p})
+		rawServerOption(), // InvokeTool requests arrive undecoded (rawpath.go)
+	)...)
+	gs.RegisterService(&rawGatewayServiceDesc, &gatewayService{p: p})
 	rs := registerRegistryService(gs, reg, WithStrictLint(cfg.StrictLint), WithListFilter(p.visibleTool))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -112,10 +121,12 @@ func (s *Server) pruneLoop(reg *registry.Registry) {
 				return
 			}
 			inUse := map[string]bool{}
-			for _, e := range reg.Snapshot().List() {
+			entries := reg.Snapshot().List()
+			for _, e := range entries {
 				inUse[e.Tool.Backend] = true
 			}
 			s.pool.retain(func(target string) bool { return inUse[target] })
+			s.pipe.pruneRedactors(entries)
 		}
 	}
 }
@@ -242,12 +253,20 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		printBanner(cfg.Out, dialAddr(lis.Addr()), registered, demoAddr)
 	}
+	// The MCP endpoint (mcp.go), if configured: same registry, same pipeline.
+	mcpSrv, err := startMCP(cfg, srv, reg, log)
+	if err != nil {
+		lis.Close()
+		srv.Shutdown(context.Background())
+		return err
+	}
 	log.Info("gateway serving", "addr", lis.Addr().String(), "tools", len(entries))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	select {
 	case err := <-served: // the listener failed
+		mcpSrv.stop(context.Background())
 		srv.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
@@ -255,6 +274,7 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info("shutting down: draining calls in flight", "grace", cfg.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
 	defer cancel()
+	mcpSrv.stop(sctx) // first: MCP calls use the gateway's backend connections
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
 	}

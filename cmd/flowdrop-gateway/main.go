@@ -1,7 +1,8 @@
 // Command flowdrop-gateway runs the FlowDrop tool gateway.
 //
 // With no flags it serves the demo tools on 127.0.0.1:7443, backed by the
-// example tool service it starts in-process, and prints a call to try. The
+// example tool service it starts in-process, and prints a call to try; the
+// same tools are served over MCP at http://127.0.0.1:7444/mcp. The
 // registry is kept in ./flowdrop-data/registry.db (--data-dir), so tools
 // registered with `flowdropctl tools register` survive a restart; --store
 // etcd shares one registry between replicas.
@@ -40,6 +41,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		return 2
 	}
+	stopPprof, err := startPprof(pprofListen)
+	if err != nil {
+		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
+		return 2
+	}
+	defer stopPprof()
 	if err := server.Run(ctx, cfg); err != nil {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		return 1
@@ -52,6 +59,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	fs := flag.NewFlagSet("flowdrop-gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "address to serve gRPC on")
+	fs.StringVar(&cfg.MCP.ListenAddr, "mcp-listen", server.DefaultMCPListenAddr, `address of the MCP endpoint (streamable HTTP at `+server.MCPPath+`); "" turns it off`)
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
 	demo := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
@@ -70,6 +78,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")
 	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -109,11 +118,13 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	default:
 		policyErr = errors.New("authentication is not configured: give --policy FILE (with auth.mode: on) or --auth-off")
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "admin-listen" {
-			cfg.Policy.Admin.ListenAddr = *adminListen
-		}
-	})
+	// The flag (default DefaultAdminAddr) wins unless a policy file gave
+	// admin.listen_addr and the flag was not set.
+	adminSet := false
+	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin-listen" })
+	if adminSet || *policyFile == "" {
+		cfg.Policy.Admin.ListenAddr = *adminListen
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return cfg, fmt.Errorf("--log-level: %w", err)

@@ -33,7 +33,7 @@ func TestNewcomerPath(t *testing.T) {
 	pr, pw := io.Pipe()
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "error"}, pw, io.Discard)
+		exited <- run(ctx, []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--mcp-listen", "127.0.0.1:0", "--log-level", "error"}, pw, io.Discard)
 		pw.Close()
 	}()
 
@@ -93,6 +93,10 @@ func TestNewcomerPath(t *testing.T) {
 func TestStartupErrors(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir) // rows that get as far as the default store keep it here
+	badPolicy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(badPolicy, []byte("auth: {mode: on}\nrulez: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "tools.yaml")
 	if err := os.WriteFile(bad, []byte("tools:\n  - name: broken\n    backend: 127.0.0.1:7001\n    input_schema: {type: array}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -108,6 +112,12 @@ func TestStartupErrors(t *testing.T) {
 			args: []string{"--listen", "127.0.0.1:0", "--auth-off", "--admin-listen", "", "--tools", bad}, code: 1, wantStderr: []string{`"broken"`, "input_schema", "object"}},
 		{name: "missing-tools-file", reason: "a missing file is named",
 			args: []string{"--listen", "127.0.0.1:0", "--auth-off", "--admin-listen", "", "--tools", filepath.Join(dir, "nope.yaml")}, code: 1, wantStderr: []string{"nope.yaml"}},
+		{name: "tools-without-auth-decision", reason: "serving a tools file needs --policy or an explicit --auth-off",
+			args: []string{"--listen", "127.0.0.1:0", "--tools", bad}, code: 2, wantStderr: []string{"--policy FILE", "--auth-off"}},
+		{name: "policy-and-auth-off", reason: "the two would contradict each other",
+			args: []string{"--policy", badPolicy, "--auth-off"}, code: 2, wantStderr: []string{"--policy and --auth-off"}},
+		{name: "bad-policy-file", reason: "a policy file with a typo is refused naming the key and the file",
+			args: []string{"--policy", badPolicy}, code: 2, wantStderr: []string{"rulez", "policy.yaml"}},
 		{name: "bad-listen", reason: "a listen address without a port is a usage error",
 			args: []string{"--listen", "localhost"}, code: 2, wantStderr: []string{"listen address"}},
 		{name: "no-tools", reason: "--demo=false without --tools leaves a memory store with nothing to serve",

@@ -39,12 +39,18 @@ type Env struct {
 	// AdminURL is the admin listener's base URL ("http://127.0.0.1:port")
 	// when WithAdmin was given.
 	AdminURL string
+
+	// MCPURL is the MCP endpoint's URL ("http://127.0.0.1:port/mcp") and MCP
+	// its server, when WithMCP was given.
+	MCPURL string
+	MCP    *server.MCPServer
 }
 
 type options struct {
 	noRecord bool
 	cfg      []func(*server.Config)
 	admin    bool
+	mcp      bool
 	tools    []func(backend string) registry.Tool
 	handlers []demotools.Option
 	logOut   io.Writer
@@ -66,6 +72,10 @@ func WithPolicy(p server.PolicyConfig) Option {
 // WithAdmin serves the admin endpoints (/metrics, /healthz, /readyz) on a
 // free 127.0.0.1 port; Env.AdminURL says where.
 func WithAdmin() Option { return func(o *options) { o.admin = true } }
+
+// WithMCP also serves the gateway's MCP endpoint over HTTP on a free
+// 127.0.0.1 port (Env.MCPURL); it is shut down before the gateway.
+func WithMCP() Option { return func(o *options) { o.mcp = true } }
 
 // WithTool registers an extra tool; mk receives the example backend's address.
 func WithTool(mk func(backend string) registry.Tool) Option {
@@ -173,6 +183,25 @@ func Start(t testing.TB, opts ...Option) *Env {
 		env.AdminURL = "http://" + alis.Addr().String()
 		adone = make(chan struct{})
 		go func() { defer close(adone); srv.ServeAdmin(alis) }()
+	}
+
+	if o.mcp {
+		ms, err := server.NewMCPServer(srv, reg, cfg)
+		if err != nil {
+			t.Fatalf("gatewaytest: server.NewMCPServer: %v", err)
+		}
+		mlis := Listen(t)
+		env.MCP, env.MCPURL = ms, "http://"+mlis.Addr().String()+server.MCPPath
+		mdone := make(chan struct{})
+		go func() { defer close(mdone); ms.Serve(mlis) }()
+		// Registered after the gateway's cleanup, so it runs first (LIFO):
+		// MCP calls use the gateway's backend connections.
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ms.Shutdown(sctx)
+			<-mdone
+		})
 	}
 
 	conn, err := grpc.NewClient(env.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))

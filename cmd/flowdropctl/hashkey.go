@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/flowdrop/gateway/internal/policy"
+)
+
+func init() {
+	register(&command{name: "hash-key", summary: "print the sha256 of an API key for a policy file's auth.api_keys", run: runHashKey})
+}
+
+// runHashKey reads the key from stdin (first line), so it stays out of the
+// shell history and the process list, and prints "sha256:<hex>".
+func runHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: flowdropctl hash-key < keyfile   (the key is read from stdin, never from arguments)")
+		return 2
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && err != io.EOF {
+		fmt.Fprintln(stderr, "flowdropctl hash-key:", err)
+		return 1
+	}
+	key := strings.TrimRight(line, "\r\n")
+	if key == "" {
+		fmt.Fprintln(stderr, "flowdropctl hash-key: no key on stdin")
+		return 2
+	}
+	fmt.Fprintln(stdout, policy.HashAPIKey(key))
+	return 0
+}

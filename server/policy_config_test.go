@@ -1,0 +1,76 @@
+package server
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+)
+
+// TestLoadPolicyFileExample: the documented example loads, with every section mapped.
+func TestLoadPolicyFileExample(t *testing.T) {
+	p, err := LoadPolicyFile(filepath.Join("testdata", "policy.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		reason string
+		ok     bool
+	}{
+		{"auth.mode", p.Auth.Mode == policy.AuthOn},
+		{"api keys with roles", len(p.Auth.APIKeys) == 2 && p.Auth.APIKeys[0].Roles[0] == policy.RoleInvoker},
+		{"jwt with a parsed leeway", p.Auth.JWT != nil && p.Auth.JWT.Leeway == 30*time.Second && p.Auth.JWT.Audience == "flowdrop-gateway"},
+		{"mtls roles", p.Auth.MTLS != nil && len(p.Auth.MTLS.Roles["spiffe://example.com/agent"]) == 1},
+		{"authz callers", len(p.Authz.Callers["ci-agent"].Deny) == 1 && p.Authz.Default.Allow[0] == "*"},
+		{"rules", len(p.Rules) == 1 && p.Rules[0].Tools[0] == "run_command"},
+		{"limits", p.Limits.MaxDepth == 16 && p.Limits.MaxInFlightPerTool == 64},
+		{"rate limit", p.RateLimit.Rate == 10 && p.RateLimit.Burst == 20 && p.RateLimit.IdleTimeout == 10*time.Minute},
+		{"audit", p.Audit.RotateBytes == 104857600},
+		{"admin", p.Admin.ListenAddr == "127.0.0.1:9090"},
+		{"tracing", p.Tracing.Exporter == TracingNone},
+		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s not loaded as written: %+v", c.reason, p)
+		}
+	}
+	// The rules compile and the authorizer accepts the globs.
+	if _, err := policy.NewRules(p.Rules); err != nil {
+		t.Error(err)
+	}
+	if _, err := policy.NewAuthorizer(p.Authz); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestParsePolicyErrors(t *testing.T) {
+	cases := []struct {
+		name, reason, doc string
+		want              []string
+	}{
+		{name: "unknown-key", reason: "a typo must not silently drop a section", doc: "auth: {mode: on}\nrulez: []\n", want: []string{"rulez"}},
+		{name: "unknown-nested-key", reason: "typos inside sections too", doc: "auth: {mode: on, api_key: []}\n", want: []string{"api_key"}},
+		{name: "no-mode", reason: "authentication must be decided explicitly", doc: "limits: {max_depth: 3}\n", want: []string{"auth.mode is not set"}},
+		{name: "bad-mode", reason: "only on/off", doc: "auth: {mode: maybe}\n", want: []string{`auth.mode "maybe"`}},
+		{name: "bad-duration", reason: "durations are Go durations", doc: "auth: {mode: on}\nrate_limit: {idle_timeout: soon}\n", want: []string{"soon"}},
+		{name: "otlp-without-endpoint", reason: "otlp needs a collector", doc: "auth: {mode: off}\ntracing: {exporter: otlp}\n", want: []string{"tracing.endpoint"}},
+		{name: "mtls-without-client-ca", reason: "only certificates the gateway verified may identify callers", doc: "auth: {mode: on, mtls: {subject_from: cn}}\n", want: []string{"tls.client_ca_file"}},
+		{name: "negative-limit", reason: "limits are sizes", doc: "auth: {mode: off}\nlimits: {max_depth: -1}\n", want: []string{"limits.max_depth"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePolicy([]byte(tc.doc), "p.yaml")
+			if err == nil {
+				t.Fatalf("accepted (%s)", tc.reason)
+			}
+			for _, w := range append(tc.want, "p.yaml") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q (%s)", err, w, tc.reason)
+				}
+			}
+		})
+	}
+}

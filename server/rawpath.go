@@ -1,0 +1,328 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec used for every other message
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// The raw InvokeTool path (issue 3 §5): a request that normalization would
+// not change and that the fast validator accepts is forwarded as received —
+// no decode, no re-encode — and the backend's response bytes are returned
+// as the gateway's response.
+//
+// Wire facts it relies on (proto/flowdrop/gateway/v1):
+//   - InvokeToolRequest {tool=1, arguments=2, call_id=3} and the backend's
+//     InvokeRequest {tool=1, arguments=2, call_id=3, caller=4} agree on 1–3,
+//     so the backend request is the received bytes plus a field 4;
+//   - InvokeResponse {result=1, is_error=2} is InvokeToolResponse without
+//     repairs (field 3), so with no repairs the bytes are the response.
+//
+// Every request is received undecoded. The handler scans the envelope
+// (tool, call_id, the arguments' bytes); when a configured stage needs the
+// decoded arguments before normalization (audit with arguments, string and
+// depth limits, CEL rules: needsDecodedArgs) it decodes the whole request
+// and the call takes today's path unchanged. Otherwise the chain sees an
+// InvokeToolRequest without arguments and normalizeInterceptor finishes the
+// decision (invokeRaw): fast, or decode the arguments and go on as today.
+
+// rawInvokeToolRequest is an InvokeToolRequest kept as received.
+type rawInvokeToolRequest struct {
+	buf          []byte // the whole message; ours, never modified
+	tool, callID string
+	args         []byte // buf's arguments field (the Struct's bytes)
+	hasArgs      bool
+}
+
+// rawInvokeToolResponse is an InvokeToolResponse already encoded.
+type rawInvokeToolResponse struct{ buf []byte }
+
+// rawFrame is an undecoded backend message (client side).
+type rawFrame struct{ buf []byte }
+
+// rawCodec moves the raw types above as bytes and every other message
+// through the standard proto codec. Its name is "proto", so the content
+// type on the wire is unchanged for peers.
+type rawCodec struct{}
+
+var protoCodec = encoding.GetCodecV2("proto")
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *rawInvokeToolResponse:
+		return mem.BufferSlice{mem.SliceBuffer(m.buf)}, nil
+	case *rawFrame:
+		return mem.BufferSlice{mem.SliceBuffer(m.buf)}, nil
+	}
+	return protoCodec.Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	switch m := v.(type) {
+	case *rawInvokeToolRequest:
+		// One contiguous copy: gRPC recycles data's buffers after this returns.
+		m.buf = data.Materialize()
+		return nil
+	case *rawFrame:
+		m.buf = data.Materialize()
+		return nil
+	}
+	return protoCodec.Unmarshal(data, v)
+}
+
+// rawServerOption installs the codec on the gateway's gRPC server.
+func rawServerOption() grpc.ServerOption { return grpc.ForceServerCodecV2(rawCodec{}) }
+
+// rawGatewayServiceDesc replaces the generated ToolGatewayService
+// descriptor: same service, method and proto file (reflection and grpcurl
+// see no difference), with a handler that receives the request undecoded.
+var rawGatewayServiceDesc = grpc.ServiceDesc{
+	ServiceName: gatewayv1.ToolGatewayService_ServiceDesc.ServiceName,
+	HandlerType: (*gatewayv1.ToolGatewayServiceServer)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "InvokeTool",
+		Handler:    rawInvokeToolHandler,
+	}},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: gatewayv1.ToolGatewayService_ServiceDesc.Metadata,
+}
+
+func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	g := srv.(*gatewayService)
+	raw := new(rawInvokeToolRequest)
+	if err := dec(raw); err != nil {
+		return nil, err
+	}
+	req, ctx, err := g.p.rawRequest(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	handler := func(ctx context.Context, req any) (any, error) {
+		return g.InvokeTool(ctx, req.(*gatewayv1.InvokeToolRequest))
+	}
+	if interceptor == nil {
+		return handler(ctx, req)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: gatewayv1.ToolGatewayService_InvokeTool_FullMethodName}
+	return interceptor(ctx, req, info, handler)
+}
+
+// rawStats counts the raw path's decisions; tests read them to see which
+// path a call took (no timing involved).
+var rawStats struct {
+	fast        atomic.Int64 // forwarded as received
+	decodedArgs atomic.Int64 // arguments decoded in normalizeInterceptor
+	decodedAll  atomic.Int64 // whole request decoded in the handler
+}
+
+type rawRequestKey struct{}
+
+func rawRequestFrom(ctx context.Context) *rawInvokeToolRequest {
+	r, _ := ctx.Value(rawRequestKey{}).(*rawInvokeToolRequest)
+	return r
+}
+
+// errUnmarshal is the status gRPC itself returns for an undecodable request.
+func errUnmarshal(err error) error {
+	return status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
+}
+
+// rawRequest turns the received bytes into the request the interceptor
+// chain sees: fully decoded (today's path) unless the envelope is plain and
+// no stage before normalization needs the arguments; then an
+// InvokeToolRequest without arguments, with raw in the returned context.
+func (p *pipeline) rawRequest(ctx context.Context, raw *rawInvokeToolRequest) (*gatewayv1.InvokeToolRequest, context.Context, error) {
+	if raw.scan() && raw.hasArgs && !p.needsDecodedArgs(raw.tool) {
+		return &gatewayv1.InvokeToolRequest{Tool: raw.tool, CallId: raw.callID}, context.WithValue(ctx, rawRequestKey{}, raw), nil
+	}
+	rawStats.decodedAll.Add(1)
+	req := new(gatewayv1.InvokeToolRequest)
+	if err := proto.Unmarshal(raw.buf, req); err != nil {
+		return nil, ctx, errUnmarshal(err)
+	}
+	return req, ctx, nil
+}
+
+// scan reads the envelope with protowire. It reports false for anything
+// but fields 1–3, each at most once, length-delimited, strings valid
+// UTF-8: unknown fields in particular (a field 4 must never reach a backend
+// from a caller) go to the decoding path.
+func (r *rawInvokeToolRequest) scan() bool {
+	b := r.buf
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType || num < 1 || num > 3 || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return false
+		}
+		b = b[n+m:]
+		switch num {
+		case 1:
+			if !utf8.Valid(v) {
+				return false
+			}
+			r.tool = string(v)
+		case 2:
+			r.args, r.hasArgs = v, true
+		case 3:
+			if !utf8.Valid(v) {
+				return false
+			}
+			r.callID = string(v)
+		}
+	}
+	return true
+}
+
+// needsDecodedArgs reports whether a configured policy stage needs the
+// decoded arguments for tool: the audit sink (it records them), string and
+// depth limits (they walk them) and CEL rules that apply to the tool. The
+// argument-size limit and the caller-based stages (authentication, roles,
+// rate limit, in-flight limit) work without them.
+func (p *pipeline) needsDecodedArgs(tool string) bool {
+	return p.audit != nil || p.limits.MaxStringLength > 0 || p.limits.MaxDepth > 0 || p.rules.AppliesTo(tool)
+}
+
+// invokeRaw is normalizeInterceptor's part for a request received raw (c
+// has no arguments yet). When normalization would change nothing and the
+// fast validator accepts the arguments on the wire, it dispatches the
+// received bytes and returns done: the validate and policy stages after
+// normalization have nothing to do then (validity is proved; the policy
+// stage's limits and rules are off, or needsDecodedArgs would have decoded
+// the request). Otherwise it decodes the arguments into r and c and returns
+// not done: the call goes on exactly as a decoded one.
+func (p *pipeline) invokeRaw(ctx context.Context, c *call, r *gatewayv1.InvokeToolRequest, raw *rawInvokeToolRequest) (resp any, done bool, err error) {
+	e, ok := p.reg.Lookup(c.tool)
+	if ok && (p.limits.MaxArgumentBytes <= 0 || len(raw.args) <= p.limits.MaxArgumentBytes) &&
+		!e.Plan.NeedsRepairWire(raw.args) && e.FastValidWire(raw.args) {
+		rawStats.fast.Add(1)
+		c.entry = e
+		if h := testHookNormalize.Load(); h != nil {
+			(*h)(c.tool)
+		}
+		c.pol.validation = "ok"
+		out, err := p.dispatchRaw(ctx, c, raw)
+		if err != nil {
+			return nil, true, c.fail(err)
+		}
+		return out, true, nil
+	}
+	rawStats.decodedArgs.Add(1)
+	args := new(structpb.Struct)
+	if err := proto.Unmarshal(raw.args, args); err != nil {
+		return nil, true, errUnmarshal(err)
+	}
+	r.Arguments, c.args = args, args
+	if c.pol.sent == nil {
+		c.pol.sent = args // what the audit interceptor would have recorded
+	}
+	// The screen stage saw no arguments: apply its size limit now (the
+	// encoded size is what proto.Size measures).
+	if err := p.limits.Check(c.tool, args); err != nil {
+		return nil, true, c.fail(err)
+	}
+	return nil, false, nil
+}
+
+// dispatchRaw is dispatch (policy.go) for the raw path: the in-flight
+// limit, the backend latency metric and the backend code for the audit
+// line, around forwardRaw.
+func (p *pipeline) dispatchRaw(ctx context.Context, c *call, raw *rawInvokeToolRequest) (any, error) {
+	release, err := p.inflight.Acquire(c.tool)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	start := time.Now()
+	resp, err := p.forwardRaw(ctx, c, raw)
+	code := "OK"
+	if err != nil {
+		code = status.Code(grpcError(err)).String()
+	}
+	c.pol.backend = code
+	p.metrics.observeBackend(c.tool, code, time.Since(start))
+	return resp, err
+}
+
+// forwardRaw sends the received bytes plus the caller (field 4) to the
+// backend and returns its response bytes as the gateway's response.
+func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRequest) (any, error) {
+	body, err := appendCaller(raw.buf, c.caller)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the caller: %w", err)
+	}
+	resp := new(rawFrame)
+	if err := p.callBackend(ctx, c, &rawFrame{buf: body}, resp, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		return nil, err
+	}
+	if plainInvokeResponse(resp.buf) {
+		return &rawInvokeToolResponse{buf: resp.buf}, nil
+	}
+	// Unknown fields (a newer backend) must not reach the caller as, say,
+	// repairs: rebuild the response the way the decoding path does.
+	var ir gatewayv1.InvokeResponse
+	if err := proto.Unmarshal(resp.buf, &ir); err != nil {
+		return nil, &backendError{tool: c.tool, target: c.entry.Tool.Backend,
+			err: status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)}
+	}
+	return &gatewayv1.InvokeToolResponse{Result: ir.GetResult(), IsError: ir.GetIsError()}, nil
+}
+
+// appendCaller returns a new slice: req followed by InvokeRequest.caller.
+func appendCaller(req []byte, caller *gatewayv1.Caller) ([]byte, error) {
+	if caller == nil {
+		return req, nil
+	}
+	size := proto.Size(caller)
+	out := make([]byte, 0, len(req)+1+protowire.SizeVarint(uint64(size))+size)
+	out = append(out, req...)
+	out = protowire.AppendTag(out, 4, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(size))
+	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(out, caller)
+}
+
+// plainInvokeResponse reports whether b holds only InvokeResponse's fields
+// (result = 1, is_error = 2), each at most once with its wire type.
+func plainInvokeResponse(b []byte) bool {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || seen&(1<<(num&7)) != 0 {
+			return false
+		}
+		switch {
+		case num == 1 && typ == protowire.BytesType, num == 2 && typ == protowire.VarintType:
+		default:
+			return false
+		}
+		seen |= 1 << num
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return false
+		}
+		b = b[n+m:]
+	}
+	return true
+}
+
+var _ encoding.CodecV2 = rawCodec{}

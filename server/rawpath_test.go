@@ -1,0 +1,216 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/server"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+// pathDelta runs f and reports which raw-path branch the call took.
+func pathDelta(f func()) (fast, decodedArgs, decodedAll int64) {
+	f0, a0, w0 := server.RawPathCounts()
+	f()
+	f1, a1, w1 := server.RawPathCounts()
+	return f1 - f0, a1 - a0, w1 - w0
+}
+
+// backendCall finds the backend's record of a call by its call id.
+func backendCall(t *testing.T, env *gatewaytest.Env, tool, callID string) *gatewayv1.InvokeRequest {
+	t.Helper()
+	for _, c := range env.Backend.CallsFor(tool) {
+		if c.Request.GetCallId() == callID {
+			return c.Request
+		}
+	}
+	t.Fatalf("backend never received call %q", callID)
+	return nil
+}
+
+func TestRawPath(t *testing.T) {
+	env := gatewaytest.Start(t,
+		gatewaytest.WithTool(gatewaytest.ObjectTool("precondition")),
+		gatewaytest.WithBackendHandler("precondition", func(context.Context, *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
+			st, _ := status.New(codes.FailedPrecondition, "note store is read-only").WithDetails(&errdetails.ErrorInfo{
+				Reason: "READ_ONLY", Domain: "notes.example", Metadata: map[string]string{"k": "v"},
+			})
+			return nil, st.Err()
+		}),
+	)
+	invoke := func(tool string, args map[string]any, callID string) (resp *gatewayv1.InvokeToolResponse, err error) {
+		req := &gatewayv1.InvokeToolRequest{Tool: tool, Arguments: gatewaytest.Args(t, args), CallId: callID}
+		return env.Client.InvokeTool(testCtx(t), req)
+	}
+
+	// Reference caller: what the decoding path sends for this client.
+	var slowCaller *gatewayv1.Caller
+
+	t.Run("repair-takes-the-decoding-path", func(t *testing.T) {
+		var resp *gatewayv1.InvokeToolResponse
+		var err error
+		fast, decArgs, _ := pathDelta(func() {
+			resp, err = invoke("create_note", map[string]any{"title": "Ember &amp; Oak", "tags": `["a"]`}, "raw-slow")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast != 0 || decArgs != 1 {
+			t.Errorf("fast=%d decodedArgs=%d, want 0 and 1: a request needing repair must be decoded", fast, decArgs)
+		}
+		if len(resp.GetRepairs()) != 2 {
+			t.Errorf("repairs = %v, want the entity and JSON repairs", resp.GetRepairs())
+		}
+		got := backendCall(t, env, "create_note", "raw-slow")
+		want := gatewaytest.Args(t, map[string]any{"title": "Ember & Oak", "tags": []any{"a"}})
+		if !proto.Equal(got.GetArguments(), want) {
+			t.Errorf("backend got %v, want the repaired %v", got.GetArguments(), want)
+		}
+		slowCaller = got.GetCaller()
+		if slowCaller.GetSubject() == "" {
+			t.Fatalf("decoding path sent no caller: %v", got)
+		}
+	})
+
+	t.Run("clean-request-is-forwarded-as-received", func(t *testing.T) {
+		args := map[string]any{"title": "Ember & Oak", "tags": []any{"a", "b"}, "body": "?a=1&copy=2"}
+		var resp *gatewayv1.InvokeToolResponse
+		var err error
+		fast, decArgs, decAll := pathDelta(func() { resp, err = invoke("create_note", args, "raw-fast") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast != 1 || decArgs != 0 || decAll != 0 {
+			t.Errorf("fast=%d decodedArgs=%d decodedAll=%d, want 1, 0, 0: a clean request must not be decoded", fast, decArgs, decAll)
+		}
+		got := backendCall(t, env, "create_note", "raw-fast")
+		if !proto.Equal(got.GetArguments(), gatewaytest.Args(t, args)) {
+			t.Errorf("backend got %v, want the arguments as sent", got.GetArguments())
+		}
+		if got.GetTool() != "create_note" {
+			t.Errorf("backend got tool %q", got.GetTool())
+		}
+		if !proto.Equal(got.GetCaller(), slowCaller) {
+			t.Errorf("backend got caller %v, want %v (what the decoding path sends)", got.GetCaller(), slowCaller)
+		}
+		if len(resp.GetRepairs()) != 0 {
+			t.Errorf("repairs = %v, want none", resp.GetRepairs())
+		}
+		echoed := resp.GetResult().GetStructValue().GetFields()["arguments"].GetStructValue()
+		if !proto.Equal(echoed, got.GetArguments()) {
+			t.Errorf("response is not the backend's echo: %v", resp.GetResult())
+		}
+	})
+
+	t.Run("invalid-arguments-still-refused", func(t *testing.T) {
+		var err error
+		fast, decArgs, _ := pathDelta(func() { _, err = invoke("create_note", map[string]any{"tags": []any{"a"}}, "raw-invalid") })
+		if fast != 0 || decArgs != 1 {
+			t.Errorf("fast=%d decodedArgs=%d, want 0 and 1", fast, decArgs)
+		}
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("err = %v, want InvalidArgument", err)
+		}
+		br, _, _ := invalidDetails(t, err)
+		if len(br.GetFieldViolations()) == 0 {
+			t.Errorf("no BadRequest field violations in %v", err)
+		}
+		for _, c := range env.Backend.CallsFor("create_note") {
+			if c.Request.GetCallId() == "raw-invalid" {
+				t.Error("invalid call reached the backend")
+			}
+		}
+	})
+
+	t.Run("backend-status-passes-through-on-the-fast-path", func(t *testing.T) {
+		var err error
+		fast, _, _ := pathDelta(func() { _, err = invoke("precondition", map[string]any{"x": 1}, "raw-status") })
+		if fast != 1 {
+			t.Errorf("fast=%d, want 1", fast)
+		}
+		st := status.Convert(err)
+		if st.Code() != codes.FailedPrecondition {
+			t.Fatalf("err = %v, want FailedPrecondition", err)
+		}
+		var info *errdetails.ErrorInfo
+		for _, d := range st.Details() {
+			if i, ok := d.(*errdetails.ErrorInfo); ok && i.GetDomain() == "notes.example" {
+				info = i
+			}
+		}
+		if info.GetReason() != "READ_ONLY" || info.GetMetadata()["k"] != "v" {
+			t.Errorf("backend's ErrorInfo lost: %v", st.Details())
+		}
+	})
+
+	t.Run("caller-field-from-the-client-is-not-forwarded", func(t *testing.T) {
+		// A client that sends InvokeRequest.caller (field 4) itself must not
+		// reach the backend with it: unknown fields take the decoding path.
+		req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "t"}), CallId: "raw-spoof"}
+		spoof, _ := proto.Marshal(&gatewayv1.Caller{Subject: "root", Roles: []string{"admin"}})
+		req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), spoof))
+		var err error
+		fast, _, decAll := pathDelta(func() { _, err = env.Client.InvokeTool(testCtx(t), req) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast != 0 || decAll != 1 {
+			t.Errorf("fast=%d decodedAll=%d, want 0 and 1", fast, decAll)
+		}
+		if got := backendCall(t, env, "create_note", "raw-spoof").GetCaller(); !proto.Equal(got, slowCaller) {
+			t.Errorf("backend got caller %v, want the gateway's %v", got, slowCaller)
+		}
+	})
+}
+
+// TestRawPathReflection: the hand-written service descriptor keeps the
+// generated one's proto file, so reflection (grpcurl) still describes it.
+func TestRawPathReflection(t *testing.T) {
+	env := gatewaytest.Start(t)
+	stream, err := reflectionpb.NewServerReflectionClient(env.Conn).ServerReflectionInfo(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.CloseSend()
+	svc := gatewayv1.ToolGatewayService_ServiceDesc.ServiceName
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: svc},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := resp.GetFileDescriptorResponse().GetFileDescriptorProto()
+	if len(files) == 0 {
+		t.Fatalf("no file descriptor for %s: %v", svc, resp)
+	}
+	var fd descriptorpb.FileDescriptorProto
+	if err := proto.Unmarshal(files[0], &fd); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range fd.GetService() {
+		if s.GetName() != "ToolGatewayService" {
+			continue
+		}
+		for _, m := range s.GetMethod() {
+			if m.GetName() == "InvokeTool" && m.GetInputType() == ".flowdrop.gateway.v1.InvokeToolRequest" &&
+				m.GetOutputType() == ".flowdrop.gateway.v1.InvokeToolResponse" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("reflection does not describe InvokeTool in %s", fd.GetName())
+	}
+}
