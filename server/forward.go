@@ -84,11 +84,11 @@ func outgoingMD(ctx context.Context, c *call) metadata.MD {
 	if c.caller != nil && c.caller.GetSubject() != "" {
 		md[MDCaller] = []string{c.caller.GetSubject()}
 	}
-	if in, ok := metadata.FromIncomingContext(ctx); ok {
-		for _, k := range propagatedMD {
-			if v := in[k]; len(v) > 0 {
-				md[k] = v
-			}
+	// ValueFromIncomingContext copies only the wanted values, where
+	// FromIncomingContext copies the whole incoming map on every call.
+	for _, k := range propagatedMD {
+		if v := metadata.ValueFromIncomingContext(ctx, k); len(v) > 0 {
+			md[k] = v
 		}
 	}
 	return md

@@ -135,7 +135,7 @@ func NewMCPServer(s *Server, reg *registry.Registry, cfg Config) (*MCPServer, er
 		Logger:              m.log,
 		// An agent that hangs up cancels its tool call, backend included,
 		// as on gRPC (MCP 2026-07-28 requests; older ones cannot be tied).
-		PropagateRequestCancellation: false,
+		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, m.authenticate(h))
