@@ -22,7 +22,8 @@ package server
 //     allow list has been checked (which would tell a denied caller which
 //     tools exist).
 //   - Authentication runs as HTTP middleware before MCP (401 +
-//     WWW-Authenticate), with the same Authenticator as gRPC.
+//     WWW-Authenticate), with the same Authenticator as gRPC; a refused
+//     tools/call gets its audit line there, like a refused InvokeTool.
 
 import (
 	"bytes"
@@ -30,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/big"
 	"net"
@@ -267,6 +269,7 @@ func (m *MCPServer) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := m.pipe.authenticateHTTP(r)
 		if err != nil {
+			m.auditAuthFailure(r, err)
 			msg, code := "authentication failed", http.StatusUnauthorized
 			challenge := `Bearer realm="flowdrop"`
 			if pe, ok := policy.AsError(err); ok {
@@ -285,6 +288,77 @@ func (m *MCPServer) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), caller)))
 	})
+}
+
+// mcpPeekBytes bounds how much of a refused request's body is read to find
+// its JSON-RPC method and tool name: enough for any ordinary tools/call, and
+// small, since the caller is unauthenticated.
+const mcpPeekBytes = 64 << 10
+
+// auditAuthFailure writes the audit line (and counts the denial) for a
+// tools/call that failed authentication, as the gRPC audit interceptor does
+// for InvokeTool: the same pipeline.finish, so the same sink and record.
+// Other methods (initialize, tools/list, …) are not tool calls and, as on
+// gRPC, are not audited. The caller is unknown; the credential is never
+// read into the record (AuditRecord has no field for it).
+func (m *MCPServer) auditAuthFailure(r *http.Request, err error) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return
+	}
+	peek, _ := io.ReadAll(io.LimitReader(r.Body, mcpPeekBytes))
+	// Put back what was read, so whatever reads the body next sees all of it.
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), r.Body), r.Body}
+	isCall, tool, callID := peekToolCall(peek)
+	if !isCall {
+		return
+	}
+	c := &call{tool: tool, callID: callID}
+	beginCall(c)
+	m.pipe.finish(r.Context(), c, err)
+}
+
+// peekToolCall reports whether body (a possibly truncated JSON-RPC request)
+// is a tools/call, and its tool name and flowdrop/call_id when they could be
+// read. It scans tokens, so a body cut off by the peek bound still yields
+// the members before the cut.
+func peekToolCall(body []byte) (isCall bool, tool, callID string) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false, "", ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch k {
+		case "method":
+			var method string
+			if dec.Decode(&method) != nil {
+				return isCall, tool, callID
+			}
+			isCall = method == "tools/call"
+		case "params":
+			var params struct {
+				Name string         `json:"name"`
+				Meta map[string]any `json:"_meta"`
+			}
+			if dec.Decode(&params) != nil {
+				return isCall, tool, callID
+			}
+			tool = params.Name
+			callID, _ = params.Meta[MCPMetaCallID].(string)
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return isCall, tool, callID
+			}
+		}
+	}
+	return isCall, tool, callID
 }
 
 // middleware runs on every MCP method the SDK receives.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -429,6 +430,86 @@ func TestMCPAuthorizationFiltersAndRefuses(t *testing.T) {
 			t.Error("MCP client connected without credentials")
 		}
 	})
+}
+
+// TestMCPAuthFailureIsAudited: a tools/call refused by authentication
+// writes one audit line, as a refused gRPC InvokeTool does — deny, the
+// authentication reason, no caller, the tool and call id when the body
+// says them — and never the credential. Requests that are not tool calls
+// are refused without an audit line (as on gRPC).
+func TestMCPAuthFailureIsAudited(t *testing.T) {
+	const wrongKey = "fd_wrong_mcp_key_93b1e7"
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
+		c.Policy.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+			{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
+		}}
+		c.Policy.Audit = server.AuditConfig{Path: path}
+	}))
+	ctx := testCtx(t)
+	// A tools/call whose arguments outgrow the server's peek: the tool
+	// name cannot be read, but the line is still written.
+	big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_note","_meta":{"flowdrop/call_id":"c-big"},"arguments":{"title":"` +
+		strings.Repeat("x", 100<<10) + `"}}}`
+	for _, tc := range []struct {
+		name, reason string
+		header       http.Header
+		body         string
+	}{
+		{"wrong key", "an unknown API key on a tools/call is audited with the tool and call id",
+			http.Header{"X-Api-Key": {wrongKey}},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t"},"_meta":{"flowdrop/call_id":"c-wrong"}}}`},
+		{"not a tool call", "tools/list is not a tool call: refused, not audited",
+			http.Header{"Authorization": {"Bearer " + wrongKey}},
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
+		{"oversized", "a body past the peek bound is still recognised as a tools/call",
+			http.Header{"Authorization": {"Bearer " + wrongKey}}, big},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.MCPURL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = tc.header.Clone()
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := httpClient(t, nil).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("status %d, want 401 (%s)", resp.StatusCode, tc.reason)
+			}
+			if strings.Contains(string(body), wrongKey) {
+				t.Errorf("the 401 body echoes the key: %q", body)
+			}
+		})
+	}
+
+	// Flush the audit sink: MCP first (it uses the gateway), then the gateway.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	env.MCP.Shutdown(sctx)
+	lines, raw := auditLines(t, env, path)
+	if strings.Contains(raw, wrongKey) || strings.Contains(raw, "Bearer") {
+		t.Errorf("the audit log contains the credential:\n%s", raw)
+	}
+	want := []map[string]any{
+		{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "create_note", "call_id": "c-wrong"},
+		{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "", "call_id": nil},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d audit lines, want %d (one per refused tools/call):\n%s", len(lines), len(want), raw)
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if got := lines[i][k]; got != v {
+				t.Errorf("line %d: %s = %#v, want %#v\n%s", i, k, got, v, raw)
+			}
+		}
+	}
 }
 
 // TestMCPListChanged: clients on MCP 2026-07-28 learn of registry changes on

@@ -16,8 +16,6 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -27,12 +25,13 @@ import (
 // CLI does not pull in the whole server).
 const defaultGatewayAddr = "127.0.0.1:7443"
 
-const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--addr HOST:PORT] [--call-id ID] [--timeout DUR]
+const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--call-id ID] [--timeout DUR] [connection flags]
 
 Calls a tool through the gateway and prints the result and the repairs the
 gateway made to the arguments. Exits 1 on an error (printing the status code,
 message and any field violations), 2 on bad usage.
-`
+
+` + connHelp
 
 func init() {
 	register(&command{
@@ -52,7 +51,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, invokeUsage); fs.PrintDefaults() }
 	argsJSON := fs.String("args", "{}", "the tool's arguments as a JSON object")
-	addr := fs.String("addr", defaultGatewayAddr, "gateway address")
+	gw := addConnFlags(fs)
 	callID := fs.String("call-id", "", "tool-call id passed to the backend and the audit log")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the call")
 
@@ -84,9 +83,9 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := gw.dial(stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "flowdropctl invoke: gateway address %q: %v\n", *addr, err)
+		fmt.Fprintf(stderr, "flowdropctl invoke: %v\n", err)
 		return 2
 	}
 	defer conn.Close()

@@ -21,9 +21,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -47,10 +45,10 @@ commands:
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
-Every command but lint takes --addr HOST:PORT (default ` + defaultGatewayAddr + `) and
---timeout DUR. Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage
-or input.
-`
+Every command but lint takes --timeout DUR and the connection flags below.
+Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
+
+` + connHelp
 
 func init() {
 	register(&command{
@@ -95,7 +93,7 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // toolsFlags are the flags every gateway-calling subcommand shares.
 type toolsFlags struct {
 	fs      *flag.FlagSet
-	addr    *string
+	conn    *connFlags
 	timeout *time.Duration
 }
 
@@ -105,7 +103,7 @@ func newToolsFlags(sub, usage string, stderr io.Writer, defaultTimeout time.Dura
 	fs.Usage = func() { fmt.Fprintln(stderr, "usage: flowdropctl tools "+usage); fs.PrintDefaults() }
 	return &toolsFlags{
 		fs:      fs,
-		addr:    fs.String("addr", defaultGatewayAddr, "gateway address"),
+		conn:    addConnFlags(fs),
 		timeout: fs.Duration("timeout", defaultTimeout, "deadline for the whole command (0: none)"),
 	}
 }
@@ -145,9 +143,9 @@ func (f *toolsFlags) parse(args []string, wantPositional int, stderr io.Writer) 
 
 // dial connects to the gateway and applies --timeout to ctx.
 func (f *toolsFlags) dial(ctx context.Context, stderr io.Writer) (gatewayv1.ToolRegistryServiceClient, context.Context, func(), bool) {
-	conn, err := grpc.NewClient(*f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := f.conn.dial(stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: gateway address %q: %v\n", f.fs.Name(), *f.addr, err)
+		fmt.Fprintf(stderr, "%s: %v\n", f.fs.Name(), err)
 		return nil, nil, nil, false
 	}
 	cancel := func() {}
