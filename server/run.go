@@ -89,6 +89,7 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 		grpc.ChainUnaryInterceptor(unaryChain(p, log)...),
 		grpc.ChainStreamInterceptor(streamChain(p, log)...),
 		rawServerOption(), // InvokeTool requests arrive undecoded (rawpath.go)
+		grpc.NumStreamWorkers(streamWorkers()),
 	)...)
 	gs.RegisterService(&rawGatewayServiceDesc, &gatewayService{p: p})
 	rs := registerRegistryService(gs, reg, WithStrictLint(cfg.StrictLint), WithListFilter(p.visibleTool))
