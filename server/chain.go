@@ -37,7 +37,8 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // be inside it. The cost is that the logging interceptor does not log a
 // panicking call's end; the recovery handler logs it (with the stack) instead.
 //
-// Then (tracing is a stats handler, a ServerOption, not an interceptor):
+// Then (tracing, when on, is a stats handler, a ServerOption, not an
+// interceptor):
 // logging → metrics → audit (starts the InvokeTool call state so every
 // outcome below, authentication included, gets one audit line) → auth →
 // role → rate limit → screen (tool allow/deny, raw-argument limits) →
@@ -45,23 +46,62 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // rules) → handler (in-flight limit, forward). pipeline.invoke runs the
 // same stages in the same order for MCP.
 func unaryChain(p *pipeline, log *slog.Logger) []grpc.UnaryServerInterceptor {
-	authU, _ := newAuthInterceptor(p.auth, withPolicyMatcher(skipInfra))
-	roleU, _ := newRoleInterceptor(p.authz, withPolicyMatcher(skipInfra))
+	// The tool and policy stages are composed into one interceptor behind one
+	// selector: each selector builds a CallMeta per call, and gRPC's own
+	// chaining allocates a closure per interceptor per call.
+	authU, _ := newAuthInterceptor(p.auth)
+	roleU, _ := newRoleInterceptor(p.authz)
 	return []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
 		selector.UnaryServerInterceptor(accessLog(log, logging.UnaryServerInterceptor(slogAdapter(log),
 			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(okCallsAtDebug))), skipInfra),
 		p.metrics.grpc.UnaryServerInterceptor(),
-		auditInterceptor(p),
-		authU,
-		noteCallerInterceptor(),
-		roleU,
-		newRateLimitInterceptor(p.rate, withPolicyMatcher(skipInfra)),
-		stageInterceptor(p.screen),
-		selector.UnaryServerInterceptor(normalizeInterceptor(p), skipInfra),
-		selector.UnaryServerInterceptor(validateInterceptor(p), skipInfra),
-		stageInterceptor(p.policyCheck),
+		selector.UnaryServerInterceptor(chainUnary(
+			auditInterceptor(p),
+			authU,
+			noteCallerInterceptor(),
+			roleU,
+			newRateLimitInterceptor(p.rate),
+			stageInterceptor(p.screen),
+			normalizeInterceptor(p),
+			validateInterceptor(p),
+			stageInterceptor(p.policyCheck),
+		), skipInfra),
 	}
+}
+
+// chainUnary composes interceptors (first = outermost) into one. Per call
+// it allocates one chainCall, where grpc.ChainUnaryInterceptor allocates a
+// handler closure per interceptor.
+func chainUnary(ics ...grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		cc := &chainCall{ics: ics, info: info, final: handler}
+		cc.handler = cc.next
+		return cc.next(ctx, req)
+	}
+}
+
+// chainCall is one call's position in a chainUnary chain.
+type chainCall struct {
+	ics     []grpc.UnaryServerInterceptor
+	info    *grpc.UnaryServerInfo
+	final   grpc.UnaryHandler
+	handler grpc.UnaryHandler // next, bound once per call
+	i       int               // the interceptor the next handler call runs
+}
+
+// next runs interceptor i with next as its handler. i is restored on
+// return, so an interceptor that calls its handler again re-runs the rest
+// of the chain, as with gRPC's chaining.
+func (cc *chainCall) next(ctx context.Context, req any) (any, error) {
+	i := cc.i
+	if i == len(cc.ics) {
+		return cc.final(ctx, req)
+	}
+	cc.i = i + 1
+	resp, err := cc.ics[i](ctx, req, cc.info, cc.handler)
+	cc.i = i
+	return resp, err
 }
 
 // streamChain is the streaming counterpart (WatchTools): recovery, metrics,

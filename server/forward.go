@@ -18,11 +18,14 @@ const (
 )
 
 // propagatedMD are incoming headers passed to the backend unchanged so a
-// request id follows the call. traceparent/tracestate are NOT copied: the
-// otelgrpc handlers (tracing.go, always installed) extract the incoming
-// context and inject the gateway's client span (or, with tracing off, the
-// caller's own context), so a stale copy must not compete with it.
+// request id follows the call.
 var propagatedMD = []string{"grpc-trace-bin", "x-request-id"}
+
+// traceMD is the W3C trace context (and baggage), copied as well when
+// tracing is off. With tracing on it is NOT copied: the otelgrpc handlers
+// (tracing.go) extract the incoming context and inject the gateway's
+// client span, so a stale copy must not compete with it.
+var traceMD = []string{"traceparent", "tracestate", "baggage"}
 
 // forward calls the tool's backend with the (normalized, validated)
 // arguments. The raw path (rawpath.go) forwards the request bytes instead
@@ -57,7 +60,7 @@ func (p *pipeline) callBackend(ctx context.Context, c *call, req, resp any, opts
 	}
 	defer release()
 
-	ctx = metadata.NewOutgoingContext(ctx, outgoingMD(ctx, c))
+	ctx = metadata.NewOutgoingContext(ctx, p.outgoingMD(ctx, c))
 	if err := cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp, opts...); err != nil {
 		return fail(err)
 	}
@@ -76,7 +79,7 @@ func (p *pipeline) budget(ctx context.Context, c *call) (time.Duration, deadline
 	return p.defaultTimeout, deadlineDefault
 }
 
-func outgoingMD(ctx context.Context, c *call) metadata.MD {
+func (p *pipeline) outgoingMD(ctx context.Context, c *call) metadata.MD {
 	md := metadata.MD{}
 	if c.callID != "" {
 		md[MDCallID] = []string{c.callID}
@@ -86,10 +89,17 @@ func outgoingMD(ctx context.Context, c *call) metadata.MD {
 	}
 	// ValueFromIncomingContext copies only the wanted values, where
 	// FromIncomingContext copies the whole incoming map on every call.
-	for _, k := range propagatedMD {
+	copyMD(ctx, md, propagatedMD)
+	if !p.otelPropagates {
+		copyMD(ctx, md, traceMD)
+	}
+	return md
+}
+
+func copyMD(ctx context.Context, md metadata.MD, keys []string) {
+	for _, k := range keys {
 		if v := metadata.ValueFromIncomingContext(ctx, k); len(v) > 0 {
 			md[k] = v
 		}
 	}
-	return md
 }

@@ -33,6 +33,10 @@ type policyState struct {
 	metrics  *metrics
 	log      *slog.Logger
 
+	// otelPropagates: tracing is on and the otelgrpc handlers carry the
+	// trace context to backends; otherwise forward.go copies it (run.go).
+	otelPropagates bool
+
 	// redactors caches one *policy.Redactor per registry entry (a tool
 	// revision): building one walks the schema, so never per call.
 	redactors sync.Map // *registry.Entry -> *policy.Redactor

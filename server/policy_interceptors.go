@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -37,17 +36,33 @@ type policyOptions struct {
 type policyOption func(*policyOptions)
 
 // withPolicyMatcher limits an interceptor to the calls m matches (for
-// example everything except health and reflection). Default: all calls.
+// example everything except health and reflection). Default: all calls,
+// without a selector (chain.go puts one selector around the whole group).
 func withPolicyMatcher(m selector.Matcher) policyOption {
 	return func(o *policyOptions) { o.match = m }
 }
 
 func applyPolicyOptions(opts []policyOption) policyOptions {
-	o := policyOptions{match: selector.MatchFunc(func(context.Context, interceptors.CallMeta) bool { return true })}
+	var o policyOptions
 	for _, f := range opts {
 		f(&o)
 	}
 	return o
+}
+
+// unary and stream wrap an interceptor in the matcher's selector, if any.
+func (o policyOptions) unary(i grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	if o.match == nil {
+		return i
+	}
+	return selector.UnaryServerInterceptor(i, o.match)
+}
+
+func (o policyOptions) stream(i grpc.StreamServerInterceptor) grpc.StreamServerInterceptor {
+	if o.match == nil {
+		return i
+	}
+	return selector.StreamServerInterceptor(i, o.match)
 }
 
 // newAuthInterceptor authenticates each call with a and stores the
@@ -56,7 +71,7 @@ func applyPolicyOptions(opts []policyOption) policyOptions {
 func newAuthInterceptor(a *policy.Authenticator, opts ...policyOption) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	o := applyPolicyOptions(opts)
 	fn := func(ctx context.Context) (context.Context, error) {
-		creds, perr := credentialsFromContext(ctx)
+		creds, perr := credentialsFromContext(ctx, a.Off())
 		if perr != nil {
 			return nil, policyErrorToStatus(perr).Err()
 		}
@@ -66,26 +81,30 @@ func newAuthInterceptor(a *policy.Authenticator, opts ...policyOption) (grpc.Una
 		}
 		return policy.WithCaller(ctx, c), nil
 	}
-	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(fn), o.match),
-		selector.StreamServerInterceptor(auth.StreamServerInterceptor(fn), o.match)
+	return o.unary(auth.UnaryServerInterceptor(fn)), o.stream(auth.StreamServerInterceptor(fn))
 }
 
 // credentialsFromContext extracts the bearer token, API key and verified
 // client-certificate chain. An authorization header in another scheme is
-// refused rather than ignored, so a misconfigured client hears why.
-func credentialsFromContext(ctx context.Context) (policy.Credentials, *policy.Error) {
+// refused rather than ignored, so a misconfigured client hears why. With
+// authentication off (authOff) no credential is used, so only that check
+// runs. ValueFromIncomingContext copies just the wanted values, where
+// FromIncomingContext copies the whole incoming map.
+func credentialsFromContext(ctx context.Context, authOff bool) (policy.Credentials, *policy.Error) {
 	var c policy.Credentials
-	md, _ := metadata.FromIncomingContext(ctx)
-	if vs := md.Get(apiKeyHeader); len(vs) > 0 {
-		c.APIKey = vs[0]
-	}
-	if vs := md.Get("authorization"); len(vs) > 0 {
+	if vs := metadata.ValueFromIncomingContext(ctx, "authorization"); len(vs) > 0 {
 		tok, err := auth.AuthFromMD(ctx, "bearer")
 		if err != nil || tok == "" {
 			return c, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
 				Message: `authorization header must be "Bearer <token>"`}
 		}
 		c.Bearer = tok
+	}
+	if authOff {
+		return c, nil
+	}
+	if vs := metadata.ValueFromIncomingContext(ctx, apiKeyHeader); len(vs) > 0 {
+		c.APIKey = vs[0]
 	}
 	if p, ok := peer.FromContext(ctx); ok {
 		// Only a chain the handshake verified identifies a caller;
@@ -124,7 +143,7 @@ func newRoleInterceptor(az *policy.Authorizer, opts ...policyOption) (grpc.Unary
 		}
 		return h(srv, ss)
 	}
-	return selector.UnaryServerInterceptor(unary, o.match), selector.StreamServerInterceptor(stream, o.match)
+	return o.unary(unary), o.stream(stream)
 }
 
 // newRateLimitInterceptor takes a token from the caller × tool bucket. The
@@ -149,7 +168,7 @@ func newRateLimitInterceptor(rl *policy.RateLimiter, opts ...policyOption) grpc.
 		}
 		return h(ctx, req)
 	}
-	return selector.UnaryServerInterceptor(unary, o.match)
+	return o.unary(unary)
 }
 
 // policyErr converts an error from the policy package to a gRPC status error.

@@ -77,15 +77,19 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 	if p.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
-	pool.dialOpts = append(pool.dialOpts, grpc.WithStatsHandler(tr.clientHandler()))
 	sopts := []grpc.ServerOption{}
 	if creds != nil {
 		sopts = append(sopts, grpc.Creds(creds))
 	}
+	// Tracing off: no stats handlers (forward.go copies the trace headers).
+	p.otelPropagates = tr.on
+	if tr.on {
+		pool.dialOpts = append(pool.dialOpts, grpc.WithStatsHandler(tr.clientHandler()))
+		sopts = append(sopts, grpc.StatsHandler(tr.serverHandler()))
+	}
 	gs := grpc.NewServer(append(sopts,
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
-		grpc.StatsHandler(tr.serverHandler()),
 		grpc.ChainUnaryInterceptor(unaryChain(p, log)...),
 		grpc.ChainStreamInterceptor(streamChain(p, log)...),
 		rawServerOption(), // InvokeTool requests arrive undecoded (rawpath.go)

@@ -20,20 +20,24 @@ import (
 type tracing struct {
 	tp       trace.TracerProvider
 	shutdown func(context.Context) error
+	// on: spans are recorded, so the stats handlers are installed (run.go).
+	// Off (exporter "none"), they would only carry the caller's trace
+	// context, at a cost on every call; forward.go copies those headers instead.
+	on bool
 }
 
 // propagator is W3C trace context (traceparent/tracestate), set explicitly
 // on both handlers.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// newTracing builds the provider for cfg. With exporter "none" it is the
-// otel no-op provider: spans are not recorded, but an incoming trace
-// context still flows through to the backends (a no-op span carries its
-// parent's span context). tp, when not nil, overrides cfg (tests use an
-// sdktrace provider with a span recorder).
+// newTracing builds the provider for cfg. With exporter "none" tracing is
+// off: the otel no-op provider, no stats handlers, and an incoming trace
+// context is copied through to the backends (forward.go). tp, when not
+// nil, overrides cfg and turns tracing on (tests use an sdktrace provider
+// with a span recorder).
 func newTracing(ctx context.Context, cfg TracingConfig, tp trace.TracerProvider) (*tracing, error) {
 	if tp != nil {
-		return &tracing{tp: tp, shutdown: func(context.Context) error { return nil }}, nil
+		return &tracing{tp: tp, shutdown: func(context.Context) error { return nil }, on: true}, nil
 	}
 	switch cfg.Exporter {
 	case "", TracingNone:
@@ -49,7 +53,7 @@ func newTracing(ctx context.Context, cfg TracingConfig, tp trace.TracerProvider)
 			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
 		}
 		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-		return &tracing{tp: sdk, shutdown: sdk.Shutdown}, nil
+		return &tracing{tp: sdk, shutdown: sdk.Shutdown, on: true}, nil
 	}
 	return nil, fmt.Errorf("tracing: exporter %q: must be %q or %q", cfg.Exporter, TracingNone, TracingOTLP)
 }

@@ -12,6 +12,8 @@
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
 #      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5) GATEWAY_FLAGS (extra flags)
+# The gateway runs with --auth-off (the bench measures the pipeline without
+# credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -92,6 +94,12 @@ if [ "$HAVE_GATEWAY" = 1 ]; then
   "backend": "$BE", "timeout": "5s", "input_schema": $("$LG" schema)}]}
 JSON
   gw_extra=()
+  # The gateway refuses to serve a tools file without an auth choice; the
+  # bench measures the pipeline without credentials.
+  case " $GATEWAY_FLAGS " in
+    *" --policy"*|*" -policy"*|*" --auth-off"*|*" -auth-off"*) ;;
+    *) gw_extra+=(--auth-off) ;;
+  esac
   if "$tmp/flowdrop-gateway" -h 2>&1 | grep -q -- '-pprof-listen'; then
     gw_extra+=(--pprof-listen "$GW_PPROF"); GW_PPROF_OK=1
   fi
