@@ -23,6 +23,11 @@ type call struct {
 	report normalize.Report // set by normalize
 
 	pol callPolicy // audit and policy state (policy.go)
+
+	// raw is the request as received when it came undecoded (rawpath.go);
+	// it rides here rather than in its own context value, so a call adds
+	// one context node, not one per piece of state.
+	raw *rawInvokeToolRequest
 }
 
 type callKey struct{}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"sync"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -13,6 +15,24 @@ import (
 type gatewayService struct {
 	gatewayv1.UnimplementedToolGatewayServiceServer
 	p *pipeline
+
+	// The raw handler's per-server values (rawpath.go), built once instead
+	// of per call.
+	rawOnce    sync.Once
+	rawInfo    *grpc.UnaryServerInfo
+	rawHandler grpc.UnaryHandler
+}
+
+// rawBound returns the UnaryServerInfo and the handler rawInvokeToolHandler
+// passes to the interceptor chain; both are the same for every call.
+func (g *gatewayService) rawBound() (*grpc.UnaryServerInfo, grpc.UnaryHandler) {
+	g.rawOnce.Do(func() {
+		g.rawInfo = &grpc.UnaryServerInfo{Server: g, FullMethod: gatewayv1.ToolGatewayService_InvokeTool_FullMethodName}
+		g.rawHandler = func(ctx context.Context, req any) (any, error) {
+			return g.InvokeTool(ctx, req.(*gatewayv1.InvokeToolRequest))
+		}
+	})
+	return g.rawInfo, g.rawHandler
 }
 
 func (g *gatewayService) InvokeTool(ctx context.Context, _ *gatewayv1.InvokeToolRequest) (*gatewayv1.InvokeToolResponse, error) {

@@ -18,18 +18,19 @@ func normalizeInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 		if !ok {
 			return handler(ctx, req)
 		}
-		// The audit interceptor (outside) started the call state; without it
-		// (unit tests) start it here.
+		// The audit interceptor or the raw handler (outside) started the call
+		// state; without them (unit tests) start it here.
 		c := callFrom(ctx)
 		if c == nil {
 			c = &call{tool: r.GetTool(), args: r.GetArguments(), callID: r.GetCallId()}
+			ctx = withCall(ctx, c)
 		}
 		c.caller = callerFromContext(ctx)
 		// The logging interceptor (outside us) reads these when the call ends.
 		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", c.tool, "flowdrop.call_id", c.callID})
 		// Received raw (rawpath.go): forward it as is, or decode the
 		// arguments and continue below.
-		if raw := rawRequestFrom(ctx); raw != nil && r.Arguments == nil {
+		if raw := c.raw; raw != nil && r.Arguments == nil {
 			if resp, done, err := p.invokeRaw(ctx, c, r, raw); done {
 				return resp, err
 			}
@@ -41,7 +42,7 @@ func normalizeInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 		if n := len(c.report.Repairs); n > 0 {
 			logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
 		}
-		resp, err := handler(withCall(ctx, c), req)
+		resp, err := handler(ctx, req)
 		if err != nil {
 			return resp, err
 		}

@@ -212,7 +212,10 @@ func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 		err = c.pol.err
 	}
 	var ve *registry.ValidationError
-	if errors.As(err, &ve) {
+	if err != nil {
+		ve = validationErrorOf(err)
+	}
+	if ve != nil {
 		c.pol.validation = "failed"
 		for _, v := range ve.Violations {
 			c.pol.violations = append(c.pol.violations, v.Pointer+": "+v.Message)
@@ -278,6 +281,20 @@ func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 	p.writeAudit(rec)
 }
 
+// validationErrorOf is errors.As for a *registry.ValidationError, in its
+// own function: the target escapes to errors.As, so declaring it in finish
+// would allocate on every call, successful ones included (noinline keeps
+// it out of finish).
+//
+//go:noinline
+func validationErrorOf(err error) *registry.ValidationError {
+	var ve *registry.ValidationError
+	if errors.As(err, &ve) {
+		return ve
+	}
+	return nil
+}
+
 func (p *pipeline) writeAudit(rec policy.AuditRecord) {
 	if err := p.audit.Write(rec); err != nil && p.log != nil {
 		p.log.Warn("audit record not written", "error", err.Error())
@@ -320,10 +337,15 @@ func auditInterceptor(p *pipeline) grpc.UnaryServerInterceptor {
 		if !ok {
 			return handler(ctx, req)
 		}
-		c := &call{tool: r.GetTool(), args: r.GetArguments(), callID: r.GetCallId()}
+		// The raw handler (rawpath.go) may have started it already.
+		c := callFrom(ctx)
+		if c == nil {
+			c = &call{tool: r.GetTool(), args: r.GetArguments(), callID: r.GetCallId()}
+			ctx = withCall(ctx, c)
+		}
 		beginCall(c)
 		defer func() { p.finish(ctx, c, err) }()
-		return handler(withCall(ctx, c), req)
+		return handler(ctx, req)
 	}
 }
 

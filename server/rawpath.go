@@ -121,13 +121,10 @@ func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, int
 	if err != nil {
 		return nil, err
 	}
-	handler := func(ctx context.Context, req any) (any, error) {
-		return g.InvokeTool(ctx, req.(*gatewayv1.InvokeToolRequest))
-	}
+	info, handler := g.rawBound()
 	if interceptor == nil {
 		return handler(ctx, req)
 	}
-	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: gatewayv1.ToolGatewayService_InvokeTool_FullMethodName}
 	return interceptor(ctx, req, info, handler)
 }
 
@@ -139,13 +136,6 @@ var rawStats struct {
 	decodedAll  atomic.Int64 // whole request decoded in the handler
 }
 
-type rawRequestKey struct{}
-
-func rawRequestFrom(ctx context.Context) *rawInvokeToolRequest {
-	r, _ := ctx.Value(rawRequestKey{}).(*rawInvokeToolRequest)
-	return r
-}
-
 // errUnmarshal is the status gRPC itself returns for an undecodable request.
 func errUnmarshal(err error) error {
 	return status.Errorf(codes.Internal, "grpc: error unmarshalling request: %v", err)
@@ -154,10 +144,12 @@ func errUnmarshal(err error) error {
 // rawRequest turns the received bytes into the request the interceptor
 // chain sees: fully decoded (today's path) unless the envelope is plain and
 // no stage before normalization needs the arguments; then an
-// InvokeToolRequest without arguments, with raw in the returned context.
+// InvokeToolRequest without arguments, with the call state (holding raw) in
+// the returned context.
 func (p *pipeline) rawRequest(ctx context.Context, raw *rawInvokeToolRequest) (*gatewayv1.InvokeToolRequest, context.Context, error) {
 	if raw.scan() && raw.hasArgs && !p.needsDecodedArgs(raw.tool) {
-		return &gatewayv1.InvokeToolRequest{Tool: raw.tool, CallId: raw.callID}, context.WithValue(ctx, rawRequestKey{}, raw), nil
+		c := &call{tool: raw.tool, callID: raw.callID, raw: raw}
+		return &gatewayv1.InvokeToolRequest{Tool: raw.tool, CallId: raw.callID}, withCall(ctx, c), nil
 	}
 	rawStats.decodedAll.Add(1)
 	req := new(gatewayv1.InvokeToolRequest)

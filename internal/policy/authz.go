@@ -97,7 +97,11 @@ func (a *Authorizer) AllowMethod(c Caller, fullMethod string) error {
 	roles, ok := a.methods[fullMethod]
 	if !ok {
 		if i := strings.LastIndexByte(fullMethod, '/'); i > 0 {
-			roles, ok = a.methods[fullMethod[:i]+"/*"]
+			// Built in a stack buffer: m[string(b)] does not allocate, a
+			// concatenated key would on every call to a wildcard method.
+			var buf [128]byte
+			key := append(append(buf[:0], fullMethod[:i]...), "/*"...)
+			roles, ok = a.methods[string(key)]
 		}
 	}
 	if !ok {

@@ -27,7 +27,10 @@ type Caller struct {
 	Subject string
 	// Method is one of MethodAPIKey, MethodJWT, MethodMTLS, MethodNone.
 	Method string
-	Roles  []string
+	// Roles may be shared with the Authenticator and with other calls (it
+	// returns its configured slice rather than a copy per call): read it,
+	// never modify it; slices.Clone it first to build a different set.
+	Roles []string
 }
 
 // HasRole reports whether the caller holds role.
