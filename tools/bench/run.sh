@@ -100,7 +100,9 @@ JSON
     *" --policy"*|*" -policy"*|*" --auth-off"*|*" -auth-off"*) ;;
     *) gw_extra+=(--auth-off) ;;
   esac
-  if "$tmp/flowdrop-gateway" -h 2>&1 | grep -q -- '-pprof-listen'; then
+  # -h exits non-zero; capture first so pipefail does not hide the flag.
+  gw_help=$("$tmp/flowdrop-gateway" -h 2>&1 || true)
+  if grep -q -- '-pprof-listen' <<<"$gw_help"; then
     gw_extra+=(--pprof-listen "$GW_PPROF"); GW_PPROF_OK=1
   fi
   # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
