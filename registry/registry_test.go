@@ -246,6 +246,13 @@ func (f *flakyStore) Watch(ctx context.Context, after int64) (<-chan registry.Ev
 				if !ok {
 					return
 				}
+				// A cut wins over an event that arrived after it: select
+				// picks randomly among ready cases, so check it first.
+				select {
+				case <-cut:
+					return
+				default:
+				}
 				select {
 				case out <- ev:
 				case <-cut:
