@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/internal/toolcodec"
+	"github.com/flowdrop/gateway/registry/internal/watchhub"
 )
 
 // Defaults for the options.
@@ -88,18 +88,11 @@ type Store struct {
 	opts options
 
 	// mu serialises writes with their publication so events reach watchers
-	// in revision order, and guards the watch state below. bbolt allows one
-	// writer at a time anyway, so this costs no write concurrency.
-	mu       sync.Mutex
-	closed   bool
-	history  []registry.Event // oldest first, at most opts.history
-	dropped  int64            // every event with Revision > dropped is in history
-	watchers map[*watcher]struct{}
-}
-
-type watcher struct {
-	ch   chan registry.Event
-	stop func() bool
+	// in revision order. bbolt allows one writer at a time anyway, so this
+	// costs no write concurrency.
+	mu     sync.Mutex
+	closed bool
+	hub    *watchhub.Hub // history (in memory only: none before the open revision) and watchers
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -141,11 +134,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	return &Store{
-		db:       db,
-		path:     path,
-		opts:     o,
-		dropped:  rev,
-		watchers: make(map[*watcher]struct{}),
+		db:   db,
+		path: path,
+		opts: o,
+		hub:  watchhub.New(o.history, o.watchBuf, rev),
 	}, nil
 }
 
@@ -357,75 +349,24 @@ func (s *Store) wrap(op string, err error) error {
 	return fmt.Errorf("boltstore %s: %s: %w", s.path, op, err)
 }
 
-// publish records ev in the history and fans it out. Caller holds s.mu.
-func (s *Store) publish(ev registry.Event) {
-	if len(s.history) == s.opts.history {
-		s.dropped = s.history[0].Revision
-		copy(s.history, s.history[1:])
-		s.history = s.history[:len(s.history)-1]
-	}
-	s.history = append(s.history, ev)
-	for w := range s.watchers {
-		select {
-		case w.ch <- ev:
-		default:
-			// The watcher fell behind: drop it (it re-lists) rather than block writers.
-			s.removeLocked(w)
-		}
-	}
-}
+// publish records ev for watchers. Caller holds s.mu, so events are
+// published in revision order.
+func (s *Store) publish(ev registry.Event) { s.hub.Publish(ev) }
 
 // Watch replays retained events with Revision > after, then live events,
 // until ctx ends or the store is closed.
 func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil, registry.ErrClosed
 	}
-	if after < s.dropped {
-		return nil, fmt.Errorf("boltstore %s: watch after revision %d, oldest replayable is %d: %w", s.path, after, s.dropped, registry.ErrCompacted)
+	ch, err := s.hub.Watch(ctx, after)
+	if err != nil && errors.Is(err, registry.ErrCompacted) {
+		return nil, fmt.Errorf("boltstore %s: %w", s.path, err)
 	}
-	i, _ := slices.BinarySearchFunc(s.history, after+1, func(e registry.Event, rev int64) int {
-		return cmpInt(e.Revision, rev)
-	})
-	replay := s.history[i:]
-	w := &watcher{ch: make(chan registry.Event, len(replay)+s.opts.watchBuf)}
-	for _, ev := range replay {
-		w.ch <- ev
-	}
-	s.watchers[w] = struct{}{}
-	w.stop = context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.removeLocked(w)
-	})
-	return w.ch, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// removeLocked closes a watcher's channel once. Caller holds s.mu.
-func (s *Store) removeLocked(w *watcher) {
-	if _, ok := s.watchers[w]; !ok {
-		return
-	}
-	delete(s.watchers, w)
-	if w.stop != nil {
-		w.stop()
-	}
-	close(w.ch)
+	return ch, err
 }
 
 // Close ends every watch, flushes and releases the file lock. Later calls
@@ -437,9 +378,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	for w := range s.watchers {
-		s.removeLocked(w)
-	}
+	s.hub.Close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore %s: close: %w", s.path, err)
 	}

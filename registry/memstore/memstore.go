@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/internal/watchhub"
 )
 
 // DefaultHistory is how many events a Store retains for Watch replay.
@@ -71,18 +72,11 @@ type Store struct {
 	historyCap int
 	watchBuf   int
 
-	mu       sync.Mutex
-	closed   bool
-	rev      int64
-	tools    map[string]registry.Tool
-	history  []registry.Event // oldest first, at most historyCap
-	dropped  int64            // highest revision no longer in history (0: none dropped)
-	watchers map[*watcher]struct{}
-}
-
-type watcher struct {
-	ch   chan registry.Event
-	stop func() bool // unregisters the context.AfterFunc
+	mu     sync.Mutex
+	closed bool
+	rev    int64
+	tools  map[string]registry.Tool
+	hub    *watchhub.Hub // history and watchers; published under mu, in revision order
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -93,11 +87,11 @@ func New(opts ...Option) *Store {
 		historyCap: DefaultHistory,
 		watchBuf:   DefaultWatchBuffer,
 		tools:      make(map[string]registry.Tool),
-		watchers:   make(map[*watcher]struct{}),
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.hub = watchhub.New(s.historyCap, s.watchBuf, 0)
 	return s
 }
 
@@ -209,74 +203,21 @@ func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64
 	return s.rev, nil
 }
 
-// publish records ev in the history and fans it out. Caller holds s.mu.
-func (s *Store) publish(ev registry.Event) {
-	if len(s.history) == s.historyCap {
-		s.dropped = s.history[0].Revision
-		// Shift rather than reslice so the backing array does not grow forever.
-		copy(s.history, s.history[1:])
-		s.history = s.history[:len(s.history)-1]
-	}
-	s.history = append(s.history, ev)
-	for w := range s.watchers {
-		select {
-		case w.ch <- ev:
-		default:
-			// The watcher fell behind: drop it rather than block the writer.
-			s.removeLocked(w)
-		}
-	}
-}
+// publish records ev for watchers. Caller holds s.mu, so events are
+// published in revision order.
+func (s *Store) publish(ev registry.Event) { s.hub.Publish(ev) }
 
 // Watch replays retained events with Revision > after, then live events,
 // until ctx ends or the store is closed. See the package comment for slow
 // watchers.
 func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil, registry.ErrClosed
 	}
-	if after < s.dropped {
-		return nil, registry.ErrCompacted
-	}
-	// History is sorted by revision: find the first event to replay.
-	i, _ := slices.BinarySearchFunc(s.history, after+1, func(e registry.Event, rev int64) int {
-		switch {
-		case e.Revision < rev:
-			return -1
-		case e.Revision > rev:
-			return 1
-		}
-		return 0
-	})
-	replay := s.history[i:]
-	w := &watcher{ch: make(chan registry.Event, len(replay)+s.watchBuf)}
-	for _, ev := range replay {
-		w.ch <- ev
-	}
-	s.watchers[w] = struct{}{}
-	w.stop = context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.removeLocked(w)
-	})
-	return w.ch, nil
-}
-
-// removeLocked closes a watcher's channel once. Caller holds s.mu.
-func (s *Store) removeLocked(w *watcher) {
-	if _, ok := s.watchers[w]; !ok {
-		return
-	}
-	delete(s.watchers, w)
-	if w.stop != nil {
-		w.stop()
-	}
-	close(w.ch)
+	return s.hub.Watch(ctx, after)
 }
 
 // Close closes every watch channel; later calls fail with registry.ErrClosed.
@@ -287,8 +228,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	for w := range s.watchers {
-		s.removeLocked(w)
-	}
+	s.hub.Close()
 	return nil
 }
