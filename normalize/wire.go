@@ -43,16 +43,11 @@ const maxWireDepth = 100
 func (p *Plan) NeedsRepairWire(structBytes []byte) bool {
 	b := structBytes
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != structFields || typ != protowire.BytesType {
+		entry, rest, ok := nextBytesField(b, structFields)
+		if !ok {
 			return true
 		}
-		b = b[n:]
-		entry, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return true
-		}
-		b = b[n:]
+		b = rest
 		key, val, ok := splitEntry(entry)
 		if !ok {
 			return true
@@ -71,6 +66,22 @@ func (p *Plan) NeedsRepairWire(structBytes []byte) bool {
 		}
 	}
 	return false
+}
+
+// nextBytesField consumes one length-delimited field numbered want from b
+// (a Struct's map entries, a ListValue's values); ok is false for any other
+// field, wire type or truncation.
+func nextBytesField(b []byte, want protowire.Number) (field, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != want || typ != protowire.BytesType {
+		return nil, nil, false
+	}
+	b = b[n:]
+	field, n = protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil, nil, false
+	}
+	return field, b[n:], true
 }
 
 // splitEntry returns a map entry's key and value bytes; ok is false unless
@@ -151,16 +162,11 @@ func (p *Plan) valueNeedsRepair(val []byte, depth int) bool {
 	case valueStruct:
 		b := payload
 		for len(b) > 0 {
-			num, typ, n := protowire.ConsumeTag(b)
-			if n < 0 || num != structFields || typ != protowire.BytesType {
+			entry, rest, ok := nextBytesField(b, structFields)
+			if !ok {
 				return true
 			}
-			b = b[n:]
-			entry, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return true
-			}
-			b = b[n:]
+			b = rest
 			_, v, ok := splitEntry(entry)
 			if !ok || p.valueNeedsRepair(v, depth+1) {
 				return true
@@ -169,16 +175,11 @@ func (p *Plan) valueNeedsRepair(val []byte, depth int) bool {
 	case valueList:
 		b := payload
 		for len(b) > 0 {
-			num, typ, n := protowire.ConsumeTag(b)
-			if n < 0 || num != listValues || typ != protowire.BytesType {
+			v, rest, ok := nextBytesField(b, listValues)
+			if !ok {
 				return true
 			}
-			b = b[n:]
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return true
-			}
-			b = b[n:]
+			b = rest
 			if p.valueNeedsRepair(v, depth+1) {
 				return true
 			}
