@@ -2,19 +2,11 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -25,45 +17,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 )
-
-// testCA issues certificates generated at test time (nothing committed).
-type testCA struct {
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-func (ca *testCA) issue(t *testing.T, cn string, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 // TestMTLSIdentity: a verified client certificate identifies the caller
 // through the gateway's own TLS listener; without one, an API key still
@@ -77,17 +30,17 @@ func TestMTLSIdentity(t *testing.T) {
 		}
 		return p
 	}
-	ca := newTestCA(t)
-	srvCert, srvKey := ca.issue(t, "gateway", true)
-	cliCert, cliKey := ca.issue(t, "svc-agent", false)
+	ca := gatewaytest.NewCA(t)
+	srvCert, srvKey := ca.Issue(t, "gateway", true)
+	cliCert, cliKey := ca.Issue(t, "svc-agent", false)
 
 	p := testPolicy(nil)
 	p.Auth.MTLS = &policy.MTLSConfig{SubjectFrom: "cn", Roles: map[string][]string{"svc-agent": {policy.RoleInvoker}}}
-	p.TLS = server.TLSConfig{CertFile: write("srv.pem", srvCert), KeyFile: write("srv.key", srvKey), ClientCAFile: write("ca.pem", ca.pem)}
+	p.TLS = server.TLSConfig{CertFile: write("srv.pem", srvCert), KeyFile: write("srv.key", srvKey), ClientCAFile: write("ca.pem", ca.PEM)}
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
 
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
+	roots.AppendCertsFromPEM(ca.PEM)
 	dial := func(withCert bool) gatewayv1.ToolGatewayServiceClient {
 		tc := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		if withCert {

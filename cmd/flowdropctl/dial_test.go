@@ -5,17 +5,11 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,16 +209,16 @@ func TestToolsCredentials(t *testing.T) {
 // --ca-file trusts its CA, --cert-file/--key-file identify the caller.
 func TestTLSFlags(t *testing.T) {
 	dir := t.TempDir()
-	caKey, caCert, caPEM := newCA(t)
-	srvCert, srvKey := issueCert(t, caKey, caCert, "gateway", true)
-	cliCert, cliKey := issueCert(t, caKey, caCert, "svc-agent", false)
+	testCA := gatewaytest.NewCA(t)
+	srvCert, srvKey := testCA.Issue(t, "gateway", true)
+	cliCert, cliKey := testCA.Issue(t, "svc-agent", false)
 	p := authPolicy("")
 	p.Auth.MTLS = &policy.MTLSConfig{SubjectFrom: "cn", Roles: map[string][]string{"svc-agent": {policy.RoleInvoker}}}
-	p.TLS = server.TLSConfig{CertFile: writeFile(t, dir, "srv.pem", srvCert), KeyFile: writeFile(t, dir, "srv.key", srvKey),
-		ClientCAFile: writeFile(t, dir, "ca.pem", caPEM)}
+	p.TLS = server.TLSConfig{CertFile: writeFile(t, dir, "srv.pem", string(srvCert)), KeyFile: writeFile(t, dir, "srv.key", string(srvKey)),
+		ClientCAFile: writeFile(t, dir, "ca.pem", string(testCA.PEM))}
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
 	ca := filepath.Join(dir, "ca.pem")
-	cert, key := writeFile(t, dir, "cli.pem", cliCert), writeFile(t, dir, "cli.key", cliKey)
+	cert, key := writeFile(t, dir, "cli.pem", string(cliCert)), writeFile(t, dir, "cli.key", string(cliKey))
 
 	invoke := func(extra ...string) []string {
 		return append([]string{"invoke", "create_note", "--addr", env.Addr, "--timeout", "10s", "--args", `{"title":"t"}`}, extra...)
@@ -271,38 +265,4 @@ func TestLoopback(t *testing.T) {
 			t.Errorf("loopback(%q) = %v, want %v (%s)", tc.addr, got, tc.want, tc.reason)
 		}
 	}
-}
-
-// newCA makes a throwaway CA (nothing committed).
-func newCA(t *testing.T) (*ecdsa.PrivateKey, *x509.Certificate, string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return key, cert, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
-
-// issueCert issues a server certificate for 127.0.0.1 or a client certificate.
-func issueCert(t *testing.T, caKey *ecdsa.PrivateKey, ca *x509.Certificate, cn string, server bool) (certPEM, keyPEM string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
