@@ -42,16 +42,36 @@ import (
 
 // rawInvokeToolRequest is an InvokeToolRequest kept as received.
 type rawInvokeToolRequest struct {
-	buf          []byte // the whole message; ours, never modified
+	buf []byte // the whole message; never modified
+	// held is gRPC's buffer behind buf when it came in one piece: referenced
+	// (not copied) until release, after which buf must not be read.
+	held         mem.Buffer
 	tool, callID string
 	args         []byte // buf's arguments field (the Struct's bytes)
 	hasArgs      bool
 }
 
+// release returns the received buffer to gRPC's pool (once the handler is
+// done; a backend send still in flight holds its own reference).
+func (r *rawInvokeToolRequest) release() {
+	if r.held != nil {
+		r.held.Free()
+		r.held = nil
+	}
+}
+
+// rawBackendRequest is the backend's InvokeRequest: the received request's
+// bytes followed by the encoded caller (field 4), sent as two buffers so
+// the request is not copied.
+type rawBackendRequest struct {
+	req    *rawInvokeToolRequest
+	caller []byte
+}
+
 // rawInvokeToolResponse is an InvokeToolResponse already encoded.
 type rawInvokeToolResponse struct{ buf []byte }
 
-// rawFrame is an undecoded backend message (client side).
+// rawFrame is an undecoded backend response (client side).
 type rawFrame struct{ buf []byte }
 
 // rawCodec moves the raw types above as bytes and every other message
@@ -63,23 +83,47 @@ var protoCodec = encoding.GetCodecV2("proto")
 
 func (rawCodec) Name() string { return "proto" }
 
+// Marshal's result belongs to gRPC, which frees it once sent: a held
+// buffer gets a reference of its own.
 func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	switch m := v.(type) {
 	case *rawInvokeToolResponse:
 		return mem.BufferSlice{mem.SliceBuffer(m.buf)}, nil
-	case *rawFrame:
-		return mem.BufferSlice{mem.SliceBuffer(m.buf)}, nil
+	case *rawBackendRequest:
+		var head mem.Buffer = mem.SliceBuffer(m.req.buf)
+		if h := m.req.held; h != nil {
+			h.Ref()
+			head = h
+		}
+		if len(m.caller) == 0 {
+			return mem.BufferSlice{head}, nil
+		}
+		return mem.BufferSlice{head, mem.SliceBuffer(m.caller)}, nil
 	}
 	return protoCodec.Marshal(v)
 }
 
+// Unmarshal keeps what gRPC received rather than copying it where it can.
+// gRPC frees data's buffers when Unmarshal returns, so the request takes a
+// reference (released by the handler); other messages keep an unpooled
+// buffer as is (nothing recycles it) and copy a pooled or split one.
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *rawInvokeToolRequest:
-		// One contiguous copy: gRPC recycles data's buffers after this returns.
+		if len(data) == 1 {
+			data[0].Ref()
+			m.held, m.buf = data[0], data[0].ReadOnlyData()
+			return nil
+		}
 		m.buf = data.Materialize()
 		return nil
 	case *rawFrame:
+		if len(data) == 1 {
+			if sb, ok := data[0].(mem.SliceBuffer); ok {
+				m.buf = sb
+				return nil
+			}
+		}
 		m.buf = data.Materialize()
 		return nil
 	}
@@ -117,6 +161,9 @@ func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, int
 	if err := dec(raw); err != nil {
 		return nil, err
 	}
+	// Everything that reads raw.buf runs inside this call: the decoded
+	// paths copy what they keep (proto.Unmarshal does not alias its input).
+	defer raw.release()
 	req, ctx, err := g.p.rawRequest(ctx, raw)
 	if err != nil {
 		return nil, err
@@ -268,12 +315,12 @@ func (p *pipeline) dispatchRaw(ctx context.Context, c *call, raw *rawInvokeToolR
 // forwardRaw sends the received bytes plus the caller (field 4) to the
 // backend and returns its response bytes as the gateway's response.
 func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRequest) (any, error) {
-	body, err := appendCaller(raw.buf, c.caller)
+	callerField, err := encodeCallerField(c.caller)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the caller: %w", err)
 	}
 	resp := new(rawFrame)
-	if err := p.callBackend(ctx, c, &rawFrame{buf: body}, resp, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := p.callBackend(ctx, c, &rawBackendRequest{req: raw, caller: callerField}, resp, rawCodecCallOption); err != nil {
 		return nil, err
 	}
 	if plainInvokeResponse(resp.buf) {
@@ -289,14 +336,18 @@ func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRe
 	return &gatewayv1.InvokeToolResponse{Result: ir.GetResult(), IsError: ir.GetIsError()}, nil
 }
 
-// appendCaller returns a new slice: req followed by InvokeRequest.caller.
-func appendCaller(req []byte, caller *gatewayv1.Caller) ([]byte, error) {
+// rawCodecCallOption makes a backend call use rawCodec (one value: a
+// CallOption built per call would allocate).
+var rawCodecCallOption = grpc.ForceCodecV2(rawCodec{})
+
+// encodeCallerField encodes InvokeRequest.caller (field 4) on its own, to
+// follow the received request's bytes (fields 1–3) on the wire.
+func encodeCallerField(caller *gatewayv1.Caller) ([]byte, error) {
 	if caller == nil {
-		return req, nil
+		return nil, nil
 	}
 	size := proto.Size(caller)
-	out := make([]byte, 0, len(req)+1+protowire.SizeVarint(uint64(size))+size)
-	out = append(out, req...)
+	out := make([]byte, 0, 1+protowire.SizeVarint(uint64(size))+size)
 	out = protowire.AppendTag(out, 4, protowire.BytesType)
 	out = protowire.AppendVarint(out, uint64(size))
 	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(out, caller)

@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -148,6 +151,49 @@ func TestRawPath(t *testing.T) {
 		}
 		if info.GetReason() != "READ_ONLY" || info.GetMetadata()["k"] != "v" {
 			t.Errorf("backend's ErrorInfo lost: %v", st.Details())
+		}
+	})
+
+	t.Run("received-buffers-are-not-reused-while-a-call-needs-them", func(t *testing.T) {
+		// The raw path forwards gRPC's own receive buffer (pooled above
+		// 1 KiB) instead of a copy, and returns it to the pool when the
+		// handler ends. Released too early, a concurrent call's request would
+		// overwrite it: every backend and every caller must see their own
+		// bytes. Sizes: unpooled, pooled, and split over several frames.
+		sizes := []int{200, 3 << 10, 40 << 10}
+		const perSize = 24
+		var wg sync.WaitGroup
+		errs := make(chan error, len(sizes)*perSize)
+		for _, n := range sizes {
+			for i := range perSize {
+				wg.Go(func() {
+					id := fmt.Sprintf("held-%d-%d", n, i)
+					body := strings.Repeat(string(rune('a'+i%26)), n) + id
+					resp, err := invoke("create_note", map[string]any{"title": id, "body": body}, id)
+					if err != nil {
+						errs <- fmt.Errorf("%s: %v", id, err)
+						return
+					}
+					echoed := resp.GetResult().GetStructValue().GetFields()["arguments"].GetStructValue().GetFields()
+					if echoed["body"].GetStringValue() != body || echoed["title"].GetStringValue() != id {
+						errs <- fmt.Errorf("%s: caller got another call's arguments back", id)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		for _, n := range sizes {
+			for i := range perSize {
+				id := fmt.Sprintf("held-%d-%d", n, i)
+				want := strings.Repeat(string(rune('a'+i%26)), n) + id
+				if got := backendCall(t, env, "create_note", id).GetArguments().GetFields()["body"].GetStringValue(); got != want {
+					t.Errorf("%s: backend got %d bytes of another body", id, len(got))
+				}
+			}
 		}
 	})
 
