@@ -41,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		return 2
 	}
+	setting, source := applyGCPercent(gcPercent, os.Getenv)
+	cfg.Logger.Info("garbage collector target", "gogc", setting, "from", source)
 	stopPprof, err := startPprof(pprofListen)
 	if err != nil {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
@@ -79,11 +81,15 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
+	fs.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "garbage collector target, as Go's GOGC (a GOGC environment variable wins): higher trades memory for CPU")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := validateGCPercent(gcPercent); err != nil {
+		return cfg, err
 	}
 	if *etcdEndpoints != "" {
 		for _, ep := range strings.Split(*etcdEndpoints, ",") {

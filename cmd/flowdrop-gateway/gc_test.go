@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestGCPercent(t *testing.T) {
+	// The collector's setting is process-wide: put back what the test found.
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+
+	for _, tc := range []struct {
+		reason  string
+		args    []string
+		gogc    string // GOGC in the environment
+		want    int    // the collector's percentage afterwards
+		wantSrc string
+		wantErr string
+	}{
+		{reason: "no flag: the gateway's default", want: defaultGCPercent, wantSrc: "--gc-percent"},
+		{reason: "the flag sets it", args: []string{"--gc-percent", "150"}, want: 150, wantSrc: "--gc-percent"},
+		{reason: "GOGC in the environment wins over the flag", args: []string{"--gc-percent", "150"}, gogc: "250", want: 100, wantSrc: "GOGC"},
+		{reason: "zero would mean collecting all the time", args: []string{"--gc-percent", "0"}, wantErr: "--gc-percent 0"},
+		{reason: "negative would turn collection off", args: []string{"--gc-percent", "-1"}, wantErr: "--gc-percent -1"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			_, err := parseFlags(append([]string{"--auth-off"}, tc.args...), io.Discard, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, src := applyGCPercent(gcPercent, func(k string) string {
+				if k == "GOGC" {
+					return tc.gogc
+				}
+				return ""
+			})
+			if got := debug.SetGCPercent(100); got != tc.want {
+				t.Errorf("collector at %d%%, want %d%%", got, tc.want)
+			}
+			if !strings.Contains(src, tc.wantSrc) {
+				t.Errorf("source %q, want it to name %q", src, tc.wantSrc)
+			}
+		})
+	}
+}
