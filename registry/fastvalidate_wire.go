@@ -83,8 +83,9 @@ type wireState struct{ unsure bool }
 func (st *wireState) give() bool { st.unsure = true; return false }
 
 // parseValue reads one Value's bytes; ok is false when they are not exactly
-// one well-formed kind.
-func parseValue(b []byte) (v wval, ok bool) {
+// one well-formed kind. validUTF8 checks a string's UTF-8: wellFormed does,
+// and the evaluation after it, over bytes already proved, does not again.
+func parseValue(b []byte, validUTF8 bool) (v wval, ok bool) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return v, false
@@ -105,7 +106,7 @@ func parseValue(b []byte) (v wval, ok bool) {
 	case num == wString && typ == protowire.BytesType:
 		v.raw, n = protowire.ConsumeBytes(b)
 		v.kind = tString
-		if n >= 0 && !utf8.Valid(v.raw) {
+		if validUTF8 && n >= 0 && !utf8.Valid(v.raw) {
 			return v, false
 		}
 	case num == wStruct && typ == protowire.BytesType:
@@ -121,9 +122,9 @@ func parseValue(b []byte) (v wval, ok bool) {
 }
 
 // nextEntry reads one map entry of a Struct's bytes: its key and value bytes
-// and the rest. bad is set for anything but exactly one valid UTF-8 key
-// (absent means "") and one value.
-func nextEntry(b []byte) (key, value, rest []byte, bad bool) {
+// and the rest. bad is set for anything but exactly one key (absent means
+// "", valid UTF-8 when validUTF8 asks; see parseValue) and one value.
+func nextEntry(b []byte, validUTF8 bool) (key, value, rest []byte, bad bool) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 || num != wStructFields || typ != protowire.BytesType {
 		return nil, nil, nil, true
@@ -146,7 +147,7 @@ func nextEntry(b []byte) (key, value, rest []byte, bad bool) {
 		entry = entry[n+m:]
 		switch {
 		case num == wEntryKey && !haveKey:
-			if !utf8.Valid(f) {
+			if validUTF8 && !utf8.Valid(f) {
 				return nil, nil, nil, true
 			}
 			key, haveKey = f, true
@@ -281,23 +282,37 @@ func (st *wireState) object(n *fnode, b []byte, depth int) bool {
 			return false
 		}
 	}
-	for _, r := range n.required {
-		if found, ok := hasKey(b, r); !ok {
-			return st.give()
-		} else if !found {
-			return false
+	// Required keys are ticked off in the one pass over the entries below
+	// (a bit each), rather than one scan of the object per required key.
+	var seen uint64
+	tick := len(n.required) <= 64
+	if !tick {
+		for _, r := range n.required {
+			if found, ok := hasKey(b, r); !ok {
+				return st.give()
+			} else if !found {
+				return false
+			}
 		}
 	}
+	visit := n.props != nil || n.patProps != nil || n.addl != addlNone
 	for rest := b; len(rest) > 0; {
-		k, raw, next, bad := nextEntry(rest)
+		k, raw, next, bad := nextEntry(rest, false)
 		if bad {
 			return st.give()
 		}
 		rest = next
-		if n.props == nil && n.patProps == nil && n.addl == addlNone {
+		if tick {
+			for i, r := range n.required {
+				if r == str(k) {
+					seen |= 1 << i
+				}
+			}
+		}
+		if !visit {
 			continue
 		}
-		pv, ok := parseValue(raw)
+		pv, ok := parseValue(raw, false)
 		if !ok {
 			return st.give()
 		}
@@ -327,14 +342,14 @@ func (st *wireState) object(n *fnode, b []byte, depth int) bool {
 			}
 		}
 	}
-	return true
+	return !tick || seen == 1<<len(n.required)-1
 }
 
 // distinctKeys counts a Struct's keys, refusing (ok false) a repeated key,
 // malformed bytes or more than maxWireKeys keys (the check is quadratic).
 func distinctKeys(b []byte) (count int, ok bool) {
 	for rest := b; len(rest) > 0; {
-		k, _, next, bad := nextEntry(rest)
+		k, _, next, bad := nextEntry(rest, false)
 		if bad || count == maxWireKeys {
 			return 0, false
 		}
@@ -351,7 +366,7 @@ func distinctKeys(b []byte) (count int, ok bool) {
 // bytes are malformed.
 func hasKey(b []byte, key string) (found, ok bool) {
 	for len(b) > 0 {
-		k, _, next, bad := nextEntry(b)
+		k, _, next, bad := nextEntry(b, false)
 		if bad {
 			return false, false
 		}
@@ -386,7 +401,7 @@ func (st *wireState) array(n *fnode, b []byte, depth int) bool {
 			return st.give()
 		}
 		rest = next
-		item, ok := parseValue(raw)
+		item, ok := parseValue(raw, false)
 		if !ok {
 			return st.give()
 		}
@@ -416,11 +431,11 @@ func wellFormed(v wval, depth int) bool {
 	switch v.kind {
 	case tObject:
 		for rest := v.raw; len(rest) > 0; {
-			_, raw, next, bad := nextEntry(rest)
+			_, raw, next, bad := nextEntry(rest, true)
 			if bad {
 				return false
 			}
-			pv, ok := parseValue(raw)
+			pv, ok := parseValue(raw, true)
 			if !ok || !wellFormed(pv, depth+1) {
 				return false
 			}
@@ -432,7 +447,7 @@ func wellFormed(v wval, depth int) bool {
 			if bad {
 				return false
 			}
-			item, ok := parseValue(raw)
+			item, ok := parseValue(raw, true)
 			if !ok || !wellFormed(item, depth+1) {
 				return false
 			}

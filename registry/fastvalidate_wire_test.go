@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -118,6 +121,42 @@ func TestFastValidWireBytes(t *testing.T) {
 	}
 	if e3 := fastEntry(t, `{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`); e3.FastValidWire(mustMarshal(t, `{"a":[1,2]}`)) {
 		t.Error("uniqueItems is not decided on the wire: want false")
+	}
+}
+
+// TestFastValidWireRequired: required keys are ticked off in the one pass
+// over the entries (a bit each, up to 64) or, beyond 64, by a scan per key;
+// both must find every key wherever it is and miss none.
+func TestFastValidWireRequired(t *testing.T) {
+	for _, n := range []int{1, 3, 64, 65, 70} {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%02d", i)
+		}
+		quoted, _ := json.Marshal(keys)
+		e := fastEntry(t, `{"type":"object","required":`+string(quoted)+`}`)
+		all := map[string]any{"extra": true}
+		for _, k := range keys {
+			all[k] = 1.0
+		}
+		args, _ := structpb.NewStruct(all)
+		// Deterministic marshalling sorts keys; the default order varies, so
+		// both put required keys at the start, the end and in between.
+		for _, det := range []bool{true, false} {
+			b, _ := proto.MarshalOptions{Deterministic: det}.Marshal(args)
+			if !e.FastValidWire(b) {
+				t.Errorf("%d required, all present (deterministic=%v): want accepted", n, det)
+			}
+		}
+		for _, drop := range []string{keys[0], keys[n/2], keys[n-1]} {
+			some := maps.Clone(all)
+			delete(some, drop)
+			args, _ := structpb.NewStruct(some)
+			b, _ := proto.Marshal(args)
+			if e.FastValidWire(b) {
+				t.Errorf("%d required, %q missing: want refused", n, drop)
+			}
+		}
 	}
 }
 
