@@ -48,6 +48,11 @@ func newBackendPool(cfg *Config) *backendPool {
 			grpc.WithDefaultCallOptions(
 				grpc.MaxCallRecvMsgSize(cfg.BackendMaxRecvMsgSize),
 				grpc.MaxCallSendMsgSize(cfg.BackendMaxSendMsgSize),
+				// The raw path's messages (rawpath.go); every other message
+				// goes through the proto codec as usual. A default rather than
+				// a per-call option: gRPC copies the option lists of a call
+				// that has both.
+				grpc.ForceCodecV2(rawCodec{}),
 			),
 		},
 	}
@@ -56,9 +61,10 @@ func newBackendPool(cfg *Config) *backendPool {
 // errPoolClosed is returned by get after close.
 var errPoolClosed = fmt.Errorf("gateway is shutting down")
 
-// get returns the connection for target, creating it if needed, and a
-// release func the caller must call when its call is done.
-func (p *backendPool) get(target string) (*grpc.ClientConn, func(), error) {
+// get returns the connection for target, creating it if needed; the caller
+// must call its release when its call is done (a method, not a returned
+// func: a method value would allocate on every call).
+func (p *backendPool) get(target string) (*pooledConn, error) {
 	p.mu.RLock()
 	c, ok := p.conns[target]
 	if ok {
@@ -67,27 +73,27 @@ func (p *backendPool) get(target string) (*grpc.ClientConn, func(), error) {
 	closed := p.closed
 	p.mu.RUnlock()
 	if ok {
-		return c.cc, c.release, nil
+		return c, nil
 	}
 	if closed {
-		return nil, nil, errPoolClosed
+		return nil, errPoolClosed
 	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, nil, errPoolClosed
+		return nil, errPoolClosed
 	}
 	if c, ok = p.conns[target]; !ok {
 		cc, err := grpc.NewClient(target, p.dialOpts...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bad backend target: %w", err)
+			return nil, fmt.Errorf("bad backend target: %w", err)
 		}
 		c = &pooledConn{cc: cc}
 		p.conns[target] = c
 	}
 	c.refs.Add(1)
-	return c.cc, c.release, nil
+	return c, nil
 }
 
 // retain closes the connections whose target inUse reports false (once

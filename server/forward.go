@@ -5,7 +5,6 @@ import (
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -40,10 +39,11 @@ func (p *pipeline) forward(ctx context.Context, c *call) (*gatewayv1.InvokeRespo
 }
 
 // callBackend is the one backend call, shared by forward and the raw path
-// (rawpath.go, which passes undecoded messages and a raw codec in opts):
+// (rawpath.go, which passes undecoded messages; the pool's connections
+// use rawCodec, which sends those as they are and every other message as proto):
 // the deadline budget, the pooled connection, the outgoing metadata and
 // the *backendError wrapping.
-func (p *pipeline) callBackend(ctx context.Context, c *call, req, resp any, opts ...grpc.CallOption) error {
+func (p *pipeline) callBackend(ctx context.Context, c *call, req, resp any) error {
 	target := c.entry.Tool.Backend
 	budget, source := p.budget(ctx, c)
 	fail := func(err error) error {
@@ -54,14 +54,14 @@ func (p *pipeline) callBackend(ctx context.Context, c *call, req, resp any, opts
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	cc, release, err := p.pool.get(target)
+	conn, err := p.pool.get(target)
 	if err != nil {
 		return fail(status.Error(codes.Unavailable, err.Error()))
 	}
-	defer release()
+	defer conn.release()
 
 	ctx = metadata.NewOutgoingContext(ctx, p.outgoingMD(ctx, c))
-	if err := cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp, opts...); err != nil {
+	if err := conn.cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -320,7 +320,7 @@ func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRe
 		return nil, fmt.Errorf("encoding the caller: %w", err)
 	}
 	resp := new(rawFrame)
-	if err := p.callBackend(ctx, c, &rawBackendRequest{req: raw, caller: callerField}, resp, rawCodecCallOption); err != nil {
+	if err := p.callBackend(ctx, c, &rawBackendRequest{req: raw, caller: callerField}, resp); err != nil {
 		return nil, err
 	}
 	if plainInvokeResponse(resp.buf) {
@@ -335,10 +335,6 @@ func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRe
 	}
 	return &gatewayv1.InvokeToolResponse{Result: ir.GetResult(), IsError: ir.GetIsError()}, nil
 }
-
-// rawCodecCallOption makes a backend call use rawCodec (one value: a
-// CallOption built per call would allocate).
-var rawCodecCallOption = grpc.ForceCodecV2(rawCodec{})
 
 // encodeCallerField encodes InvokeRequest.caller (field 4) on its own, to
 // follow the received request's bytes (fields 1–3) on the wire.
