@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -337,16 +338,46 @@ func (p *pipeline) forwardRaw(ctx context.Context, c *call, raw *rawInvokeToolRe
 }
 
 // encodeCallerField encodes InvokeRequest.caller (field 4) on its own, to
-// follow the received request's bytes (fields 1–3) on the wire.
+// follow the received request's bytes (fields 1–3) on the wire. By hand
+// with protowire, as proto.Marshal would (proto3: empty strings omitted):
+// the reflective marshaller took ~2.5 µs a call for these three fields.
+// TestEncodeCallerField holds it to proto.Marshal's bytes.
 func encodeCallerField(caller *gatewayv1.Caller) ([]byte, error) {
 	if caller == nil {
 		return nil, nil
 	}
-	size := proto.Size(caller)
+	// proto3 strings must be valid UTF-8; proto.Marshal refuses them too.
+	valid := utf8.ValidString(caller.GetSubject()) && utf8.ValidString(caller.GetMethod())
+	for _, r := range caller.GetRoles() {
+		valid = valid && utf8.ValidString(r)
+	}
+	if !valid {
+		return nil, errors.New("caller identity is not valid UTF-8")
+	}
+	size := 0
+	field := func(s string) int { return 1 + protowire.SizeBytes(len(s)) } // tags 1–3 are one byte
+	if s := caller.GetSubject(); s != "" {
+		size += field(s)
+	}
+	if s := caller.GetMethod(); s != "" {
+		size += field(s)
+	}
+	for _, r := range caller.GetRoles() {
+		size += field(r) // repeated: every element, empty ones included
+	}
 	out := make([]byte, 0, 1+protowire.SizeVarint(uint64(size))+size)
 	out = protowire.AppendTag(out, 4, protowire.BytesType)
 	out = protowire.AppendVarint(out, uint64(size))
-	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(out, caller)
+	if s := caller.GetSubject(); s != "" {
+		out = protowire.AppendString(protowire.AppendTag(out, 1, protowire.BytesType), s)
+	}
+	if s := caller.GetMethod(); s != "" {
+		out = protowire.AppendString(protowire.AppendTag(out, 2, protowire.BytesType), s)
+	}
+	for _, r := range caller.GetRoles() {
+		out = protowire.AppendString(protowire.AppendTag(out, 3, protowire.BytesType), r)
+	}
+	return out, nil
 }
 
 // plainInvokeResponse reports whether b holds only InvokeResponse's fields
