@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flowdrop/gateway/internal/wirescan"
 )
 
 // Wire numbers of google.protobuf.Struct, Value and ListValue (struct.proto).
@@ -72,12 +74,12 @@ func (p *Plan) NeedsRepairWire(structBytes []byte) bool {
 // (a Struct's map entries, a ListValue's values); ok is false for any other
 // field, wire type or truncation.
 func nextBytesField(b []byte, want protowire.Number) (field, rest []byte, ok bool) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := wirescan.ConsumeTag(b)
 	if n < 0 || num != want || typ != protowire.BytesType {
 		return nil, nil, false
 	}
 	b = b[n:]
-	field, n = protowire.ConsumeBytes(b)
+	field, n = wirescan.ConsumeBytes(b)
 	if n < 0 {
 		return nil, nil, false
 	}
@@ -89,12 +91,12 @@ func nextBytesField(b []byte, want protowire.Number) (field, rest []byte, ok boo
 func splitEntry(entry []byte) (key, val []byte, ok bool) {
 	haveKey, haveVal := false, false
 	for len(entry) > 0 {
-		num, typ, n := protowire.ConsumeTag(entry)
+		num, typ, n := wirescan.ConsumeTag(entry)
 		if n < 0 || typ != protowire.BytesType {
 			return nil, nil, false
 		}
 		entry = entry[n:]
-		v, n := protowire.ConsumeBytes(entry)
+		v, n := wirescan.ConsumeBytes(entry)
 		if n < 0 {
 			return nil, nil, false
 		}
@@ -122,7 +124,7 @@ func splitEntry(entry []byte) (key, val []byte, ok bool) {
 // empty Value, several kinds, an unknown field or a wrong wire type.
 func valueKind(val []byte) (kind protowire.Number, payload []byte, ok bool) {
 	b := val
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := wirescan.ConsumeTag(b)
 	if n < 0 {
 		return 0, nil, false
 	}
@@ -133,7 +135,7 @@ func valueKind(val []byte) (kind protowire.Number, payload []byte, ok bool) {
 	case num == valueNumber && typ == protowire.Fixed64Type:
 		n = protowire.ConsumeFieldValue(num, typ, b)
 	case (num == valueString || num == valueStruct || num == valueList) && typ == protowire.BytesType:
-		payload, n = protowire.ConsumeBytes(b)
+		payload, n = wirescan.ConsumeBytes(b)
 		if num == valueString && n >= 0 && !utf8.Valid(payload) {
 			return 0, nil, false
 		}

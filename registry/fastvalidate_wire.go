@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/flowdrop/gateway/internal/wirescan"
 )
 
 // FastValidWire evaluates the fast validator (fastvalidate.go) over the wire
@@ -86,7 +88,7 @@ func (st *wireState) give() bool { st.unsure = true; return false }
 // one well-formed kind. validUTF8 checks a string's UTF-8: wellFormed does,
 // and the evaluation after it, over bytes already proved, does not again.
 func parseValue(b []byte, validUTF8 bool) (v wval, ok bool) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := wirescan.ConsumeTag(b)
 	if n < 0 {
 		return v, false
 	}
@@ -104,16 +106,16 @@ func parseValue(b []byte, validUTF8 bool) (v wval, ok bool) {
 		x, n = protowire.ConsumeFixed64(b)
 		v.kind, v.num = tNumber, math.Float64frombits(x)
 	case num == wString && typ == protowire.BytesType:
-		v.raw, n = protowire.ConsumeBytes(b)
+		v.raw, n = wirescan.ConsumeBytes(b)
 		v.kind = tString
 		if validUTF8 && n >= 0 && !utf8.Valid(v.raw) {
 			return v, false
 		}
 	case num == wStruct && typ == protowire.BytesType:
-		v.raw, n = protowire.ConsumeBytes(b)
+		v.raw, n = wirescan.ConsumeBytes(b)
 		v.kind = tObject
 	case num == wList && typ == protowire.BytesType:
-		v.raw, n = protowire.ConsumeBytes(b)
+		v.raw, n = wirescan.ConsumeBytes(b)
 		v.kind = tArray
 	default:
 		return v, false
@@ -125,22 +127,22 @@ func parseValue(b []byte, validUTF8 bool) (v wval, ok bool) {
 // and the rest. bad is set for anything but exactly one key (absent means
 // "", valid UTF-8 when validUTF8 asks; see parseValue) and one value.
 func nextEntry(b []byte, validUTF8 bool) (key, value, rest []byte, bad bool) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := wirescan.ConsumeTag(b)
 	if n < 0 || num != wStructFields || typ != protowire.BytesType {
 		return nil, nil, nil, true
 	}
-	entry, m := protowire.ConsumeBytes(b[n:])
+	entry, m := wirescan.ConsumeBytes(b[n:])
 	if m < 0 {
 		return nil, nil, nil, true
 	}
 	rest = b[n+m:]
 	haveKey, haveVal := false, false
 	for len(entry) > 0 {
-		num, typ, n := protowire.ConsumeTag(entry)
+		num, typ, n := wirescan.ConsumeTag(entry)
 		if n < 0 || typ != protowire.BytesType {
 			return nil, nil, nil, true
 		}
-		f, m := protowire.ConsumeBytes(entry[n:])
+		f, m := wirescan.ConsumeBytes(entry[n:])
 		if m < 0 {
 			return nil, nil, nil, true
 		}
@@ -162,11 +164,11 @@ func nextEntry(b []byte, validUTF8 bool) (key, value, rest []byte, bad bool) {
 
 // nextItem reads one element of a ListValue's bytes.
 func nextItem(b []byte) (value, rest []byte, bad bool) {
-	num, typ, n := protowire.ConsumeTag(b)
+	num, typ, n := wirescan.ConsumeTag(b)
 	if n < 0 || num != wListValues || typ != protowire.BytesType {
 		return nil, nil, true
 	}
-	v, m := protowire.ConsumeBytes(b[n:])
+	v, m := wirescan.ConsumeBytes(b[n:])
 	if m < 0 {
 		return nil, nil, true
 	}

@@ -204,6 +204,7 @@ func beginCall(c *call) {
 
 // finish records the call's outcome — the audit line and the metrics — once
 // per call, whatever stage ended it. err is the pipeline's (domain) error.
+// A successful call without an audit sink costs only the repair counters.
 func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 	if c.pol.start.IsZero() {
 		return
@@ -211,26 +212,27 @@ func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 	if c.pol.err != nil {
 		err = c.pol.err
 	}
-	var ve *registry.ValidationError
-	if err != nil {
-		ve = validationErrorOf(err)
-	}
-	if ve != nil {
-		c.pol.validation = "failed"
-		for _, v := range ve.Violations {
-			c.pol.violations = append(c.pol.violations, v.Pointer+": "+v.Message)
-		}
-	}
 	known := c.entry != nil // the tool label only takes registered names (bounded cardinality)
 	label := "_unknown"
 	if known {
 		label = c.tool
 	}
+	decision, reason := policy.DecisionAllow, ""
+	if err != nil {
+		decision, reason = p.failureOutcome(c, label, err)
+	}
+	for _, r := range c.report.Repairs {
+		p.metrics.repair(label, r.Kind.String())
+	}
+	if p.audit == nil {
+		return
+	}
 	rec := policy.AuditRecord{
 		Time:        c.pol.start,
 		Tool:        c.tool,
 		CallID:      c.callID,
-		Decision:    policy.DecisionAllow,
+		Decision:    decision,
+		Reason:      reason,
 		Repairs:     policy.RepairsFromReport(c.report),
 		Validation:  c.pol.validation,
 		Violations:  c.pol.violations,
@@ -241,26 +243,6 @@ func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 		rec.CallerSubject, rec.CallerMethod = caller.Subject, caller.Method
 	} else if c.pol.hasCaller {
 		rec.CallerSubject, rec.CallerMethod = c.pol.caller.Subject, c.pol.caller.Method
-	}
-	if pe, ok := policy.AsError(err); ok {
-		rec.Decision, rec.Reason = policy.DecisionDeny, pe.Reason
-		p.metrics.policyDenial(label, pe.Reason)
-	} else if reason, ok := policyReasonOf(err); ok {
-		rec.Decision, rec.Reason = policy.DecisionDeny, reason
-		p.metrics.policyDenial(label, reason)
-	} else if err != nil {
-		rec.Decision = policy.DecisionError
-		rec.Reason = status.Code(grpcError(err)).String()
-		if ve != nil {
-			rec.Decision, rec.Reason = policy.DecisionDeny, "validation-failed"
-			p.metrics.validationFailure(label)
-		}
-	}
-	for _, r := range c.report.Repairs {
-		p.metrics.repair(label, r.Kind.String())
-	}
-	if p.audit == nil {
-		return
 	}
 	var red *policy.Redactor
 	if known {
@@ -279,6 +261,32 @@ func (p *pipeline) finish(ctx context.Context, c *call, err error) {
 		rec.ArgsSent, rec.ArgsRepaired = nil, nil
 	}
 	p.writeAudit(rec)
+}
+
+// failureOutcome classifies a failed call for the audit line (decision and
+// reason) and counts it in the metrics: policy denials, validation failures
+// (whose violations it records on c) and other errors.
+func (p *pipeline) failureOutcome(c *call, label string, err error) (decision, reason string) {
+	ve := validationErrorOf(err)
+	if ve != nil {
+		c.pol.validation = "failed"
+		for _, v := range ve.Violations {
+			c.pol.violations = append(c.pol.violations, v.Pointer+": "+v.Message)
+		}
+	}
+	if pe, ok := policy.AsError(err); ok {
+		p.metrics.policyDenial(label, pe.Reason)
+		return policy.DecisionDeny, pe.Reason
+	}
+	if reason, ok := policyReasonOf(err); ok {
+		p.metrics.policyDenial(label, reason)
+		return policy.DecisionDeny, reason
+	}
+	if ve != nil {
+		p.metrics.validationFailure(label)
+		return policy.DecisionDeny, "validation-failed"
+	}
+	return policy.DecisionError, status.Code(grpcError(err)).String()
 }
 
 // validationErrorOf is errors.As for a *registry.ValidationError, in its
