@@ -69,6 +69,15 @@ type rawBackendRequest struct {
 	caller []byte
 }
 
+// rawCall is what a raw InvokeTool call needs up front, allocated in one
+// piece: the received request, the call state and the request the
+// interceptor chain sees (without arguments).
+type rawCall struct {
+	raw  rawInvokeToolRequest
+	call call
+	req  gatewayv1.InvokeToolRequest
+}
+
 // rawInvokeToolResponse is an InvokeToolResponse already encoded.
 type rawInvokeToolResponse struct{ buf []byte }
 
@@ -158,14 +167,15 @@ var rawGatewayServiceDesc = grpc.ServiceDesc{
 
 func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	g := srv.(*gatewayService)
-	raw := new(rawInvokeToolRequest)
+	rc := new(rawCall)
+	raw := &rc.raw
 	if err := dec(raw); err != nil {
 		return nil, err
 	}
 	// Everything that reads raw.buf runs inside this call: the decoded
 	// paths copy what they keep (proto.Unmarshal does not alias its input).
 	defer raw.release()
-	req, ctx, err := g.p.rawRequest(ctx, raw)
+	req, ctx, err := g.p.rawRequest(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +204,13 @@ func errUnmarshal(err error) error {
 // no stage before normalization needs the arguments; then an
 // InvokeToolRequest without arguments, with the call state (holding raw) in
 // the returned context.
-func (p *pipeline) rawRequest(ctx context.Context, raw *rawInvokeToolRequest) (*gatewayv1.InvokeToolRequest, context.Context, error) {
+func (p *pipeline) rawRequest(ctx context.Context, rc *rawCall) (*gatewayv1.InvokeToolRequest, context.Context, error) {
+	raw := &rc.raw
 	if raw.scan() && raw.hasArgs && !p.needsDecodedArgs(raw.tool) {
-		c := &call{tool: raw.tool, callID: raw.callID, raw: raw}
-		return &gatewayv1.InvokeToolRequest{Tool: raw.tool, CallId: raw.callID}, withCall(ctx, c), nil
+		c := &rc.call
+		c.tool, c.callID, c.raw = raw.tool, raw.callID, raw
+		rc.req.Tool, rc.req.CallId = raw.tool, raw.callID
+		return &rc.req, withCall(ctx, c), nil
 	}
 	rawStats.decodedAll.Add(1)
 	req := new(gatewayv1.InvokeToolRequest)
