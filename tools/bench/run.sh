@@ -14,6 +14,9 @@
 #      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5) GATEWAY_FLAGS (extra flags)
 # The gateway runs with --auth-off (the bench measures the pipeline without
 # credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
+# GC: the gateway runs at its default --gc-percent 400, the other processes at
+# Go's 100; GATEWAY_FLAGS="--gc-percent 100" or GOGC=400 in the environment
+# compares like for like (BENCHMARKS.md, "Exact commands").
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -34,7 +37,7 @@ while [ $# -gt 0 ]; do
     --pprof) [ $# -ge 2 ] || die "--pprof needs a directory"; PPROF_DIR=$2; shift 2 ;;
     --payload) [ $# -ge 2 ] || die "--payload needs clean or repair"; PAYLOAD=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
