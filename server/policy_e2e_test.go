@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -345,9 +346,10 @@ func TestPolicyInFlightLimit(t *testing.T) {
 	}
 }
 
-// TestPolicyListToolsShowsOnlyInvocableTools: ListTools is filtered by the
-// caller's tool lists.
-func TestPolicyListToolsShowsOnlyInvocableTools(t *testing.T) {
+// TestPolicyRegistryShowsOnlyInvocableTools: ListTools, GetTool and
+// WatchTools are filtered by the caller's tool lists; a hidden tool is
+// NotFound exactly like one that does not exist.
+func TestPolicyRegistryShowsOnlyInvocableTools(t *testing.T) {
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)))
 	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	names := func(key string) []string {
@@ -362,10 +364,78 @@ func TestPolicyListToolsShowsOnlyInvocableTools(t *testing.T) {
 		return out
 	}
 	if got := strings.Join(names(keyLimited), ","); got != "create_note" {
-		t.Errorf("limited caller sees %q, want only create_note", got)
+		t.Errorf("limited caller lists %q, want only create_note", got)
 	}
-	if got := len(names(keyInvoker)); got != 4 {
-		t.Errorf("invoker sees %d tools, want all 4 demo tools", got)
+	all := names(keyInvoker)
+	if len(all) != 4 {
+		t.Errorf("invoker lists %d tools, want all 4 demo tools", len(all))
+	}
+
+	// GetTool: the visible tool is there; a hidden one answers as a missing one does.
+	note, err := reg.GetTool(withKey(keyLimited), &gatewayv1.GetToolRequest{Name: "create_note"})
+	if err != nil {
+		t.Fatalf("limited GetTool(create_note): %v", err)
+	}
+	hidden := ""
+	for _, n := range all {
+		if n != "create_note" {
+			hidden = n
+		}
+	}
+	_, errHidden := reg.GetTool(withKey(keyLimited), &gatewayv1.GetToolRequest{Name: hidden})
+	_, errMissing := reg.GetTool(withKey(keyLimited), &gatewayv1.GetToolRequest{Name: "no_such_tool"})
+	if status.Code(errHidden) != codes.NotFound {
+		t.Fatalf("limited GetTool(%s) = %v, want NotFound", hidden, errHidden)
+	}
+	if got, want := status.Convert(errHidden).Message(), strings.ReplaceAll(status.Convert(errMissing).Message(), "no_such_tool", hidden); got != want {
+		t.Errorf("hidden tool's message %q differs from a missing tool's %q: it tells the tool exists", got, want)
+	}
+	if _, err := reg.GetTool(withKey(keyInvoker), &gatewayv1.GetToolRequest{Name: hidden}); err != nil {
+		t.Errorf("invoker GetTool(%s): %v", hidden, err)
+	}
+
+	// WatchTools: the replay from 0 and the live events skip hidden tools.
+	watch := func(key string) (func() string, func()) {
+		ctx, cancel := context.WithTimeout(withKey(key), 20*time.Second)
+		stream, err := reg.WatchTools(ctx, &gatewayv1.WatchToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := func() string {
+			ev, err := stream.Recv()
+			if err != nil {
+				t.Fatalf("watch (%s…): %v", key[:10], err)
+			}
+			return ev.GetType().String() + " " + ev.GetTool().GetName()
+		}
+		return next, cancel
+	}
+	limited, stopLimited := watch(keyLimited)
+	defer stopLimited()
+	invoker, stopInvoker := watch(keyInvoker)
+	defer stopInvoker()
+	if got := limited(); got != "EVENT_TYPE_PUT create_note" {
+		t.Errorf("limited watch replay starts with %q, want only create_note", got)
+	}
+	for range all {
+		invoker()
+	}
+	// A tool the limited caller may not call, then a change it may see.
+	secret := proto.Clone(note.GetTool()).(*gatewayv1.Tool)
+	secret.Name, secret.Revision = "secret_report", 0
+	if _, err := reg.RegisterTool(withKey(keyAdmin), &gatewayv1.RegisterToolRequest{Tool: secret}); err != nil {
+		t.Fatal(err)
+	}
+	update := proto.Clone(note.GetTool()).(*gatewayv1.Tool)
+	update.Description, update.Revision = "Create a note (updated).", 0
+	if _, err := reg.RegisterTool(withKey(keyAdmin), &gatewayv1.RegisterToolRequest{Tool: update}); err != nil {
+		t.Fatal(err)
+	}
+	if got := limited(); got != "EVENT_TYPE_PUT create_note" {
+		t.Errorf("limited watch's next event is %q, want the create_note update (secret_report hidden)", got)
+	}
+	if got := invoker(); got != "EVENT_TYPE_PUT secret_report" {
+		t.Errorf("invoker watch's next event is %q, want secret_report", got)
 	}
 }
 

@@ -48,10 +48,12 @@ func WithLintProfiles(profiles ...lint.Profile) registryServiceOption {
 	}
 }
 
-// WithListFilter hides from ListTools every tool for which visible returns
-// false (e.g. tools the caller may not invoke). visible must be cheap: it
-// runs for each candidate tool of a page.
-func WithListFilter(visible func(ctx context.Context, name string) bool) registryServiceOption {
+// WithToolFilter hides every tool for which visible returns false (e.g.
+// tools the caller may not invoke) from ListTools, GetTool (NotFound, as
+// for a tool that does not exist: a hidden tool's existence is not told)
+// and WatchTools (its events are skipped). visible must be cheap: it runs
+// for each candidate tool of a page and each watch event.
+func WithToolFilter(visible func(ctx context.Context, name string) bool) registryServiceOption {
 	return func(s *registryService) { s.visible = visible }
 }
 
@@ -173,6 +175,9 @@ func (s *registryService) GetTool(ctx context.Context, req *gatewayv1.GetToolReq
 	if err := checkNameField(name); err != nil {
 		return nil, grpcError(err)
 	}
+	if !s.shows(ctx, name) {
+		return nil, grpcError(&toolNotFoundError{tool: name})
+	}
 	t, err := s.reg.Get(ctx, name)
 	if err != nil {
 		return nil, grpcError(notFoundAsTool(name, err))
@@ -257,7 +262,7 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 		if !strings.HasPrefix(t.Name, prefix) {
 			break // sorted: no later name has the prefix either
 		}
-		if !labelsMatch(t.Labels, labels) || (s.visible != nil && !s.visible(ctx, t.Name)) {
+		if !labelsMatch(t.Labels, labels) || !s.shows(ctx, t.Name) {
 			continue
 		}
 		if len(resp.Tools) == size {
@@ -318,6 +323,9 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 			return grpcError(err)
 		}
 		for _, t := range tools {
+			if !s.shows(ctx, t.Name) {
+				continue
+			}
 			if err := stream.Send(&gatewayv1.WatchToolsResponse{
 				Type: gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT, Tool: toolProto(t), Revision: t.Revision,
 			}); err != nil {
@@ -354,12 +362,19 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 				}
 				return resume("registry store watch lost")
 			}
-			if err := stream.Send(watchEventProto(ev)); err != nil {
-				return err
+			if s.shows(ctx, ev.Tool.Name) {
+				if err := stream.Send(watchEventProto(ev)); err != nil {
+					return err
+				}
 			}
 			after = ev.Revision
 		}
 	}
+}
+
+// shows reports whether the caller in ctx may see the tool (WithToolFilter).
+func (s *registryService) shows(ctx context.Context, name string) bool {
+	return s.visible == nil || s.visible(ctx, name)
 }
 
 func watchEventProto(ev registry.Event) *gatewayv1.WatchToolsResponse {

@@ -467,7 +467,7 @@ func TestRegistryServiceLint(t *testing.T) {
 
 func TestRegistryServiceListTools(t *testing.T) {
 	hidden := "boards.secret"
-	g := startRegistryService(t, memstore.New(), WithListFilter(func(_ context.Context, name string) bool { return name != hidden }))
+	g := startRegistryService(t, memstore.New(), WithToolFilter(func(_ context.Context, name string) bool { return name != hidden }))
 	ctx := rsCtx(t)
 	tools := []struct {
 		name   string

@@ -98,7 +98,7 @@ func New(cfg Config, reg *registry.Registry) (*Server, error) {
 		grpc.NumStreamWorkers(streamWorkers()),
 	)...)
 	gs.RegisterService(&rawGatewayServiceDesc, &gatewayService{p: p})
-	rs := registerRegistryService(gs, reg, WithStrictLint(cfg.StrictLint), WithListFilter(p.visibleTool))
+	rs := registerRegistryService(gs, reg, WithStrictLint(cfg.StrictLint), WithToolFilter(p.visibleTool))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
