@@ -119,6 +119,13 @@ var printer = message.NewPrinter(language.English)
 // type errors and its repairs travel with the error. It returns nil when the
 // arguments are valid.
 func (e *Entry) Validate(args *structpb.Struct, rep *normalize.Report) *ValidationError {
+	if v := nonFiniteViolations(args); len(v) > 0 { // finite.go
+		ve := &ValidationError{Tool: e.Tool.Name, Violations: v}
+		if rep != nil {
+			ve.Repairs = rep.Repairs
+		}
+		return ve
+	}
 	// The fast path only ever accepts; anything it rejects or cannot judge
 	// goes to jsonschema, which is authoritative and explains failures.
 	if e.fast != nil && e.fast.valid(args) {

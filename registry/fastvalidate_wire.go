@@ -425,10 +425,11 @@ func (st *wireState) array(n *fnode, b []byte, depth int) bool {
 
 // wellFormed checks that a value's bytes decode as exactly what
 // proto.Unmarshal would accept and produce: one kind per Value, one key and
-// value per entry, valid UTF-8, no unknown fields, bounded depth.
+// value per entry, valid UTF-8, no unknown fields, bounded depth; and that
+// every number is finite.
 func wellFormed(v wval, depth int) bool {
-	if depth > maxWireDepth {
-		return false
+	if depth > maxWireDepth || v.kind == tNumber && !finite(v.num) {
+		return false // non-finite numbers: Validate refuses them (finite.go)
 	}
 	switch v.kind {
 	case tObject:

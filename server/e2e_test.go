@@ -6,6 +6,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -203,6 +204,14 @@ func TestInvalidArgumentsAreRefusedBeforeTheBackend(t *testing.T) {
 			args:        map[string]any{"command": "ls", "timeout_seconds": 1.5},
 			field:       "/timeout_seconds",
 			msgContains: []string{"timeout_seconds"},
+		},
+		{
+			name:        "non-finite-number",
+			reason:      "a Struct can carry ±Infinity and NaN, JSON cannot: refused even where the schema would not look",
+			tool:        "run_command",
+			args:        map[string]any{"command": "ls", "timeout_seconds": math.Inf(1)},
+			field:       "/timeout_seconds",
+			msgContains: []string{"timeout_seconds", "finite"},
 		},
 		{
 			name:        "missing-required",
