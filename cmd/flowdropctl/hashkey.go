@@ -9,9 +9,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 )
 
-func init() {
-	register(&command{name: "hash-key", summary: "print the sha256 of an API key for a policy file's auth.api_keys", run: runHashKey})
-}
+var hashKeyCommand = &command{name: "hash-key", summary: "print the sha256 of an API key for a policy file's auth.api_keys", run: runHashKey}
 
 // runHashKey reads the key from stdin (first line), so it stays out of the
 // shell history and the process list, and prints "sha256:<hex>".

@@ -33,16 +33,14 @@ message and any field violations), 2 on bad usage.
 
 ` + connHelp
 
-func init() {
-	register(&command{
-		name:    "invoke",
-		summary: "call a tool through the gateway; print the result and the repairs",
-		run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runInvoke(ctx, args, stdout, stderr)
-		},
-	})
+var invokeCommand = &command{
+	name:    "invoke",
+	summary: "call a tool through the gateway; print the result and the repairs",
+	run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runInvoke(ctx, args, stdout, stderr)
+	},
 }
 
 // runInvoke implements `flowdropctl invoke`. args excludes the subcommand name.

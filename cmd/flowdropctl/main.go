@@ -1,8 +1,8 @@
 // Command flowdropctl is the FlowDrop gateway's command-line tool.
 //
-// Each subcommand lives in its own file and registers itself in init with
-// register; main only dispatches, so subcommands can be added (invoke,
-// tools register|list|get|delete|watch|lint, …) without touching this file.
+// Each subcommand lives in its own file as a *command value; the table below
+// lists them all in one place (no init-time registration), and run only
+// dispatches.
 package main
 
 import (
@@ -20,13 +20,18 @@ type command struct {
 	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
-var commands = map[string]*command{}
+// commands is every subcommand, by name.
+var commands = commandTable(hashKeyCommand, invokeCommand, normalizeCommand, toolsCommand)
 
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("flowdropctl: subcommand registered twice: " + c.name)
+func commandTable(cs ...*command) map[string]*command {
+	m := make(map[string]*command, len(cs))
+	for _, c := range cs {
+		if _, dup := m[c.name]; dup {
+			panic("flowdropctl: two subcommands named " + c.name)
+		}
+		m[c.name] = c
 	}
-	commands[c.name] = c
+	return m
 }
 
 func main() {

@@ -15,12 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-func init() {
-	register(&command{
-		name:    "normalize",
-		summary: "apply RT-TOOL-8 normalization to tool arguments offline",
-		run:     runNormalize,
-	})
+var normalizeCommand = &command{
+	name:    "normalize",
+	summary: "apply RT-TOOL-8 normalization to tool arguments offline",
+	run:     runNormalize,
 }
 
 // normMaxInput bounds what is read from stdin or a schema file, so a wrong

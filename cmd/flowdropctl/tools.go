@@ -50,16 +50,14 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 
 ` + connHelp
 
-func init() {
-	register(&command{
-		name:    "tools",
-		summary: "manage the gateway's tool registry: register, list, get, delete, watch, lint",
-		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runTools(ctx, args, stdin, stdout, stderr)
-		},
-	})
+var toolsCommand = &command{
+	name:    "tools",
+	summary: "manage the gateway's tool registry: register, list, get, delete, watch, lint",
+	run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runTools(ctx, args, stdin, stdout, stderr)
+	},
 }
 
 // runTools dispatches `flowdropctl tools <command>`. args excludes "tools".
