@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // BenchmarkInvokeTool measures one InvokeTool round trip through the whole
@@ -30,6 +32,38 @@ func BenchmarkInvokeTool(b *testing.B) {
 				for pb.Next() {
 					if _, err := env.Client.InvokeTool(ctx, req); err != nil {
 						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMCPToolsCall measures one MCP tools/call through the gateway's
+// streamable HTTP endpoint (stateless, JSON-RPC over HTTP/1.1 on loopback)
+// with the MCP SDK's own client, to the same backend as BenchmarkInvokeTool:
+// the MCP path's cost next to the gRPC path's.
+func BenchmarkMCPToolsCall(b *testing.B) {
+	env := gatewaytest.Start(b, gatewaytest.WithoutRecording(), gatewaytest.WithMCP())
+	ctx := context.Background()
+	cs := mustConnect(b, ctx, env.MCPURL, mcpClientOpts{})
+	cases := []struct {
+		name string
+		args string
+	}{
+		{"clean", `{"title":"Ember & Oak","tags":["a","b"],"body":"hello"}`},
+		{"repaired", `{"title":"Ember &amp;amp; Oak","tags":"[\"a\",\"b\"]","body":"hello"}`},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			params := &mcp.CallToolParams{Name: "create_note", Arguments: json.RawMessage(tc.args)}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					res, err := cs.CallTool(ctx, params)
+					if err != nil || res.IsError {
+						b.Errorf("tools/call: %v %v", err, res)
 						return
 					}
 				}

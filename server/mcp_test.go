@@ -48,7 +48,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (t headerTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
 
 // httpClient returns a client sending header, its connections closed at cleanup.
-func httpClient(t *testing.T, header http.Header) *http.Client {
+func httpClient(t testing.TB, header http.Header) *http.Client {
 	hc := &http.Client{Transport: headerTransport{header, http.DefaultTransport.(*http.Transport).Clone()}}
 	t.Cleanup(hc.CloseIdleConnections)
 	return hc
@@ -61,7 +61,7 @@ type mcpClientOpts struct {
 }
 
 // mcpConnect connects the SDK's client to env's MCP endpoint.
-func mcpConnect(t *testing.T, ctx context.Context, url string, o mcpClientOpts) (*mcp.ClientSession, error) {
+func mcpConnect(t testing.TB, ctx context.Context, url string, o mcpClientOpts) (*mcp.ClientSession, error) {
 	t.Helper()
 	copts := &mcp.ClientOptions{}
 	if o.onChange != nil {
@@ -78,7 +78,7 @@ func mcpConnect(t *testing.T, ctx context.Context, url string, o mcpClientOpts) 
 	return cs, nil
 }
 
-func mustConnect(t *testing.T, ctx context.Context, url string, o mcpClientOpts) *mcp.ClientSession {
+func mustConnect(t testing.TB, ctx context.Context, url string, o mcpClientOpts) *mcp.ClientSession {
 	t.Helper()
 	cs, err := mcpConnect(t, ctx, url, o)
 	if err != nil {
