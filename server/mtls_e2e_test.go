@@ -11,6 +11,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/testca"
 	"github.com/flowdrop/gateway/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,7 +31,7 @@ func TestMTLSIdentity(t *testing.T) {
 		}
 		return p
 	}
-	ca := gatewaytest.NewCA(t)
+	ca := testca.New(t)
 	srvCert, srvKey := ca.Issue(t, "gateway", true)
 	cliCert, cliKey := ca.Issue(t, "svc-agent", false)
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -63,6 +65,13 @@ type StoreConfig struct {
 	// EtcdRequestTimeout bounds each etcd call: past it a write fails with
 	// Unavailable (naming etcd) instead of hanging.
 	EtcdRequestTimeout time.Duration
+	// TLS to etcd, for https:// endpoints: EtcdCAFile is the PEM bundle
+	// that verifies etcd's certificate (empty: the system roots);
+	// EtcdCertFile and EtcdKeyFile are the gateway's client certificate for
+	// an etcd that requires one (--client-cert-auth), given together.
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
 }
 
 // DefaultStoreConfig is a bolt store in DefaultDataDir, with the etcd
@@ -111,12 +120,48 @@ func (c *StoreConfig) Validate() error {
 		if c.EtcdRequestTimeout <= 0 {
 			bad("etcd request timeout must be positive, got %v", c.EtcdRequestTimeout)
 		}
+		if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+			bad("etcd client certificate and key: give both or neither (cert %q, key %q)", c.EtcdCertFile, c.EtcdKeyFile)
+		}
+		if c.etcdTLSFiles() && !c.etcdTLS() {
+			bad("etcd TLS files are set but every endpoint is plain http: use https:// endpoints")
+		}
 	case "":
 		bad("kind is empty; want %s, %s or %s", StoreBolt, StoreEtcd, StoreMemory)
 	default:
 		bad("unknown kind %q; want %s, %s or %s", c.Kind, StoreBolt, StoreEtcd, StoreMemory)
 	}
 	return errors.Join(errs...)
+}
+
+// etcdTLSFiles reports whether any etcd TLS file is set.
+func (c *StoreConfig) etcdTLSFiles() bool {
+	return c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
+}
+
+// etcdTLS reports whether the etcd client speaks TLS: some endpoint is https.
+func (c *StoreConfig) etcdTLS() bool {
+	for _, ep := range c.EtcdEndpoints {
+		if strings.HasPrefix(ep, "https://") {
+			return true
+		}
+	}
+	return false
+}
+
+// etcdTLSConfig is the etcd client's TLS configuration, built by etcd's own
+// transport.TLSInfo (TLS 1.2 or newer, the CA bundle as roots, the client
+// pair), or nil for plain http endpoints.
+func (c *StoreConfig) etcdTLSConfig() (*tls.Config, error) {
+	if !c.etcdTLS() {
+		return nil, nil
+	}
+	info := transport.TLSInfo{CertFile: c.EtcdCertFile, KeyFile: c.EtcdKeyFile, TrustedCAFile: c.EtcdCAFile}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS (CA %q, cert %q, key %q): %w", c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile, err)
+	}
+	return cfg, nil
 }
 
 // checkEtcdEndpoint returns why ep is not an etcd client endpoint, or "".
@@ -184,9 +229,14 @@ func openStore(cfg Config) (registry.Store, error) {
 	case StoreEtcd:
 		// clientv3.New does not wait for etcd: an unreachable etcd shows up
 		// on the first call, bounded by the request timeout.
+		tlsCfg, err := sc.etcdTLSConfig()
+		if err != nil {
+			return nil, fmt.Errorf("opening the registry store: %w", err)
+		}
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   sc.EtcdEndpoints,
 			DialTimeout: sc.EtcdDialTimeout,
+			TLS:         tlsCfg,
 			// The client's own logs are retry noise; failures reach the
 			// gateway's log as store errors naming etcd.
 			Logger: zap.NewNop(),

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/etcdtest"
+	"github.com/flowdrop/gateway/internal/testca"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/boltstore"
 	"github.com/flowdrop/gateway/registry/memstore"
@@ -54,6 +56,19 @@ func TestStoreConfigValidate(t *testing.T) {
 		{name: "etcd-timeouts", reason: "every problem is reported at once, each named",
 			edit:    func(c *StoreConfig) { etcd(c); c.EtcdDialTimeout, c.EtcdRequestTimeout = 0, -time.Second },
 			wantErr: []string{"etcd dial timeout must be positive", "etcd request timeout must be positive, got -1s"}},
+		{name: "etcd-tls", reason: "https endpoints with a CA and a client pair",
+			edit: func(c *StoreConfig) {
+				etcd(c)
+				c.EtcdEndpoints = []string{"https://10.0.0.1:2379"}
+				c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile = "ca.pem", "gw.pem", "gw-key.pem"
+			}},
+		{name: "etcd-tls-half-pair", reason: "a client certificate without its key cannot be used",
+			edit: func(c *StoreConfig) {
+				etcd(c)
+				c.EtcdEndpoints, c.EtcdCertFile = []string{"https://10.0.0.1:2379"}, "gw.pem"
+			}, wantErr: []string{"certificate and key: give both or neither"}},
+		{name: "etcd-tls-files-on-http", reason: "TLS files with plain http endpoints would be silently unused",
+			edit: func(c *StoreConfig) { etcd(c); c.EtcdCAFile = "ca.pem" }, wantErr: []string{"use https:// endpoints"}},
 		{name: "etcd-settings-ignored-for-bolt", reason: "settings of a kind not chosen are not checked",
 			edit: func(c *StoreConfig) { c.EtcdPrefix, c.EtcdEndpoints = "", []string{"nonsense"} }},
 	}
@@ -163,4 +178,71 @@ func TestOpenStoreEtcd(t *testing.T) {
 	}
 	// Close also closes the client the store does not own: goleak
 	// (TestMain) fails the package on its leftover goroutines otherwise.
+}
+
+// TestOpenStoreEtcdTLS: an etcd that serves clients over TLS and requires a
+// client certificate is reached with --etcd-ca-file/--etcd-cert-file/
+// --etcd-key-file; without the client pair the store's calls fail within
+// the request timeout, naming etcd, instead of hanging.
+func TestOpenStoreEtcdTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	ca := testca.New(t)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	srvCert, srvKey := ca.Issue(t, "etcd", true)
+	cliCert, cliKey := ca.Issue(t, "gateway", false)
+	files := etcdtest.TLSFiles{
+		CA:         write("ca.pem", ca.PEM),
+		ServerCert: write("etcd.pem", srvCert), ServerKey: write("etcd-key.pem", srvKey),
+		ClientCert: write("gw.pem", cliCert), ClientKey: write("gw-key.pem", cliKey),
+	}
+	cluster := etcdtest.Start(t, etcdtest.WithTLS(files))
+	if ep := cluster.Endpoints()[0]; !strings.HasPrefix(ep, "https://") {
+		t.Fatalf("endpoint %s, want https", ep)
+	}
+	tool := registry.Tool{Name: "t", Backend: "127.0.0.1:1", InputSchema: &structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("object"),
+	}}}
+
+	cfg := DefaultConfig()
+	cfg.Store.Kind, cfg.Store.EtcdEndpoints = StoreEtcd, cluster.Endpoints()
+	cfg.Store.EtcdCAFile, cfg.Store.EtcdCertFile, cfg.Store.EtcdKeyFile = files.CA, files.ClientCert, files.ClientKey
+	s, err := openStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, tool, nil); err != nil {
+		t.Fatalf("Put over TLS: %v", err)
+	}
+	if resp, err := cluster.Client(t).Get(ctx, DefaultEtcdPrefix+"/registry/tools/t"); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the tool is not in etcd: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The CA alone: etcd refuses the handshake without a client certificate.
+	cfg.Store.EtcdCertFile, cfg.Store.EtcdKeyFile = "", ""
+	cfg.Store.EtcdRequestTimeout = 2 * time.Second
+	s, err = openStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(ctx, tool, nil); !errors.Is(err, registry.ErrUnavailable) || !strings.Contains(err.Error(), "etcd") {
+		t.Errorf("Put without a client certificate = %v; want ErrUnavailable naming etcd", err)
+	}
+
+	// A CA file that is not there is named at open.
+	cfg.Store.EtcdCAFile = filepath.Join(dir, "missing.pem")
+	if _, err := openStore(cfg); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+		t.Errorf("openStore with a missing CA file = %v; want the file named", err)
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/testca"
 	"github.com/flowdrop/gateway/server"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -209,7 +210,7 @@ func TestToolsCredentials(t *testing.T) {
 // --ca-file trusts its CA, --cert-file/--key-file identify the caller.
 func TestTLSFlags(t *testing.T) {
 	dir := t.TempDir()
-	testCA := gatewaytest.NewCA(t)
+	testCA := testca.New(t)
 	srvCert, srvKey := testCA.Issue(t, "gateway", true)
 	cliCert, cliKey := testCA.Issue(t, "svc-agent", false)
 	p := authPolicy("")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -25,16 +26,39 @@ const readyTimeout = 30 * time.Second
 type Cluster struct {
 	t         testing.TB
 	dir       string
+	tls       *TLSFiles
 	clientURL url.URL
 	peerURL   url.URL
 	mu        sync.Mutex
 	etcd      *embed.Etcd
 }
 
+// TLSFiles are PEM files for a member that serves clients over TLS and
+// requires a client certificate signed by CA.
+type TLSFiles struct {
+	CA                    string // verifies both sides
+	ServerCert, ServerKey string // the member's, for 127.0.0.1
+	ClientCert, ClientKey string // what Client presents
+}
+
+// Option configures Start.
+type Option func(*Cluster)
+
+// WithTLS makes the member serve clients on https:// with client
+// certificate authentication (the peer URL stays plain: one member).
+func WithTLS(f TLSFiles) Option { return func(c *Cluster) { c.tls = &f } }
+
 // Start starts a member and stops it when the test ends.
-func Start(t testing.TB) *Cluster {
+func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, dir: t.TempDir()}
+	for _, o := range opts {
+		o(c)
+	}
+	scheme := "http"
+	if c.tls != nil {
+		scheme = "https"
+	}
 	// embed needs concrete ports (the advertised URLs must match what it
 	// listens on), so pick free ones; retry in case another process grabs
 	// one between the probe and etcd's listen.
@@ -44,7 +68,7 @@ func Start(t testing.TB) *Cluster {
 		if err != nil {
 			t.Fatalf("etcdtest: pick ports: %v", err)
 		}
-		c.clientURL = url.URL{Scheme: "http", Host: cp}
+		c.clientURL = url.URL{Scheme: scheme, Host: cp}
 		c.peerURL = url.URL{Scheme: "http", Host: pp}
 		if lastErr = c.start(); lastErr == nil {
 			t.Cleanup(c.Stop)
@@ -85,6 +109,10 @@ func (c *Cluster) config() *embed.Config {
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	// No metrics listener: the default would bind a fixed port.
 	cfg.ListenMetricsUrls = nil
+	if c.tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: c.tls.ServerCert, KeyFile: c.tls.ServerKey,
+			TrustedCAFile: c.tls.CA, ClientCertAuth: true}
+	}
 	return cfg
 }
 
@@ -145,11 +173,19 @@ func (c *Cluster) Restart() {
 // Client returns a client for the member, closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if c.tls != nil {
+		tc, err := transport.TLSInfo{CertFile: c.tls.ClientCert, KeyFile: c.tls.ClientKey, TrustedCAFile: c.tls.CA}.ClientConfig()
+		if err != nil {
+			t.Fatalf("etcdtest: client TLS: %v", err)
+		}
+		cfg.TLS = tc
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}

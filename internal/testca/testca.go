@@ -1,4 +1,6 @@
-package gatewaytest
+// Package testca issues throwaway certificates for tests (mTLS to the
+// gateway, TLS to etcd): generated at test time, so no key is committed.
+package testca
 
 import (
 	"crypto/ecdsa"
@@ -21,8 +23,8 @@ type CA struct {
 	PEM []byte
 }
 
-// NewCA makes a throwaway CA valid for an hour either side of now.
-func NewCA(t testing.TB) *CA {
+// New makes a throwaway CA valid for an hour either side of now.
+func New(t testing.TB) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
