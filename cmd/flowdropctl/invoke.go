@@ -8,10 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -36,11 +33,9 @@ message and any field violations), 2 on bad usage.
 var invokeCommand = &command{
 	name:    "invoke",
 	summary: "call a tool through the gateway; print the result and the repairs",
-	run: func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
+	run: interruptible(func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return runInvoke(ctx, args, stdout, stderr)
-	},
+	}),
 }
 
 // runInvoke implements `flowdropctl invoke`. args excludes the subcommand name.

@@ -6,10 +6,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
+	"syscall"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -32,6 +35,16 @@ func commandTable(cs ...*command) map[string]*command {
 		m[c.name] = c
 	}
 	return m
+}
+
+// interruptible adapts a command that takes a context: the context ends on
+// SIGINT or SIGTERM, so a call or a watch in flight stops cleanly.
+func interruptible(run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int) func([]string, io.Reader, io.Writer, io.Writer) int {
+	return func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, args, stdin, stdout, stderr)
+	}
 }
 
 func main() {

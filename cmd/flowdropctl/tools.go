@@ -9,12 +9,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -53,11 +50,7 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 var toolsCommand = &command{
 	name:    "tools",
 	summary: "manage the gateway's tool registry: register, list, get, delete, watch, lint",
-	run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return runTools(ctx, args, stdin, stdout, stderr)
-	},
+	run:     interruptible(runTools),
 }
 
 // runTools dispatches `flowdropctl tools <command>`. args excludes "tools".
