@@ -118,7 +118,8 @@ func New(store Store, opts ...Option) *Registry {
 // Start lists the store, compiles every tool, publishes the snapshot and then
 // keeps it current from the store's watch in a goroutine until Close. ctx
 // bounds the initial load only. A stored tool that fails to compile is
-// logged and skipped.
+// logged and skipped. When the initial list fails, Start returns its error
+// and may be called again.
 func (r *Registry) Start(ctx context.Context) error {
 	r.mu.Lock()
 	if r.started || r.closed {
@@ -130,6 +131,11 @@ func (r *Registry) Start(ctx context.Context) error {
 
 	tools, rev, err := r.store.List(ctx)
 	if err != nil {
+		// Not started: Start may be called again (e.g. once the store is
+		// reachable).
+		r.mu.Lock()
+		r.started = false
+		r.mu.Unlock()
 		return err
 	}
 	r.mu.Lock()

@@ -434,3 +434,41 @@ func TestRegistryChangesAndClose(t *testing.T) {
 		t.Fatal("snapshot lost on Close")
 	}
 }
+
+// listFailsOnce is a store whose first List fails as an unreachable store's would.
+type listFailsOnce struct {
+	registry.Store
+	failed bool
+}
+
+func (s *listFailsOnce) List(ctx context.Context) ([]registry.Tool, int64, error) {
+	if !s.failed {
+		s.failed = true
+		return nil, 0, registry.ErrUnavailable
+	}
+	return s.Store.List(ctx)
+}
+
+// TestRegistryStartAgainAfterAFailedLoad: a Start whose initial list failed
+// leaves the registry unstarted, so the caller can try again once the
+// store answers (server.Run does, while etcd is down).
+func TestRegistryStartAgainAfterAFailedLoad(t *testing.T) {
+	ms := memstore.New()
+	if _, err := ms.Put(context.Background(), mkTool(t, "a", `{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	r := registry.New(&listFailsOnce{Store: ms}, registry.WithLogger(quietLogger()))
+	defer r.Close()
+	if err := r.Start(context.Background()); !errors.Is(err, registry.ErrUnavailable) {
+		t.Fatalf("first Start = %v, want ErrUnavailable", err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatalf("second Start, the store answering: %v", err)
+	}
+	if _, ok := r.Lookup("a"); !ok {
+		t.Error("the stored tool is not served after the second Start")
+	}
+	if err := r.Start(context.Background()); err == nil {
+		t.Error("a third Start on a started registry: want an error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/demotools"
@@ -219,12 +220,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer store.Close()
 	log.Info("registry store opened", "store", cfg.Store.String())
-	if err := registry.Seed(ctx, store, tools); err != nil {
-		return fmt.Errorf("loading tools: %w", err)
-	}
 	reg := registry.New(store, registry.WithLogger(log))
-	if err := reg.Start(ctx); err != nil {
-		return fmt.Errorf("starting the registry: %w", err)
+	if err := startRegistry(ctx, store, reg, tools, log, storeRetry); errors.Is(err, errStoppedWaiting) {
+		return nil
+	} else if err != nil {
+		return err
 	}
 	defer reg.Close()
 
@@ -286,6 +286,43 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
 	}
 	return <-served
+}
+
+// errStoppedWaiting ends Run without an error: it was asked to stop while
+// it waited for the registry store.
+var errStoppedWaiting = errors.New("stopped while waiting for the registry store")
+
+// storeRetry is how long startRegistry waits between attempts: the first
+// wait, doubled each time up to the cap.
+var storeRetry = [2]time.Duration{250 * time.Millisecond, 10 * time.Second}
+
+// startRegistry seeds the store with the start-up tools and starts the
+// registry. While the store is unreachable (etcd down: ErrUnavailable) it
+// waits and tries again, logging each attempt, until ctx ends — rather
+// than exiting: a fleet restarting during an etcd outage then comes back by
+// itself within seconds of etcd, not after an orchestrator's crash-loop
+// back-off. Any other error (a bad tool, a corrupt file) stops start-up.
+func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, log *slog.Logger, retry [2]time.Duration) error {
+	wait := retry[0]
+	for {
+		err := registry.Seed(ctx, store, tools)
+		if err != nil {
+			err = fmt.Errorf("loading tools: %w", err)
+		} else if err = reg.Start(ctx); err != nil {
+			err = fmt.Errorf("starting the registry: %w", err)
+		}
+		if err == nil || !errors.Is(err, registry.ErrUnavailable) {
+			return err
+		}
+		log.Warn("registry store unreachable; not serving until it answers", "error", err.Error(), "retry_in", wait)
+		select {
+		case <-ctx.Done(): // shut down while waiting: a normal stop
+			log.Info("stopped before the registry store answered")
+			return errStoppedWaiting
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, retry[1])
+	}
 }
 
 // startDemoBackend serves the example tool service on a random loopback port.
