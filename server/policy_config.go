@@ -129,6 +129,9 @@ func (c *PolicyConfig) validate() error {
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
 	}
+	if _, err := policy.NewRateLimiter(c.RateLimit); err != nil {
+		bad("%v", err) // names rate_limit and the field
+	}
 	for _, l := range []struct {
 		name string
 		v    int
@@ -190,8 +193,13 @@ type policyFile struct {
 		MaxInFlightPerTool int `json:"max_in_flight_per_tool"`
 	} `json:"limits"`
 	RateLimit struct {
-		Rate        float64  `json:"rate"`
-		Burst       int      `json:"burst"`
+		Rate  float64 `json:"rate"`
+		Burst int     `json:"burst"`
+		Tools []struct {
+			Match string  `json:"match"`
+			Rate  float64 `json:"rate"`
+			Burst int     `json:"burst"`
+		} `json:"tools"`
 		MaxBuckets  int      `json:"max_buckets"`
 		IdleTimeout duration `json:"idle_timeout"`
 	} `json:"rate_limit"`
@@ -276,6 +284,9 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
+	}
+	for _, o := range f.RateLimit.Tools {
+		c.RateLimit.Tools = append(c.RateLimit.Tools, policy.ToolRate(o))
 	}
 	if j := f.Auth.JWT; j != nil {
 		c.Auth.JWT = &policy.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, JWKSFile: j.JWKSFile, JWKSURL: j.JWKSURL,

@@ -27,6 +27,7 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"rules", len(p.Rules) == 1 && p.Rules[0].Tools[0] == "run_command"},
 		{"limits", p.Limits.MaxDepth == 16 && p.Limits.MaxInFlightPerTool == 64},
 		{"rate limit", p.RateLimit.Rate == 10 && p.RateLimit.Burst == 20 && p.RateLimit.IdleTimeout == 10*time.Minute},
+		{"per-tool rate limit", len(p.RateLimit.Tools) == 1 && p.RateLimit.Tools[0] == policy.ToolRate{Match: "run_*", Rate: 1, Burst: 2}},
 		{"audit", p.Audit.RotateBytes == 104857600},
 		{"admin", p.Admin.ListenAddr == "127.0.0.1:9090"},
 		{"tracing", p.Tracing.Exporter == TracingNone},
@@ -59,6 +60,10 @@ func TestParsePolicyErrors(t *testing.T) {
 		{name: "otlp-without-endpoint", reason: "otlp needs a collector", doc: "auth: {mode: off}\ntracing: {exporter: otlp}\n", want: []string{"tracing.endpoint"}},
 		{name: "mtls-without-client-ca", reason: "only certificates the gateway verified may identify callers", doc: "auth: {mode: on, mtls: {subject_from: cn}}\n", want: []string{"tls.client_ca_file"}},
 		{name: "negative-limit", reason: "limits are sizes", doc: "auth: {mode: off}\nlimits: {max_depth: -1}\n", want: []string{"limits.max_depth"}},
+		{name: "tool-rate-without-burst", reason: "an override is a whole bucket: rate and burst",
+			doc: "auth: {mode: off}\nrate_limit: {tools: [{match: run_command, rate: 1}]}\n", want: []string{"rate_limit.tools[0]", "run_command"}},
+		{name: "rate-without-burst", reason: "the default bucket needs a burst too (was only found at start-up)",
+			doc: "auth: {mode: off}\nrate_limit: {rate: 5}\n", want: []string{"rate_limit: burst"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

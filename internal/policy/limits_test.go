@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +180,67 @@ func TestPolicyRateLimitBoundedAndEvictsIdle(t *testing.T) {
 	}
 	if _, err := NewRateLimiter(RateLimitConfig{Rate: 1}); err == nil {
 		t.Fatal("burst 0 with a rate accepted")
+	}
+}
+
+// TestPolicyRateLimitPerTool: overrides give matching tools their own rate
+// and burst (first match wins), apply without a default rate, and are
+// checked when built.
+func TestPolicyRateLimitPerTool(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := WithClock(func() time.Time { return now })
+	alice := Caller{Subject: "alice", Method: MethodAPIKey}
+	burstOf := func(rl *RateLimiter, tool string) int {
+		t.Helper()
+		for n := range 100 {
+			if err := rl.Allow(alice, tool); err != nil {
+				pe := wantPolicyError(t, err, ResourceExhausted, ReasonRateLimited)
+				if pe.Tool != tool {
+					t.Errorf("refusal names tool %q, want %q", pe.Tool, tool)
+				}
+				return n
+			}
+		}
+		return -1 // unlimited
+	}
+	rl, err := NewRateLimiter(RateLimitConfig{Rate: 5, Burst: 4, Tools: []ToolRate{
+		{Match: "run_command", Rate: 1, Burst: 1},
+		{Match: "run_*", Rate: 1, Burst: 2}, // run_command matched above first
+	}}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool, reason string
+		burst        int
+	}{
+		{"run_command", "the exact override, listed first", 1},
+		{"run_script", "the glob override", 2},
+		{"create_note", "no override: the default", 4},
+	} {
+		if got := burstOf(rl, tc.tool); got != tc.burst {
+			t.Errorf("%s: %d calls allowed at once, want %d (%s)", tc.tool, got, tc.burst, tc.reason)
+		}
+	}
+	if err := rl.Allow(alice, "run_command"); err == nil || !strings.Contains(err.Error(), "1/s, burst 1") {
+		t.Errorf("refusal %v: want the override's limit named", err)
+	}
+
+	only, err := NewRateLimiter(RateLimitConfig{Tools: []ToolRate{{Match: "run_*", Rate: 1, Burst: 1}}}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := burstOf(only, "run_command"); got != 1 {
+		t.Errorf("override without a default rate: %d calls allowed, want 1", got)
+	}
+	if got := burstOf(only, "create_note"); got != -1 {
+		t.Errorf("no default rate and no override: %d calls allowed, want no limit", got)
+	}
+
+	for _, bad := range []ToolRate{{Match: "[", Rate: 1, Burst: 1}, {Match: "", Rate: 1, Burst: 1}, {Match: "x", Rate: 0, Burst: 1}, {Match: "x", Rate: 1, Burst: 0}, {Match: "x", Rate: math.NaN(), Burst: 1}} {
+		if _, err := NewRateLimiter(RateLimitConfig{Tools: []ToolRate{bad}}); err == nil || !strings.Contains(err.Error(), "rate_limit.tools[0]") {
+			t.Errorf("override %+v: err = %v, want it refused and named", bad, err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"sync"
 	"time"
 
@@ -16,6 +17,10 @@ type RateLimitConfig struct {
 	// Rate is tokens per second; Burst the bucket size. Rate <= 0 disables limiting.
 	Rate  float64
 	Burst int
+	// Tools overrides Rate and Burst for the tools whose names match (glob
+	// patterns as in authz; the first match wins), e.g. a slower bucket for
+	// "run_*". An override applies even when Rate is 0 (no default limit).
+	Tools []ToolRate
 	// MaxBuckets bounds memory (default 100000). When full, the least recently
 	// used bucket is dropped (it restarts full if that pair calls again).
 	MaxBuckets int
@@ -23,6 +28,13 @@ type RateLimitConfig struct {
 	// bucket has refilled anyway, so dropping it changes no decision if
 	// IdleTimeout >= Burst/Rate.
 	IdleTimeout time.Duration
+}
+
+// ToolRate is one per-tool override of RateLimitConfig.
+type ToolRate struct {
+	Match string // a path.Match glob over tool names
+	Rate  float64
+	Burst int
 }
 
 // RateLimiter is a bounded set of token buckets keyed by caller subject and
@@ -39,9 +51,11 @@ type RateLimiter struct {
 type bucketKey struct{ subject, method, tool string }
 
 type bucket struct {
-	key  bucketKey
-	lim  *rate.Limiter
-	last time.Time
+	key   bucketKey
+	lim   *rate.Limiter
+	rate  float64 // the limit lim was made with, for the refusal message
+	burst int
+	last  time.Time
 }
 
 // RateLimitOption configures NewRateLimiter.
@@ -57,6 +71,14 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 	}
 	if math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0) {
 		return nil, errors.New("rate_limit: rate must be a finite number")
+	}
+	for i, o := range cfg.Tools {
+		if _, err := path.Match(o.Match, ""); err != nil || o.Match == "" {
+			return nil, fmt.Errorf("rate_limit.tools[%d]: match %q is not a tool-name glob", i, o.Match)
+		}
+		if !(o.Rate > 0) || math.IsInf(o.Rate, 0) || o.Burst < 1 {
+			return nil, fmt.Errorf("rate_limit.tools[%d] (%s): want a finite rate above 0 and a burst of at least 1, got rate %g, burst %d", i, o.Match, o.Rate, o.Burst)
+		}
 	}
 	if cfg.MaxBuckets <= 0 {
 		cfg.MaxBuckets = 100_000
@@ -74,8 +96,12 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 // Allow takes one token from the caller × tool bucket or refuses with
 // ResourceExhausted and RetryAfter set to when a token will be available.
 func (r *RateLimiter) Allow(c Caller, tool string) error {
-	if r == nil || r.cfg.Rate <= 0 {
+	if r == nil || r.cfg.Rate <= 0 && len(r.cfg.Tools) == 0 {
 		return nil
+	}
+	lim, burst := r.limitFor(tool)
+	if lim <= 0 {
+		return nil // no default limit and no override for this tool
 	}
 	now := r.now()
 	k := bucketKey{subject: c.Subject, method: c.Method, tool: tool}
@@ -90,7 +116,7 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		if r.lru.Len() >= r.cfg.MaxBuckets {
 			r.remove(r.lru.Back())
 		}
-		b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(r.cfg.Rate), r.cfg.Burst)}
+		b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(lim), burst), rate: lim, burst: burst}
 		r.m[k] = r.lru.PushFront(b)
 	}
 	b.last = now
@@ -99,9 +125,20 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		res.CancelAt(now) // a refused call must not consume the future token
 		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
 			Message: fmt.Sprintf("caller %q is over the rate limit for tool %q (%g/s, burst %d); retry after %s",
-				c.Subject, tool, r.cfg.Rate, r.cfg.Burst, d.Round(time.Millisecond))}
+				c.Subject, tool, b.rate, b.burst, d.Round(time.Millisecond))}
 	}
 	return nil
+}
+
+// limitFor is the tool's rate and burst: the first matching override, else
+// the default.
+func (r *RateLimiter) limitFor(tool string) (float64, int) {
+	for _, o := range r.cfg.Tools {
+		if ok, _ := path.Match(o.Match, tool); ok { // patterns checked in NewRateLimiter
+			return o.Rate, o.Burst
+		}
+	}
+	return r.cfg.Rate, r.cfg.Burst
 }
 
 // Len reports the number of live buckets.
