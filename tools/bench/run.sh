@@ -109,7 +109,12 @@ JSON
     gw_extra+=(--pprof-listen "$GW_PPROF"); GW_PPROF_OK=1
   fi
   # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
-  "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --listen "$GW" "${gw_extra[@]}" $GATEWAY_FLAGS \
+  # Its own data directory: the default (./flowdrop-data) would leave bench_tool
+  # in the registry of whoever runs the bench from a checkout.
+  # No MCP or admin listener: the bench uses neither, and their default
+  # ports may be taken by a gateway already running on this machine.
+  "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --data-dir "$tmp/data" --mcp-listen "" --admin-listen "" \
+    --listen "$GW" "${gw_extra[@]}" $GATEWAY_FLAGS \
     >"$tmp/gateway.out" 2>"$tmp/gateway.log" & GW_PID=$!; pids+=($GW_PID)
 fi
 
