@@ -221,7 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer store.Close()
 	log.Info("registry store opened", "store", cfg.Store.String())
 	reg := registry.New(store, registry.WithLogger(log))
-	if err := startRegistry(ctx, store, reg, tools, log, storeRetry); errors.Is(err, errStoppedWaiting) {
+	if err := startRegistry(ctx, store, reg, tools, log); errors.Is(err, errStoppedWaiting) {
 		return nil
 	} else if err != nil {
 		return err
@@ -302,8 +302,8 @@ var storeRetry = [2]time.Duration{250 * time.Millisecond, 10 * time.Second}
 // than exiting: a fleet restarting during an etcd outage then comes back by
 // itself within seconds of etcd, not after an orchestrator's crash-loop
 // back-off. Any other error (a bad tool, a corrupt file) stops start-up.
-func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, log *slog.Logger, retry [2]time.Duration) error {
-	wait := retry[0]
+func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, log *slog.Logger) error {
+	wait := storeRetry[0]
 	for {
 		err := registry.Seed(ctx, store, tools)
 		if err != nil {
@@ -321,7 +321,7 @@ func startRegistry(ctx context.Context, store registry.Store, reg *registry.Regi
 			return errStoppedWaiting
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, retry[1])
+		wait = min(2*wait, storeRetry[1])
 	}
 }
 

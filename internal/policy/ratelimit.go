@@ -51,11 +51,9 @@ type RateLimiter struct {
 type bucketKey struct{ subject, method, tool string }
 
 type bucket struct {
-	key   bucketKey
-	lim   *rate.Limiter
-	rate  float64 // the limit lim was made with, for the refusal message
-	burst int
-	last  time.Time
+	key  bucketKey
+	lim  *rate.Limiter
+	last time.Time
 }
 
 // RateLimitOption configures NewRateLimiter.
@@ -99,9 +97,11 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 	if r == nil || r.cfg.Rate <= 0 && len(r.cfg.Tools) == 0 {
 		return nil
 	}
-	lim, burst := r.limitFor(tool)
-	if lim <= 0 {
-		return nil // no default limit and no override for this tool
+	if r.cfg.Rate <= 0 {
+		// Only overrides: a tool none matches is not limited (no lock, no bucket).
+		if lim, _ := r.limitFor(tool); lim <= 0 {
+			return nil
+		}
 	}
 	now := r.now()
 	k := bucketKey{subject: c.Subject, method: c.Method, tool: tool}
@@ -113,10 +113,14 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		r.lru.MoveToFront(e)
 		b = e.Value.(*bucket)
 	} else {
+		// The tool's limit is fixed by the configuration, so it is looked up
+		// once, when the pair's bucket is made (it is positive here: above
+		// 0 by default, or an override, validated positive).
+		lim, burst := r.limitFor(tool)
 		if r.lru.Len() >= r.cfg.MaxBuckets {
 			r.remove(r.lru.Back())
 		}
-		b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(lim), burst), rate: lim, burst: burst}
+		b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(lim), burst)}
 		r.m[k] = r.lru.PushFront(b)
 	}
 	b.last = now
@@ -125,7 +129,7 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		res.CancelAt(now) // a refused call must not consume the future token
 		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
 			Message: fmt.Sprintf("caller %q is over the rate limit for tool %q (%g/s, burst %d); retry after %s",
-				c.Subject, tool, b.rate, b.burst, d.Round(time.Millisecond))}
+				c.Subject, tool, float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
 	}
 	return nil
 }
