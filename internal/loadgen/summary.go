@@ -10,12 +10,15 @@ import (
 	"strings"
 )
 
-// Labels the harness gives its four targets; the ratios are defined on them.
+// Labels the harness gives its targets; the ratios are defined on them.
+// LabelBaseline is the gateway built from another commit (run.sh's
+// BASELINE_REF); it is measured only when that is set.
 const (
 	LabelDirect      = "direct"
 	LabelProxy       = "proxy"
 	LabelDecodeProxy = "decode-proxy"
 	LabelGateway     = "gateway"
+	LabelBaseline    = "baseline"
 )
 
 // ReadResults parses drive's JSON lines, naming the line of any bad one.
@@ -79,7 +82,9 @@ var nan = math.NaN()
 // Summarize reduces results to per-(label, mode) medians and the ratios:
 // proxy/direct, decode-proxy/proxy and gateway/proxy closed-loop
 // throughput, and the gateway's added open-loop p50 relative to the bare
-// proxy's, (gateway − direct) / (proxy − direct).
+// proxy's, (gateway − direct) / (proxy − direct). When the results hold a
+// baseline gateway, two more follow, without targets: gateway/baseline
+// throughput and added p50, (gateway − direct) / (baseline − direct).
 func Summarize(results []Result) ([]Row, []Ratio) {
 	type key struct{ label, mode string }
 	groups := map[key][]Result{}
@@ -151,27 +156,43 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 		thrRatio("decode-proxy/proxy throughput (closed)", LabelDecodeProxy, LabelProxy, "", 0),
 		thrRatio("gateway/proxy throughput (closed)", LabelGateway, LabelProxy, "≥ 0.85", 0.85),
 	}
-	added := Ratio{Name: "gateway/proxy added p50 (open)", Value: nan, Target: "≤ 1.25"}
-	d, okd := row[key{LabelDirect, "open"}]
-	p, okp := row[key{LabelProxy, "open"}]
-	gw, okg := row[key{LabelGateway, "open"}]
-	if okd && okp && okg && p.P50us > d.P50us {
-		added.Value = (gw.P50us - d.P50us) / (p.P50us - d.P50us)
-		pass := added.Value <= 1.25
-		added.Pass = &pass
-	}
 	direct := map[int]Result{}
 	for _, r := range groups[key{LabelDirect, "open"}] {
 		direct[r.Round] = r
 	}
-	added.PerRound = perRound("open", LabelGateway, LabelProxy, func(g, p Result) float64 {
-		d, ok := direct[g.Round]
-		if !ok || p.P50us <= d.P50us {
-			return nan
+	// addedRatio is a's open-loop p50 above direct's over b's; NaN where
+	// b adds nothing (the ratio would be meaningless) or an input is missing.
+	addedRatio := func(name, a, b, target string, bound float64) Ratio {
+		r := Ratio{Name: name, Value: nan, Target: target}
+		d, okd := row[key{LabelDirect, "open"}]
+		ra, oka := row[key{a, "open"}]
+		rb, okb := row[key{b, "open"}]
+		if okd && oka && okb && rb.P50us > d.P50us {
+			r.Value = (ra.P50us - d.P50us) / (rb.P50us - d.P50us)
+			if target != "" {
+				pass := r.Value <= bound
+				r.Pass = &pass
+			}
 		}
-		return (g.P50us - d.P50us) / (p.P50us - d.P50us)
-	})
-	return rows, append(ratios, added)
+		r.PerRound = perRound("open", a, b, func(x, y Result) float64 {
+			d, ok := direct[x.Round]
+			if !ok || y.P50us <= d.P50us {
+				return nan
+			}
+			return (x.P50us - d.P50us) / (y.P50us - d.P50us)
+		})
+		return r
+	}
+	ratios = append(ratios, addedRatio("gateway/proxy added p50 (open)", LabelGateway, LabelProxy, "≤ 1.25", 1.25))
+	// Only with a baseline in the results, so a run without one prints what
+	// it always has.
+	if _, ok := row[key{LabelBaseline, "closed"}]; ok {
+		ratios = append(ratios, thrRatio("gateway/baseline throughput (closed)", LabelGateway, LabelBaseline, "", 0))
+	}
+	if _, ok := row[key{LabelBaseline, "open"}]; ok {
+		ratios = append(ratios, addedRatio("gateway/baseline added p50 (open)", LabelGateway, LabelBaseline, "", 0))
+	}
+	return rows, ratios
 }
 
 // WriteSummary prints Summarize's table and ratios for humans (and for

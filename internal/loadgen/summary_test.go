@@ -83,6 +83,68 @@ func TestSummarizeRatios(t *testing.T) {
 	}
 }
 
+func TestSummarizeBaseline(t *testing.T) {
+	closed := func(label string, round int, thr float64) Result {
+		return Result{Label: label, Round: round, Mode: "closed", ThroughputPerS: thr}
+	}
+	open := func(label string, round int, p50 float64) Result {
+		return Result{Label: label, Round: round, Mode: "open", P50us: p50}
+	}
+	in := []Result{
+		closed("direct", 1, 10000), closed("proxy", 1, 5000), closed("gateway", 1, 4000), closed("baseline", 1, 5000),
+		closed("direct", 2, 12000), closed("proxy", 2, 6000), closed("gateway", 2, 6000), closed("baseline", 2, 4000),
+		open("direct", 1, 300), open("proxy", 1, 900), open("gateway", 1, 1200), open("baseline", 1, 1500),
+		open("direct", 2, 200), open("proxy", 2, 800), open("gateway", 2, 900), open("baseline", 2, 200),
+	}
+	_, ratios := Summarize(in)
+	got := map[string]Ratio{}
+	for _, r := range ratios {
+		got[r.Name] = r
+	}
+	thr, ok := got["gateway/baseline throughput (closed)"]
+	if !ok {
+		t.Fatalf("no gateway/baseline throughput ratio among %d ratios", len(ratios))
+	}
+	// Medians: gateway 5000, baseline 4500.
+	if math.Abs(thr.Value-5000.0/4500) > 1e-9 || thr.Pass != nil {
+		t.Errorf("throughput = %v pass %v, want 5000/4500 and no target", thr.Value, thr.Pass)
+	}
+	if len(thr.PerRound) != 2 || thr.PerRound[0] != 0.8 || thr.PerRound[1] != 1.5 {
+		t.Errorf("throughput per round = %v, want [0.8 1.5] (4000/5000, 6000/4000)", thr.PerRound)
+	}
+	added, ok := got["gateway/baseline added p50 (open)"]
+	if !ok {
+		t.Fatal("no gateway/baseline added p50 ratio")
+	}
+	// Medians: direct 250, gateway 1050, baseline 850: (1050−250)/(850−250).
+	if math.Abs(added.Value-800.0/600) > 1e-9 || added.Pass != nil {
+		t.Errorf("added p50 = %v pass %v, want 800/600 and no target", added.Value, added.Pass)
+	}
+	// Round 1: (1200−300)/(1500−300) = 0.75. Round 2: the baseline adds
+	// nothing over direct, so there is no ratio to give.
+	if len(added.PerRound) != 2 || added.PerRound[0] != 0.75 || !math.IsNaN(added.PerRound[1]) {
+		t.Errorf("added p50 per round = %v, want [0.75 NaN]", added.PerRound)
+	}
+	// The gateway's own ratios against the proxy are still computed as without a baseline.
+	if r := got["gateway/proxy throughput (closed)"]; math.Abs(r.Value-5000.0/5500) > 1e-9 {
+		t.Errorf("gateway/proxy throughput = %v, want 5000/5500", r.Value)
+	}
+	var b strings.Builder
+	if err := WriteSummary(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| closed | baseline | 2 | 4500 | 4000–5000 |",
+		"| open | baseline | 2 | 0 | 0–0 | 850 | 0 | 0 | 600 |", // added p50 850−250
+		"| gateway/baseline throughput (closed) | 1.11 | 1.15 | 0.80, 1.50 |  |",
+		"| gateway/baseline added p50 (open) | 1.33 | n/a | 0.75, NaN |  |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestSummarizeMissingGateway(t *testing.T) {
 	_, ratios := Summarize([]Result{
 		{Label: "direct", Mode: "closed", ThroughputPerS: 10},
