@@ -139,9 +139,6 @@ func (c *Cluster) start() error {
 // Endpoints returns the client URLs, stable across Restart.
 func (c *Cluster) Endpoints() []string { return []string{c.clientURL.String()} }
 
-// Dir returns the member's data directory.
-func (c *Cluster) Dir() string { return c.dir }
-
 // Stop stops the member; it is a no-op when already stopped.
 func (c *Cluster) Stop() {
 	c.mu.Lock()
