@@ -11,7 +11,15 @@
 #   --payload K    clean (default, needs no repair) or repair
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
-#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5) GATEWAY_FLAGS (extra flags)
+#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5, +7 with BASELINE_REF)
+#      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
+# BASELINE_REF=<git ref> (e.g. HEAD, main, a commit): before/after in one run.
+# ./cmd/flowdrop-gateway is also built from that commit and measured as
+# "baseline" in every round, interleaved like the rest, with the gateway's
+# flags, its own port (BASE_PORT+6, pprof +7) and its own data directory; the
+# summary adds gateway/baseline throughput and added-p50 ratios (per round and
+# median). The gateway itself is built from the work tree, uncommitted edits
+# included.
 # The gateway runs with --auth-off (the bench measures the pipeline without
 # credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
 # GC: the gateway runs at its default --gc-percent 400, the other processes at
@@ -26,6 +34,7 @@ RATE=${RATE:-1000}
 WARMUP=${WARMUP:-3s}
 BASE_PORT=${BASE_PORT:-17100}
 GATEWAY_FLAGS=${GATEWAY_FLAGS:-}
+BASELINE_REF=${BASELINE_REF:-}
 PAYLOAD=clean
 PPROF_DIR=""
 KEEP=0
@@ -37,7 +46,7 @@ while [ $# -gt 0 ]; do
     --pprof) [ $# -ge 2 ] || die "--pprof needs a directory"; PPROF_DIR=$2; shift 2 ;;
     --payload) [ $# -ge 2 ] || die "--payload needs clean or repair"; PAYLOAD=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -49,6 +58,11 @@ done
 case "$PAYLOAD" in clean|repair) ;; *) die "--payload '$PAYLOAD': want clean or repair" ;; esac
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+BASELINE_REV=""
+if [ -n "$BASELINE_REF" ]; then
+  BASELINE_REV=$(git -C "$root" rev-parse --verify --quiet "$BASELINE_REF^{commit}") ||
+    die "BASELINE_REF='$BASELINE_REF': not a commit in $root"
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/flowdrop-bench.XXXXXX")
 pids=()
 cleanup() {
@@ -66,6 +80,8 @@ DX=127.0.0.1:$((BASE_PORT + 2))
 GW=127.0.0.1:$((BASE_PORT + 3))
 GW_PPROF=127.0.0.1:$((BASE_PORT + 4))
 PX_PPROF=127.0.0.1:$((BASE_PORT + 5))
+BGW=127.0.0.1:$((BASE_PORT + 6))
+BGW_PPROF=127.0.0.1:$((BASE_PORT + 7))
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== build" >&2
@@ -78,6 +94,19 @@ else
   echo "run.sh: the gateway does not build; its rows are PENDING:" >&2
   sed 's/^/  /' "$tmp/gateway-build.log" >&2
 fi
+if [ -n "$BASELINE_REV" ]; then
+  # git archive rather than a worktree: it leaves nothing in the repository's
+  # worktree list (shared with other checkouts), and the trap's rm -rf of
+  # $tmp is all the cleanup it needs.
+  echo "== build baseline gateway at $BASELINE_REF (${BASELINE_REV:0:12})" >&2
+  mkdir "$tmp/baseline-src"
+  git -C "$root" archive "$BASELINE_REV" | tar -x -C "$tmp/baseline-src"
+  if ! (cd "$tmp/baseline-src" && go build -o "$tmp/flowdrop-gateway-baseline" ./cmd/flowdrop-gateway) \
+    2>"$tmp/baseline-build.log"; then
+    sed 's/^/  /' "$tmp/baseline-build.log" >&2
+    die "the baseline gateway ($BASELINE_REF) does not build"
+  fi
+fi
 
 # Each server is bounded by --lifetime as well as by the trap, so nothing
 # outlives a killed script for long.
@@ -87,16 +116,14 @@ echo "== start servers" >&2
 "$LG" proxy --listen "$PX" --backend "$BE" --pprof-listen "$PX_PPROF" --lifetime $LIFETIME 2>"$tmp/proxy.log" & pids+=($!)
 "$LG" proxy --decode --listen "$DX" --backend "$BE" --lifetime $LIFETIME 2>"$tmp/decode-proxy.log" & pids+=($!)
 
-GW_PPROF_OK=0
-GW_PID=""
-if [ "$HAVE_GATEWAY" = 1 ]; then
-  # The tools file registers bench_tool at the backend with the schema that
-  # matches the payload (printed by the loadgen so the two cannot drift).
-  cat >"$tmp/tools.json" <<JSON
-{"tools": [{"name": "bench_tool", "description": "Benchmark tool: 10 parameters, ~1 KiB.",
-  "backend": "$BE", "timeout": "5s", "input_schema": $("$LG" schema)}]}
-JSON
-  gw_extra=()
+# start_gateway NAME BINARY LISTEN PPROF_LISTEN: the gateway and the
+# baseline start through here so both get the same flags; NAME names the
+# log files and the data directory. Sets GW_STARTED_PID, and
+# GW_STARTED_PPROF=1 if the binary has --pprof-listen.
+start_gateway() {
+  local name=$1 bin=$2 listen=$3 pprof=$4 gw_help data=$tmp/data
+  local gw_extra=()
+  [ "$name" = gateway ] || data=$tmp/$name-data
   # The gateway refuses to serve a tools file without an auth choice; the
   # bench measures the pipeline without credentials.
   case " $GATEWAY_FLAGS " in
@@ -104,25 +131,45 @@ JSON
     *) gw_extra+=(--auth-off) ;;
   esac
   # -h exits non-zero; capture first so pipefail does not hide the flag.
-  gw_help=$("$tmp/flowdrop-gateway" -h 2>&1 || true)
+  gw_help=$("$bin" -h 2>&1 || true)
+  GW_STARTED_PPROF=0
   if grep -q -- '-pprof-listen' <<<"$gw_help"; then
-    gw_extra+=(--pprof-listen "$GW_PPROF"); GW_PPROF_OK=1
+    gw_extra+=(--pprof-listen "$pprof"); GW_STARTED_PPROF=1
   fi
-  # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
   # Its own data directory: the default (./flowdrop-data) would leave bench_tool
   # in the registry of whoever runs the bench from a checkout.
   # No MCP or admin listener: the bench uses neither, and their default
   # ports may be taken by a gateway already running on this machine.
-  "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --data-dir "$tmp/data" --mcp-listen "" --admin-listen "" \
-    --listen "$GW" "${gw_extra[@]}" $GATEWAY_FLAGS \
-    >"$tmp/gateway.out" 2>"$tmp/gateway.log" & GW_PID=$!; pids+=($GW_PID)
+  # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
+  "$bin" --tools "$tmp/tools.json" --data-dir "$data" --mcp-listen "" --admin-listen "" \
+    --listen "$listen" "${gw_extra[@]}" $GATEWAY_FLAGS \
+    >"$tmp/$name.out" 2>"$tmp/$name.log" & GW_STARTED_PID=$!; pids+=("$GW_STARTED_PID")
+}
+
+GW_PPROF_OK=0
+GW_PID=""
+if [ "$HAVE_GATEWAY" = 1 ] || [ -n "$BASELINE_REV" ]; then
+  # The tools file registers bench_tool at the backend with the schema that
+  # matches the payload (printed by the loadgen so the two cannot drift).
+  cat >"$tmp/tools.json" <<JSON
+{"tools": [{"name": "bench_tool", "description": "Benchmark tool: 10 parameters, ~1 KiB.",
+  "backend": "$BE", "timeout": "5s", "input_schema": $("$LG" schema)}]}
+JSON
+fi
+if [ "$HAVE_GATEWAY" = 1 ]; then
+  start_gateway gateway "$tmp/flowdrop-gateway" "$GW" "$GW_PPROF"
+  GW_PID=$GW_STARTED_PID; GW_PPROF_OK=$GW_STARTED_PPROF
+fi
+if [ -n "$BASELINE_REV" ]; then
+  start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF"
 fi
 
-# labels[i] target[i] addr[i]: the four things measured.
+# labels[i] target[i] addr[i]: the things measured (four; five with BASELINE_REF).
 labels=(direct proxy decode-proxy)
 targets=(direct proxy proxy)
 addrs=("$BE" "$PX" "$DX")
 if [ "$HAVE_GATEWAY" = 1 ]; then labels+=(gateway); targets+=(gateway); addrs+=("$GW"); fi
+if [ -n "$BASELINE_REV" ]; then labels+=(baseline); targets+=(gateway); addrs+=("$BGW"); fi
 
 echo "== wait for readiness (one real call each, bounded)" >&2
 for i in "${!labels[@]}"; do
@@ -188,7 +235,9 @@ if [ -n "$PPROF_DIR" ]; then
 fi
 
 echo
-echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)"
+baseline_note=""
+[ -z "$BASELINE_REV" ] || baseline_note=" baseline=$BASELINE_REF(${BASELINE_REV:0:12})"
+echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)$baseline_note"
 "$LG" summarize --in "$results"
 if [ "$HAVE_GATEWAY" != 1 ]; then
   echo
