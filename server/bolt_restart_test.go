@@ -1,12 +1,11 @@
 package server_test
 
-// The default store end to end through Run: a bolt file in the data
+// The default store end to end through Start: a bolt file in the data
 // directory keeps registered tools (same revisions) across a restart, the
 // tools file re-seeds without bumping revisions, and the demo tools follow
 // the demo backend to its new port.
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
@@ -17,72 +16,68 @@ import (
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// runningGateway is server.Run in a goroutine, reached through the address
-// its banner prints.
+// runningGateway is a started gateway with the demo tools on a demo
+// backend of its own (a new port each start, like the binary's demo mode).
 type runningGateway struct {
-	gw     gatewayv1.ToolGatewayServiceClient
-	reg    gatewayv1.ToolRegistryServiceClient
-	cancel context.CancelFunc
-	exited chan error
-	conn   *grpc.ClientConn
+	gw   gatewayv1.ToolGatewayServiceClient
+	reg  gatewayv1.ToolRegistryServiceClient
+	g    *server.Gateway
+	conn *grpc.ClientConn
+	done bool
+}
+
+// demoTools starts an example tool service on a free 127.0.0.1 port and
+// returns the demo tools pointing at it.
+func demoTools(t *testing.T) []registry.Tool {
+	t.Helper()
+	blis := gatewaytest.Listen(t)
+	bs := demotools.NewGRPCServer(demotools.New(), nil)
+	go bs.Serve(blis)
+	t.Cleanup(bs.Stop)
+	demo, err := registry.ParseTools(demotools.ToolsYAML(blis.Addr().String()), "embedded demo tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return demo
 }
 
 func startRun(t *testing.T, cfg server.Config) *runningGateway {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	cfg.Out = pw
-	g := &runningGateway{cancel: cancel, exited: make(chan error, 1)}
-	go func() {
-		err := server.Run(ctx, cfg)
-		pw.CloseWithError(io.EOF)
-		g.exited <- err
-	}()
-	var addr string
-	sc := bufio.NewScanner(pr)
-	for addr == "" && sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "flowdrop gateway listening on "); ok {
-			addr, _, _ = strings.Cut(rest, " ")
-		}
+	cfg.Tools = append(demoTools(t), cfg.Tools...)
+	g, err := server.Start(testCtx(t), cfg)
+	if err != nil {
+		t.Fatalf("gateway did not start: %v", err)
 	}
-	go io.Copy(io.Discard, pr) // the rest of the banner
-	if addr == "" {
-		cancel()
-		t.Fatalf("gateway did not start: %v", <-g.exited)
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(g.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.conn = conn
-	g.gw = gatewayv1.NewToolGatewayServiceClient(conn)
-	g.reg = gatewayv1.NewToolRegistryServiceClient(conn)
-	t.Cleanup(func() { g.stop(t) })
-	return g
+	rg := &runningGateway{g: g, conn: conn, gw: gatewayv1.NewToolGatewayServiceClient(conn), reg: gatewayv1.NewToolRegistryServiceClient(conn)}
+	t.Cleanup(func() { rg.stop(t) })
+	return rg
 }
 
-// stop cancels Run like SIGTERM and waits (bounded) for it to return.
+// stop closes the gateway like SIGTERM does, bounded.
 func (g *runningGateway) stop(t *testing.T) {
 	t.Helper()
-	if g.cancel == nil {
+	if g.done {
 		return
 	}
+	g.done = true
 	g.conn.Close()
-	g.cancel()
-	g.cancel = nil
-	select {
-	case err := <-g.exited:
-		if err != nil {
-			t.Errorf("Run returned %v after shutdown", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := g.g.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
 
@@ -106,7 +101,7 @@ func TestRunBoltStoreSurvivesRestart(t *testing.T) {
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.ShutdownGrace = 2 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Demo, cfg.ToolsFile = true, toolsFile
+	cfg.ToolsFile = toolsFile
 	cfg.Store.DataDir = filepath.Join(dir, "data")
 	if cfg.Store.Kind != server.StoreBolt {
 		t.Fatalf("default store kind %q, want %q", cfg.Store.Kind, server.StoreBolt)
@@ -132,11 +127,11 @@ func TestRunBoltStoreSurvivesRestart(t *testing.T) {
 	// A second gateway on the same data directory is refused while the
 	// first holds the file, naming it, instead of sharing it unsafely.
 	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-	err = server.Run(rctx, cfg)
+	_, err = server.Start(rctx, cfg)
 	rcancel()
 	if err == nil || !strings.Contains(err.Error(), "locked by another process") ||
 		!strings.Contains(err.Error(), cfg.Store.BoltPath()) {
-		t.Errorf("second Run on a data dir in use = %v; want an error naming %s as locked", err, cfg.Store.BoltPath())
+		t.Errorf("second Start on a data dir in use = %v; want an error naming %s as locked", err, cfg.Store.BoltPath())
 	}
 
 	first.stop(t)

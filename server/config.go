@@ -3,11 +3,14 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // DefaultListenAddr is where the gateway listens unless told otherwise:
@@ -19,19 +22,34 @@ const DefaultListenAddr = "127.0.0.1:7443"
 type Config struct {
 	// ListenAddr is the host:port the gRPC server listens on.
 	ListenAddr string
-	// ToolsFile is a declarative YAML or JSON tools file loaded into the
-	// registry at start-up. Empty: the embedded demo tools (Demo must be set).
+	// Listeners, when set, are used instead of listening on the addresses.
+	Listeners Listeners
+	// ToolsFile is a declarative YAML or JSON tools file that seeds the
+	// registry at start-up (optional).
 	ToolsFile string
-	// Demo starts the example tool service in-process on a random loopback
-	// port and, when ToolsFile is empty, registers the demo tools against it.
-	Demo bool
+	// Tools seed the registry at start-up too (after ToolsFile's), e.g.
+	// the demo tools cmd/flowdrop-gateway serves.
+	Tools []registry.Tool
 
 	// Store is where the registry lives (bolt file by default, etcd for
 	// replicas); the tools file and the demo tools seed it. See store.go.
 	Store StoreConfig
-	// StrictLint makes the ToolRegistryService refuse every schema with
-	// provider-lint errors, as if each request set strict_lint.
+	// RegistryOptions are passed to the registry (e.g. its re-watch
+	// backoff).
+	RegistryOptions []registry.Option
+
+	// StrictLint refuses every schema with provider-lint errors, as if each
+	// registration set strict_lint (seeded tools included).
 	StrictLint bool
+
+	// DisableFastPaths turns every fast path off: arguments are always
+	// decoded, normalized and validated by the general paths (the raw wire
+	// checks and the fast schema validators are skipped). The results are
+	// the same; tests run the end-to-end suite both ways.
+	DisableFastPaths bool
+	// StageHook, when set, runs before each pipeline stage of every tool
+	// call with the stage's name (tests use it to fail inside the pipeline).
+	StageHook func(stage string, c *pipeline.Call)
 
 	// Policy is authentication, authorization, rules, limits, audit, the
 	// admin listener and tracing (policy_config.go). Auth.Mode must be set
@@ -46,7 +64,7 @@ type Config struct {
 	// nor the tool's own timeout applies.
 	DefaultTimeout time.Duration
 	// ShutdownGrace is how long Run lets in-flight calls finish on shutdown
-	// before it cuts them off.
+	// before it cuts them off (Close takes its own context).
 	ShutdownGrace time.Duration
 
 	// MaxRecvMsgSize and MaxSendMsgSize limit messages between agents and the
@@ -60,20 +78,16 @@ type Config struct {
 
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
-	// Out receives the human start-up banner (where the gateway listens and a
-	// ready-to-paste call). Nil: no banner.
-	Out io.Writer
 }
 
 // DefaultMsgSize is gRPC's own default receive limit (4 MiB), made explicit.
 const DefaultMsgSize = 4 << 20
 
 // DefaultConfig returns a Config with every default filled in: listen on
-// DefaultListenAddr with the demo tools.
+// DefaultListenAddr, the bolt store, authentication off (DemoPolicy).
 func DefaultConfig() Config {
 	return Config{
 		ListenAddr:            DefaultListenAddr,
-		Demo:                  true,
 		DefaultTimeout:        30 * time.Second,
 		ShutdownGrace:         10 * time.Second,
 		MaxRecvMsgSize:        DefaultMsgSize,
@@ -85,31 +99,31 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every problem with the configuration at once, each naming
-// the setting.
+// Validate reports every problem with the configuration at once, each
+// naming the setting. It is the one validation: Start calls it first.
 func (c *Config) Validate() error {
-	var errs []error
-	// A durable store may already hold tools (and takes more through the
-	// ToolRegistryService); a memory store would start empty.
-	if c.ToolsFile == "" && !c.Demo && c.Store.Kind == StoreMemory {
-		errs = append(errs, errors.New("config: no tools: give a tools file or enable the demo tools (the memory store starts empty)"))
-	}
-	errs = append(errs, c.Store.Validate(), c.MCP.validate())
-	return errors.Join(append(errs, c.validateServer())...)
-}
-
-// validateServer checks what New needs (everything but the tool sources).
-func (c *Config) validateServer() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config: "+format, args...)) }
 
-	if host, port, err := net.SplitHostPort(c.ListenAddr); err != nil {
-		bad("listen address %q: %v", c.ListenAddr, err)
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		bad("listen address %q: port %q is not a number in 0..65535", c.ListenAddr, port)
-	} else if host != "" && net.ParseIP(host) == nil && host != "localhost" {
-		// A hostname would resolve at listen time to who knows what; be explicit.
-		bad("listen address %q: host must be an IP address, \"localhost\" or empty (all interfaces)", c.ListenAddr)
+	// A durable store may already hold tools (and takes more through the
+	// ToolRegistryService); a memory store would start empty.
+	if c.ToolsFile == "" && len(c.Tools) == 0 && c.Store.Kind == StoreMemory {
+		bad("no tools: give a tools file or tools to seed (the memory store starts empty)")
+	}
+	if c.Listeners.GRPC == nil {
+		if msg := checkListenAddr(c.ListenAddr, false); msg != "" {
+			bad("listen address %q: %s", c.ListenAddr, msg)
+		}
+	}
+	if c.Listeners.MCP == nil {
+		if msg := checkListenAddr(c.MCP.ListenAddr, true); msg != "" {
+			bad("mcp listen address %q: %s", c.MCP.ListenAddr, msg)
+		}
+	}
+	if c.Listeners.Admin == nil {
+		if msg := checkListenAddr(c.Policy.Admin.ListenAddr, true); msg != "" {
+			bad("policy: admin.listen_addr %q: %s", c.Policy.Admin.ListenAddr, msg)
+		}
 	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
@@ -130,8 +144,40 @@ func (c *Config) validateServer() error {
 			bad("%s must be positive, got %d", s.name, s.v)
 		}
 	}
-	errs = append(errs, c.Policy.validate())
-	return errors.Join(errs...)
+	errs = append(errs, c.Store.Validate(), c.Policy.validate())
+	if err := errors.Join(errs...); err != nil {
+		return &ConfigError{err: err}
+	}
+	return nil
+}
+
+// ConfigError is Validate's error: every problem with a Config, each
+// naming the setting.
+type ConfigError struct{ err error }
+
+func (e *ConfigError) Error() string { return e.err.Error() }
+func (e *ConfigError) Unwrap() error { return e.err }
+
+// checkListenAddr is THE listen-address rule: host:port with a port in
+// 0..65535 and a host that is an IP address, "localhost" or empty (all
+// interfaces) — a hostname would resolve at listen time to who knows what.
+// It returns what is wrong, or "". An empty address is allowed (off) when
+// optional.
+func checkListenAddr(addr string, optional bool) string {
+	if addr == "" && optional {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err.Error()
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Sprintf("port %q is not a number in 0..65535", port)
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		return `host must be an IP address, "localhost" or empty (all interfaces)`
+	}
+	return ""
 }
 
 func (c *Config) logger() *slog.Logger {
@@ -139,4 +185,24 @@ func (c *Config) logger() *slog.Logger {
 		return c.Logger
 	}
 	return slog.Default()
+}
+
+// DefaultMCPListenAddr is where cmd/flowdrop-gateway serves MCP by default
+// (loopback only, next to the gRPC port).
+const DefaultMCPListenAddr = "127.0.0.1:7444"
+
+// MCPPath is the URL path of the MCP endpoint.
+const MCPPath = mcpapi.Path
+
+// MCPConfig configures the MCP endpoint.
+type MCPConfig struct {
+	// ListenAddr is the host:port of the HTTP listener serving MCPPath;
+	// empty turns MCP off (unless Listeners.MCP is given).
+	ListenAddr string
+}
+
+// Listeners are listeners the caller opened (tests: on port 0, so the
+// address is known before start). Each one given replaces its ListenAddr.
+type Listeners struct {
+	GRPC, MCP, Admin net.Listener
 }

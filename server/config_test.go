@@ -12,13 +12,13 @@ func TestConfigValidate(t *testing.T) {
 		edit    func(*Config)
 		wantErr []string // substrings; empty: valid
 	}{
-		{name: "defaults", reason: "the defaults must start a working demo gateway", edit: func(*Config) {}},
-		{name: "tools-file-without-demo", reason: "a tools file alone is a valid source", edit: func(c *Config) { c.Demo, c.ToolsFile = false, "tools.yaml" }},
+		{name: "defaults", reason: "the defaults must start a working gateway", edit: func(*Config) {}},
+		{name: "tools-file-without-demo", reason: "a tools file alone is a valid source", edit: func(c *Config) { c.ToolsFile = "tools.yaml" }},
 		{name: "all-interfaces", reason: "an empty host means all interfaces and is allowed", edit: func(c *Config) { c.ListenAddr = ":7443" }},
 		{name: "no-port", reason: "an address without a port cannot be listened on", edit: func(c *Config) { c.ListenAddr = "127.0.0.1" }, wantErr: []string{"listen address", "127.0.0.1"}},
 		{name: "bad-port", reason: "ports are 0..65535", edit: func(c *Config) { c.ListenAddr = "127.0.0.1:70000" }, wantErr: []string{"port \"70000\""}},
 		{name: "hostname", reason: "a hostname would resolve to unknown interfaces", edit: func(c *Config) { c.ListenAddr = "example.com:1" }, wantErr: []string{"host must be an IP"}},
-		{name: "no-tools", reason: "a memory-store gateway without tools is a mistake, not a default", edit: func(c *Config) { c.Demo, c.Store.Kind = false, StoreMemory }, wantErr: []string{"no tools"}},
+		{name: "no-tools", reason: "a memory-store gateway without tools is a mistake, not a default", edit: func(c *Config) { c.Store.Kind = StoreMemory }, wantErr: []string{"no tools"}},
 		{name: "bad-store", reason: "store problems are reported with the rest", edit: func(c *Config) { c.Store.Kind = "disk" }, wantErr: []string{`store: unknown kind "disk"`}},
 		{name: "zero-timeout", reason: "a zero default timeout would fail every call", edit: func(c *Config) { c.DefaultTimeout = 0 }, wantErr: []string{"default timeout"}},
 		{name: "negative-grace", reason: "negative grace is meaningless", edit: func(c *Config) { c.ShutdownGrace = -1 }, wantErr: []string{"shutdown grace"}},

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/grpcapi"
+	"github.com/flowdrop/gateway/server/pipeline"
+
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/registry"
@@ -248,7 +252,7 @@ func TestInvalidArgumentsAreRefusedBeforeTheBackend(t *testing.T) {
 					t.Errorf("no violation for %s in %v (%s)", tc.field, br.GetFieldViolations(), tc.reason)
 				}
 			}
-			if info.GetReason() != server.ReasonArgumentsInvalid || info.GetDomain() != server.ErrorDomain || info.GetMetadata()["tool"] != tc.tool {
+			if info.GetReason() != grpcapi.ReasonArgumentsInvalid || info.GetDomain() != grpcapi.ErrorDomain || info.GetMetadata()["tool"] != tc.tool {
 				t.Errorf("ErrorInfo = %v", info)
 			}
 			var gotRepairs []string
@@ -401,13 +405,13 @@ func waitForCancel(ctx context.Context, _ *gatewayv1.InvokeRequest) (*gatewayv1.
 }
 
 func TestPanicInGatewayPipelineIsInternal(t *testing.T) {
-	env := gatewaytest.Start(t)
-	restore := server.SetNormalizeHook(func(tool string) {
-		if tool == "create_note" {
-			panic("normalize bug with secret argument value")
+	env := gatewaytest.Start(t, gatewaytest.WithConfig(func(c *server.Config) {
+		c.StageHook = func(stage string, c *pipeline.Call) {
+			if stage == "normalize" && c.Tool == "create_note" {
+				panic("normalize bug with secret argument value")
+			}
 		}
-	})
-	defer restore()
+	}))
 	_, err := env.Client.InvokeTool(testCtx(t), &gatewayv1.InvokeToolRequest{
 		Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "x"}),
 	})
@@ -479,8 +483,8 @@ func TestMetadataAndDeadlinePropagation(t *testing.T) {
 	}
 	md := calls[0].Metadata
 	for k, want := range map[string]string{
-		server.MDCallID:    "call-7",
-		server.MDCaller:    "anonymous",
+		backend.MDCallID:   "call-7",
+		backend.MDCaller:   "anonymous",
 		"traceparent":      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		"tracestate":       "vendor=1",
 		"x-request-id":     "req-42",
@@ -577,7 +581,7 @@ func TestGracefulShutdownDrainsCallsInFlight(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		shutdown <- env.Server.Shutdown(ctx)
+		shutdown <- env.Gateway.Close(ctx)
 	}()
 
 	// New calls are refused once shutdown has begun. Bounded poll: the
@@ -691,7 +695,7 @@ func TestBackendConnectionsArePooledAndPruned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if diff := cmp.Diff([]string{env.BackendAddr}, server.PoolTargets(env.Server)); diff != "" {
+	if diff := cmp.Diff([]string{env.BackendAddr}, env.Gateway.BackendTargets()); diff != "" {
 		t.Fatalf("pool after calls (-want +got):\n%s", diff)
 	}
 	// Remove every tool using the backend: its connection is closed.
@@ -706,10 +710,10 @@ func TestBackendConnectionsArePooledAndPruned(t *testing.T) {
 		}
 	}
 	// Bounded poll: the registry applies the deletions asynchronously.
-	for i := 0; i < 500 && len(server.PoolTargets(env.Server)) > 0; i++ {
+	for i := 0; i < 500 && len(env.Gateway.BackendTargets()) > 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := server.PoolTargets(env.Server); len(got) != 0 {
+	if got := env.Gateway.BackendTargets(); len(got) != 0 {
 		t.Errorf("pool still holds %v after its tools were deleted", got)
 	}
 }

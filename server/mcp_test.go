@@ -5,7 +5,6 @@ package server_test
 // example tool service behind it.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,8 +158,8 @@ func TestMCPCallRepairsStringifiedArray(t *testing.T) {
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 		Name:      "create_note",
-		Arguments: json.RawMessage(server.DemoCallArgs), // title escaped twice, tags as a JSON string
-		Meta:      mcp.Meta{server.MCPMetaCallID: "call-7"},
+		Arguments: json.RawMessage(demoCallArgs), // title escaped twice, tags as a JSON string
+		Meta:      mcp.Meta{mcpapi.MCPMetaCallID: "call-7"},
 	})
 	if err != nil {
 		t.Fatalf("tools/call: %v", err)
@@ -178,7 +178,7 @@ func TestMCPCallRepairsStringifiedArray(t *testing.T) {
 		t.Errorf("backend arguments (-want +got):\n%s", diff)
 	}
 	if id := calls[0].Request.GetCallId(); id != "call-7" {
-		t.Errorf("backend call_id = %q, want call-7 (from _meta %s)", id, server.MCPMetaCallID)
+		t.Errorf("backend call_id = %q, want call-7 (from _meta %s)", id, mcpapi.MCPMetaCallID)
 	}
 
 	// The repairs, for the model, in _meta.
@@ -186,13 +186,13 @@ func TestMCPCallRepairsStringifiedArray(t *testing.T) {
 		map[string]any{"path": "/tags", "kind": "json-decoded"},
 		map[string]any{"path": "/title", "kind": "entities-decoded", "passes": float64(2)},
 	}
-	gotRepairs, _ := res.Meta[server.MCPMetaRepairs].([]any)
+	gotRepairs, _ := res.Meta[mcpapi.MCPMetaRepairs].([]any)
 	sortByPath := func(a, b any) int {
 		return strings.Compare(a.(map[string]any)["path"].(string), b.(map[string]any)["path"].(string))
 	}
 	slices.SortFunc(gotRepairs, sortByPath)
 	if diff := cmp.Diff(wantRepairs, gotRepairs); diff != "" {
-		t.Errorf("_meta %s (-want +got):\n%s", server.MCPMetaRepairs, diff)
+		t.Errorf("_meta %s (-want +got):\n%s", mcpapi.MCPMetaRepairs, diff)
 	}
 
 	// The result: the echo object as structuredContent and as JSON text.
@@ -292,8 +292,8 @@ func TestMCPCallOutcomes(t *testing.T) {
 					t.Errorf("isError = %v, want %v (%s)", res.IsError, tc.isError, tc.reason)
 				}
 				text = resultText(res)
-				if tc.metaReason != "" && res.Meta[server.MCPMetaReason] != tc.metaReason {
-					t.Errorf("_meta %s = %v, want %q", server.MCPMetaReason, res.Meta[server.MCPMetaReason], tc.metaReason)
+				if tc.metaReason != "" && res.Meta[mcpapi.MCPMetaReason] != tc.metaReason {
+					t.Errorf("_meta %s = %v, want %q", mcpapi.MCPMetaReason, res.Meta[mcpapi.MCPMetaReason], tc.metaReason)
 				}
 			}
 			for _, s := range tc.textHas {
@@ -488,10 +488,7 @@ func TestMCPAuthFailureIsAudited(t *testing.T) {
 		})
 	}
 
-	// Flush the audit sink: MCP first (it uses the gateway), then the gateway.
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	env.MCP.Shutdown(sctx)
+	// auditLines closes the gateway (MCP first), which flushes the audit sink.
 	lines, raw := auditLines(t, env, path)
 	if strings.Contains(raw, wrongKey) || strings.Contains(raw, "Bearer") {
 		t.Errorf("the audit log contains the credential:\n%s", raw)
@@ -561,8 +558,8 @@ func TestMCPListChanged(t *testing.T) {
 	// stream still open, it returns before its deadline.
 	sctx, cancel := context.WithTimeout(ctx, 5e9)
 	defer cancel()
-	if err := env.MCP.Shutdown(sctx); err != nil {
-		t.Errorf("MCP shutdown with a subscriptions/listen stream open: %v", err)
+	if err := env.Gateway.Close(sctx); err != nil {
+		t.Errorf("shutdown with a subscriptions/listen stream open: %v", err)
 	}
 }
 
@@ -596,8 +593,8 @@ func TestMCPPolicyRefusalsAreResults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("tools/call: %v, want an isError result (%s)", err, tc.reason)
 			}
-			if !res.IsError || res.Meta[server.MCPMetaReason] != tc.wantReason {
-				t.Errorf("isError=%v reason=%v, want true %q (%s)", res.IsError, res.Meta[server.MCPMetaReason], tc.wantReason, tc.reason)
+			if !res.IsError || res.Meta[mcpapi.MCPMetaReason] != tc.wantReason {
+				t.Errorf("isError=%v reason=%v, want true %q (%s)", res.IsError, res.Meta[mcpapi.MCPMetaReason], tc.wantReason, tc.reason)
 			}
 			for _, s := range tc.textHas {
 				if !strings.Contains(resultText(res), s) {
@@ -611,8 +608,8 @@ func TestMCPPolicyRefusalsAreResults(t *testing.T) {
 	}
 }
 
-// TestMCPRunServesAndShutsDown: Run with MCP.ListenAddr serves MCP next to
-// gRPC, prints the URL, and shuts down gracefully with a client's
+// TestMCPRunServesAndShutsDown: Start with MCP.ListenAddr serves MCP next
+// to gRPC, reports the URL, and closes gracefully with a client's
 // subscriptions/listen stream still open.
 func TestMCPRunServesAndShutsDown(t *testing.T) {
 	cfg := server.DefaultConfig()
@@ -620,27 +617,14 @@ func TestMCPRunServesAndShutsDown(t *testing.T) {
 	cfg.Store.Kind = server.StoreMemory
 	cfg.ShutdownGrace = 5 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	pr, pw := io.Pipe()
-	cfg.Out = pw
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exited := make(chan error, 1)
-	go func() {
-		err := server.Run(ctx, cfg)
-		pw.CloseWithError(io.EOF)
-		exited <- err
-	}()
-	var url string
-	sc := bufio.NewScanner(pr)
-	for url == "" && sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MCP endpoint (streamable HTTP): "); ok {
-			url = rest
-		}
+	cfg.Tools = demoTools(t)
+	g, err := server.Start(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	go io.Copy(io.Discard, pr)
-	if url == "" {
-		cancel()
-		t.Fatalf("banner lacks the MCP URL; Run: %v", <-exited)
+	url := g.MCPURL()
+	if !strings.HasSuffix(url, server.MCPPath) {
+		t.Fatalf("MCPURL() = %q, want the endpoint's URL", url)
 	}
 
 	tctx := testCtx(t)
@@ -649,21 +633,26 @@ func TestMCPRunServesAndShutsDown(t *testing.T) {
 	if names := toolNames(t, tctx, cs); !slices.Contains(names, "create_note") {
 		t.Fatalf("tools/list = %v, want the demo tools", names)
 	}
-	res, err := cs.CallTool(tctx, &mcp.CallToolParams{Name: "create_note", Arguments: json.RawMessage(server.DemoCallArgs)})
+	res, err := cs.CallTool(tctx, &mcp.CallToolParams{Name: "create_note", Arguments: json.RawMessage(demoCallArgs)})
 	if err != nil || res.IsError {
 		t.Fatalf("tools/call: %v %+v", err, res)
 	}
 
-	cancel() // SIGINT
+	closed := make(chan error, 1)
+	go func() { closed <- g.Close(tctx) }()
 	select {
-	case err := <-exited:
+	case err := <-closed:
 		if err != nil {
-			t.Errorf("Run: %v", err)
+			t.Errorf("Close: %v", err)
 		}
 	case <-tctx.Done():
-		t.Fatal("Run did not return after cancel: the listen stream held up shutdown")
+		t.Fatal("Close did not return: the listen stream held up shutdown")
 	}
 }
+
+// demoCallArgs are the banner's example arguments: a title escaped twice
+// and tags as a JSON string.
+const demoCallArgs = `{"title":"Ember &amp;amp; Oak","tags":"[\"a\",\"b\"]"}`
 
 // TestMCPCancellationReachesTheBackend: an agent that gives up on a call
 // (its HTTP request ends) cancels the backend call, as on gRPC.

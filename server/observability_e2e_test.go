@@ -159,7 +159,7 @@ func TestAdminReadyzDuringShutdown(t *testing.T) {
 		defer close(stopped)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		env.Server.Shutdown(ctx)
+		env.Gateway.Close(ctx)
 	}()
 	ready := http.StatusOK
 	for range 200 { // bounded: Shutdown flips readiness first thing

@@ -5,13 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/flowdrop/gateway/server/observe"
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/yaml"
 )
@@ -57,23 +56,12 @@ type AdminConfig struct {
 
 // Tracing exporters.
 const (
-	TracingNone = "none"
-	TracingOTLP = "otlp"
+	TracingNone = observe.TracingNone
+	TracingOTLP = observe.TracingOTLP
 )
 
-// TracingConfig selects the trace exporter.
-type TracingConfig struct {
-	// Exporter is TracingNone (default: trace context is still propagated to
-	// backends, nothing is exported) or TracingOTLP (OTLP/gRPC to Endpoint).
-	Exporter string
-	// Endpoint is the OTLP collector's host:port.
-	Endpoint string
-	// Insecure sends OTLP without TLS (a collector on the same host).
-	Insecure bool
-	// Provider, when set, is used instead of an exporter (tests record spans
-	// with an sdktrace provider). Not settable from the policy file.
-	Provider trace.TracerProvider
-}
+// TracingConfig selects the trace exporter (observe.TracingConfig).
+type TracingConfig = observe.TracingConfig
 
 // DefaultAdminAddr is where the demo serves /metrics, /healthz and /readyz.
 const DefaultAdminAddr = "127.0.0.1:9090"
@@ -92,7 +80,7 @@ func DemoPolicy() PolicyConfig {
 }
 
 // validate checks what the policy constructors do not: modes and addresses.
-// The constructors (run by New) check keys, globs and CEL expressions.
+// The constructors (run by Start) check keys, globs and CEL expressions.
 func (c *PolicyConfig) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("config: policy: "+format, args...)) }
@@ -102,11 +90,6 @@ func (c *PolicyConfig) validate() error {
 		bad(`auth.mode is not set: write "on", or "off" to run without authentication (give --policy FILE or --auth-off)`)
 	default:
 		bad(`auth.mode %q: must be "on" or "off"`, c.Auth.Mode)
-	}
-	if a := c.Admin.ListenAddr; a != "" {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			bad("admin.listen_addr %q: %v", a, err)
-		}
 	}
 	switch c.Tracing.Exporter {
 	case "", TracingNone:

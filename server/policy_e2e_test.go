@@ -491,7 +491,7 @@ func auditLines(t *testing.T, env *gatewaytest.Env, path string) ([]map[string]a
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	env.Server.Shutdown(ctx)
+	env.Gateway.Close(ctx)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,12 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
-// pathDelta runs f and reports which raw-path branch the call took.
-func pathDelta(f func()) (fast, decodedArgs, decodedAll int64) {
-	f0, a0, w0 := server.RawPathCounts()
+// pathDelta runs f and reports which path the call took: forwarded as
+// received, arguments decoded, or the request decoded whole.
+func pathDelta(g *server.Gateway, f func()) (fast, decodedArgs, decodedAll int64) {
+	f0, a0, w0 := g.PathCounts()
 	f()
-	f1, a1, w1 := server.RawPathCounts()
+	f1, a1, w1 := g.PathCounts()
 	return f1 - f0, a1 - a0, w1 - w0
 }
 
@@ -60,7 +61,7 @@ func TestRawPath(t *testing.T) {
 	t.Run("repair-takes-the-decoding-path", func(t *testing.T) {
 		var resp *gatewayv1.InvokeToolResponse
 		var err error
-		fast, decArgs, _ := pathDelta(func() {
+		fast, decArgs, _ := pathDelta(env.Gateway, func() {
 			resp, err = invoke("create_note", map[string]any{"title": "Ember &amp; Oak", "tags": `["a"]`}, "raw-slow")
 		})
 		if err != nil {
@@ -87,7 +88,7 @@ func TestRawPath(t *testing.T) {
 		args := map[string]any{"title": "Ember & Oak", "tags": []any{"a", "b"}, "body": "?a=1&copy=2"}
 		var resp *gatewayv1.InvokeToolResponse
 		var err error
-		fast, decArgs, decAll := pathDelta(func() { resp, err = invoke("create_note", args, "raw-fast") })
+		fast, decArgs, decAll := pathDelta(env.Gateway, func() { resp, err = invoke("create_note", args, "raw-fast") })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestRawPath(t *testing.T) {
 
 	t.Run("invalid-arguments-still-refused", func(t *testing.T) {
 		var err error
-		fast, decArgs, _ := pathDelta(func() { _, err = invoke("create_note", map[string]any{"tags": []any{"a"}}, "raw-invalid") })
+		fast, decArgs, _ := pathDelta(env.Gateway, func() { _, err = invoke("create_note", map[string]any{"tags": []any{"a"}}, "raw-invalid") })
 		if fast != 0 || decArgs != 1 {
 			t.Errorf("fast=%d decodedArgs=%d, want 0 and 1", fast, decArgs)
 		}
@@ -135,7 +136,7 @@ func TestRawPath(t *testing.T) {
 
 	t.Run("backend-status-passes-through-on-the-fast-path", func(t *testing.T) {
 		var err error
-		fast, _, _ := pathDelta(func() { _, err = invoke("precondition", map[string]any{"x": 1}, "raw-status") })
+		fast, _, _ := pathDelta(env.Gateway, func() { _, err = invoke("precondition", map[string]any{"x": 1}, "raw-status") })
 		if fast != 1 {
 			t.Errorf("fast=%d, want 1", fast)
 		}
@@ -204,7 +205,7 @@ func TestRawPath(t *testing.T) {
 		spoof, _ := proto.Marshal(&gatewayv1.Caller{Subject: "root", Roles: []string{"admin"}})
 		req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), spoof))
 		var err error
-		fast, _, decAll := pathDelta(func() { _, err = env.Client.InvokeTool(testCtx(t), req) })
+		fast, _, decAll := pathDelta(env.Gateway, func() { _, err = env.Client.InvokeTool(testCtx(t), req) })
 		if err != nil {
 			t.Fatal(err)
 		}

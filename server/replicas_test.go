@@ -18,7 +18,6 @@ import (
 	"github.com/flowdrop/gateway/internal/etcdtest"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/registry"
-	"github.com/flowdrop/gateway/registry/etcdstore"
 	"github.com/flowdrop/gateway/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -51,36 +50,23 @@ func startReplica(t *testing.T, name string, cluster *etcdtest.Cluster) *replica
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	store, err := etcdstore.New(cluster.Client(t), server.DefaultEtcdPrefix+"/registry", etcdstore.WithTimeout(etcdCallTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// A small backoff cap so a replica re-lists soon after etcd returns.
-	reg := registry.New(store, registry.WithLogger(quiet), registry.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
-	if err := reg.Start(ctx); err != nil {
-		t.Fatalf("replica %s: registry start: %v", name, err)
-	}
-	t.Cleanup(func() { reg.Close() })
-
 	cfg := server.DefaultConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.Logger = quiet
-	srv, err := server.New(cfg, reg)
+	cfg.Listeners.GRPC = gatewaytest.Listen(t)
+	cfg.Store.Kind, cfg.Store.EtcdEndpoints, cfg.Store.EtcdRequestTimeout = server.StoreEtcd, cluster.Endpoints(), etcdCallTimeout
+	// A small backoff cap so a replica re-lists soon after etcd returns.
+	cfg.RegistryOptions = []registry.Option{registry.WithBackoff(20*time.Millisecond, 200*time.Millisecond)}
+	g, err := server.Start(ctx, cfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("replica %s: %v", name, err)
 	}
-	lis := gatewaytest.Listen(t)
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(lis) }()
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
-		<-done
+		g.Close(sctx)
 	})
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(g.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

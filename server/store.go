@@ -72,6 +72,10 @@ type StoreConfig struct {
 	EtcdCAFile   string
 	EtcdCertFile string
 	EtcdKeyFile  string
+
+	// RetryFirst and RetryMax pace Start's attempts to reach an
+	// unreachable store: the first wait, doubled each time up to the cap.
+	RetryFirst, RetryMax time.Duration
 }
 
 // DefaultStoreConfig is a bolt store in DefaultDataDir, with the etcd
@@ -83,6 +87,8 @@ func DefaultStoreConfig() StoreConfig {
 		EtcdPrefix:         DefaultEtcdPrefix,
 		EtcdDialTimeout:    DefaultEtcdDialTimeout,
 		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
+		RetryFirst:         250 * time.Millisecond,
+		RetryMax:           10 * time.Second,
 	}
 }
 
@@ -119,6 +125,9 @@ func (c *StoreConfig) Validate() error {
 		}
 		if c.EtcdRequestTimeout <= 0 {
 			bad("etcd request timeout must be positive, got %v", c.EtcdRequestTimeout)
+		}
+		if c.RetryFirst <= 0 || c.RetryMax < c.RetryFirst {
+			bad("retry waits must be positive with the cap at least the first wait, got %v and %v", c.RetryFirst, c.RetryMax)
 		}
 		if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 			bad("etcd client certificate and key: give both or neither (cert %q, key %q)", c.EtcdCertFile, c.EtcdKeyFile)
@@ -212,11 +221,7 @@ func (c *StoreConfig) String() string {
 // openStore is THE one place the registry's store is chosen (no init()
 // registration): cfg.Store.Kind picks the implementation. The caller closes
 // the returned store; for etcd that also closes the client.
-func openStore(cfg Config) (registry.Store, error) {
-	sc := cfg.Store
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
+func openStore(sc StoreConfig) (registry.Store, error) {
 	switch sc.Kind {
 	case StoreMemory:
 		return memstore.New(), nil

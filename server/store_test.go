@@ -109,7 +109,6 @@ func TestConfigToolSources(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
-			c.Demo = false
 			c.Store.Kind, c.Store.EtcdEndpoints = tc.kind, []string{"127.0.0.1:2379"}
 			err := c.Validate()
 			if (err != nil) != tc.wantErr || (err != nil && !strings.Contains(err.Error(), "no tools")) {
@@ -122,7 +121,7 @@ func TestConfigToolSources(t *testing.T) {
 func TestOpenStoreChoosesKind(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Store.Kind = StoreMemory
-	s, err := openStore(cfg)
+	s, err := openStore(cfg.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +132,7 @@ func TestOpenStoreChoosesKind(t *testing.T) {
 
 	cfg.Store = DefaultStoreConfig()
 	cfg.Store.DataDir = filepath.Join(t.TempDir(), "nested", "data")
-	s, err = openStore(cfg)
+	s, err = openStore(cfg.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +142,7 @@ func TestOpenStoreChoosesKind(t *testing.T) {
 	}
 
 	cfg.Store.Kind = "nope"
-	if _, err := openStore(cfg); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := openStore(cfg.Store); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("openStore with a bad kind = %v; want the kind named", err)
 	}
 }
@@ -154,7 +153,7 @@ func TestOpenStoreEtcd(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	cfg := DefaultConfig()
 	cfg.Store.Kind, cfg.Store.EtcdEndpoints = StoreEtcd, cluster.Endpoints()
-	s, err := openStore(cfg)
+	s, err := openStore(cfg.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +213,7 @@ func TestOpenStoreEtcdTLS(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Store.Kind, cfg.Store.EtcdEndpoints = StoreEtcd, cluster.Endpoints()
 	cfg.Store.EtcdCAFile, cfg.Store.EtcdCertFile, cfg.Store.EtcdKeyFile = files.CA, files.ClientCert, files.ClientKey
-	s, err := openStore(cfg)
+	s, err := openStore(cfg.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +230,7 @@ func TestOpenStoreEtcdTLS(t *testing.T) {
 	// The CA alone: etcd refuses the handshake without a client certificate.
 	cfg.Store.EtcdCertFile, cfg.Store.EtcdKeyFile = "", ""
 	cfg.Store.EtcdRequestTimeout = 2 * time.Second
-	s, err = openStore(cfg)
+	s, err = openStore(cfg.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +241,7 @@ func TestOpenStoreEtcdTLS(t *testing.T) {
 
 	// A CA file that is not there is named at open.
 	cfg.Store.EtcdCAFile = filepath.Join(dir, "missing.pem")
-	if _, err := openStore(cfg); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+	if _, err := openStore(cfg.Store); err == nil || !strings.Contains(err.Error(), "missing.pem") {
 		t.Errorf("openStore with a missing CA file = %v; want the file named", err)
 	}
 }

@@ -23,7 +23,6 @@ import (
 // from a tools file, with short etcd timeouts and retries.
 func waitingGatewayConfig(t *testing.T, endpoints []string, logs io.Writer) server.Config {
 	t.Helper()
-	t.Cleanup(server.SetStoreRetry(50*time.Millisecond, 200*time.Millisecond))
 	tools := filepath.Join(t.TempDir(), "tools.yaml")
 	if err := os.WriteFile(tools, []byte(`tools:
   - name: waited_tool
@@ -40,7 +39,8 @@ func waitingGatewayConfig(t *testing.T, endpoints []string, logs io.Writer) serv
 	addr := lis.Addr().String()
 	lis.Close()
 	cfg := server.DefaultConfig()
-	cfg.Demo, cfg.ToolsFile, cfg.ListenAddr = false, tools, addr
+	cfg.ToolsFile, cfg.ListenAddr = tools, addr
+	cfg.Store.RetryFirst, cfg.Store.RetryMax = 50*time.Millisecond, 200*time.Millisecond
 	cfg.Store.Kind, cfg.Store.EtcdEndpoints = server.StoreEtcd, endpoints
 	cfg.Store.EtcdDialTimeout, cfg.Store.EtcdRequestTimeout = 300*time.Millisecond, 300*time.Millisecond
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))

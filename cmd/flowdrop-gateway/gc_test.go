@@ -28,7 +28,7 @@ func TestGCPercent(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			debug.SetGCPercent(100)
-			_, err := parseFlags(append([]string{"--auth-off"}, tc.args...), io.Discard, io.Discard)
+			_, _, err := parseFlags(append([]string{"--auth-off"}, tc.args...), io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)

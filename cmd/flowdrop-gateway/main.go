@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
 
@@ -33,7 +35,7 @@ func main() {
 // run parses flags into a server.Config and runs the gateway until ctx ends.
 // It returns the process exit code (2: bad usage).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stdout, stderr)
+	cfg, demo, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -49,21 +51,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer stopPprof()
-	if err := server.Run(ctx, cfg); err != nil {
+	if err := serve(ctx, cfg, demo, stdout); err != nil {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
+		var ce *server.ConfigError
+		if errors.As(err, &ce) {
+			return 2
+		}
 		return 1
 	}
 	return 0
 }
 
-func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) {
+// serve runs the gateway until ctx ends: with demo, the example tool
+// service in-process and the demo tools seeded against it; the banner on
+// out once it listens.
+func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer) error {
+	var demoAddr string
+	if demo {
+		addr, stop, err := startDemoBackend(cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("starting the example tool service: %w", err)
+		}
+		defer stop()
+		demoAddr = addr
+		tools, err := registry.ParseTools(demotools.ToolsYAML(addr), "embedded demo tools")
+		if err != nil {
+			return err
+		}
+		cfg.Tools = append(tools, cfg.Tools...)
+	}
+	g, err := server.Start(ctx, cfg)
+	if errors.Is(err, server.ErrStoppedWaiting) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The store may hold more than was seeded (tools registered earlier).
+	printBanner(out, g, demoAddr)
+	var failed error
+	select {
+	case failed = <-g.Failed():
+	case <-ctx.Done():
+	}
+	cfg.Logger.Info("shutting down: draining calls in flight", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := g.Close(sctx); err != nil {
+		cfg.Logger.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
+	}
+	return failed
+}
+
+// parseFlags returns the gateway's configuration and whether to serve the
+// demo tools. The configuration is validated by server.Start.
+func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("flowdrop-gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "address to serve gRPC on")
 	fs.StringVar(&cfg.MCP.ListenAddr, "mcp-listen", server.DefaultMCPListenAddr, `address of the MCP endpoint (streamable HTTP at `+server.MCPPath+`); "" turns it off`)
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
-	demo := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
+	demoFlag := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for calls in flight")
 	fs.IntVar(&cfg.MaxRecvMsgSize, "max-recv-msg-size", cfg.MaxRecvMsgSize, "largest request accepted from agents, bytes")
@@ -86,13 +135,13 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "garbage collector target, as Go's GOGC (a GOGC environment variable wins): higher trades memory for CPU")
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, false, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return cfg, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	if err := validateGCPercent(gcPercent); err != nil {
-		return cfg, err
+		return cfg, false, err
 	}
 	if *etcdEndpoints != "" {
 		for _, ep := range strings.Split(*etcdEndpoints, ",") {
@@ -103,10 +152,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	// is not shared (demo tools point at a backend inside this one process,
 	// which other replicas cannot reach); an explicit --demo or --demo=false
 	// always wins.
-	cfg.Demo = cfg.ToolsFile == "" && cfg.Store.Kind != server.StoreEtcd
+	demo := cfg.ToolsFile == "" && cfg.Store.Kind != server.StoreEtcd
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "demo" {
-			cfg.Demo = *demo
+			demo = *demoFlag
 		}
 	})
 	// Authentication is never off by accident: the policy file says, or
@@ -115,14 +164,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	var policyErr error
 	switch {
 	case *policyFile != "" && *authOff:
-		return cfg, errors.New("--policy and --auth-off: give one (auth.mode in the policy file decides)")
+		return cfg, false, errors.New("--policy and --auth-off: give one (auth.mode in the policy file decides)")
 	case *policyFile != "":
 		p, err := server.LoadPolicyFile(*policyFile)
 		if err != nil {
-			return cfg, err
+			return cfg, false, err
 		}
 		cfg.Policy = p
-	case *authOff || (cfg.Demo && cfg.ToolsFile == ""):
+	case *authOff || (demo && cfg.ToolsFile == ""):
 		cfg.Policy = server.DemoPolicy()
 	default:
 		policyErr = errors.New("authentication is not configured: give --policy FILE (with auth.mode: on) or --auth-off")
@@ -136,9 +185,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (server.Config, error) 
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return cfg, fmt.Errorf("--log-level: %w", err)
+		return cfg, false, fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Out = stdout
-	return cfg, errors.Join(policyErr, cfg.Validate())
+	if policyErr != nil {
+		// Say everything that is wrong at once. Without authentication
+		// configured the demo tools are off (or a tools file is given), so
+		// the configuration is checked as it stands.
+		return cfg, demo, errors.Join(policyErr, cfg.Validate())
+	}
+	return cfg, demo, nil
 }

@@ -197,7 +197,7 @@ func TestToolsCredentials(t *testing.T) {
 			wantStdout: []string{"created ctl_tool"}, secrets: all},
 		{name: "get-wrong", reason: "a wrong key is refused and not printed", env: map[string]string{envAPIKey: keyWrong},
 			args: tools("get", "ctl_tool"), wantCode: 1, wantStderr: []string{"error: Unauthenticated: "}, secrets: all},
-		{name: "watch-admin", reason: "the credential rides on streams too", env: admin, args: tools("watch", "--count", "1"),
+		{name: "watch-invoker", reason: "the credential rides on streams too (an invoker sees the tools it may invoke)", env: invoker, args: tools("watch", "--count", "1"),
 			wantStdout: []string{"PUT "}, secrets: all},
 		{name: "delete-admin", reason: "delete with the admin key", env: admin, args: tools("delete", "ctl_tool"), wantStdout: []string{"deleted ctl_tool"}},
 	}

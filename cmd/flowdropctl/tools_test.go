@@ -13,7 +13,7 @@ import (
 
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/memstore"
-	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/grpcapi"
 	"google.golang.org/grpc"
 )
 
@@ -33,7 +33,7 @@ func startRegistryGateway(t *testing.T) string {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	stop := server.RegisterRegistryService(gs, reg)
+	stop := grpcapi.RegisterRegistryService(gs, reg)
 	served := make(chan struct{})
 	go func() { defer close(served); gs.Serve(lis) }()
 	t.Cleanup(func() {

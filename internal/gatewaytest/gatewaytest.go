@@ -7,13 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/demotools"
 	"github.com/flowdrop/gateway/registry"
-	"github.com/flowdrop/gateway/registry/memstore"
 	"github.com/flowdrop/gateway/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,10 +23,10 @@ import (
 // Env is a running gateway with its backend.
 type Env struct {
 	// Addr is the gateway's address; Conn and Client are connected to it.
-	Addr   string
-	Conn   *grpc.ClientConn
-	Client gatewayv1.ToolGatewayServiceClient
-	Server *server.Server
+	Addr    string
+	Conn    *grpc.ClientConn
+	Client  gatewayv1.ToolGatewayServiceClient
+	Gateway *server.Gateway
 
 	// Backend is the example tool service (recording every call it
 	// receives); BackendAddr where it listens.
@@ -40,10 +40,9 @@ type Env struct {
 	// when WithAdmin was given.
 	AdminURL string
 
-	// MCPURL is the MCP endpoint's URL ("http://127.0.0.1:port/mcp") and MCP
-	// its server, when WithMCP was given.
+	// MCPURL is the MCP endpoint's URL ("http://127.0.0.1:port/mcp") when
+	// WithMCP was given.
 	MCPURL string
-	MCP    *server.MCPServer
 }
 
 type options struct {
@@ -74,7 +73,7 @@ func WithPolicy(p server.PolicyConfig) Option {
 func WithAdmin() Option { return func(o *options) { o.admin = true } }
 
 // WithMCP also serves the gateway's MCP endpoint over HTTP on a free
-// 127.0.0.1 port (Env.MCPURL); it is shut down before the gateway.
+// 127.0.0.1 port (Env.MCPURL).
 func WithMCP() Option { return func(o *options) { o.mcp = true } }
 
 // WithTool registers an extra tool; mk receives the example backend's address.
@@ -129,9 +128,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 	go func() { defer close(bdone); bs.Serve(blis) }()
 	t.Cleanup(func() { bs.Stop(); <-bdone })
 
-	// The registry, seeded like Run does it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	// The gateway, on a memory store seeded with the demo tools.
 	tools, err := registry.ParseTools(demotools.ToolsYAML(env.BackendAddr), "embedded demo tools")
 	if err != nil {
 		t.Fatalf("gatewaytest: demo tools: %v", err)
@@ -139,70 +136,36 @@ func Start(t testing.TB, opts ...Option) *Env {
 	for _, mk := range o.tools {
 		tools = append(tools, mk(env.BackendAddr))
 	}
-	store := memstore.New()
-	t.Cleanup(func() { store.Close() })
-	if err := registry.Seed(ctx, store, tools); err != nil {
-		t.Fatalf("gatewaytest: seed: %v", err)
-	}
-	reg := registry.New(store)
-	if err := reg.Start(ctx); err != nil {
-		t.Fatalf("gatewaytest: registry start: %v", err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	env.Registry, env.Store = reg, store
-
-	// The gateway.
 	cfg := server.DefaultConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	cfg.Logger = logger
+	cfg.Store.Kind, cfg.Tools, cfg.Logger = server.StoreMemory, tools, logger
+	cfg.Listeners.GRPC = Listen(t)
+	if o.admin {
+		cfg.Listeners.Admin = Listen(t)
+	}
+	if o.mcp {
+		cfg.Listeners.MCP = Listen(t)
+	}
+	cfg.DisableFastPaths = FastPathsOff()
 	for _, f := range o.cfg {
 		f(&cfg)
 	}
-	srv, err := server.New(cfg, reg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g, err := server.Start(ctx, cfg)
 	if err != nil {
-		t.Fatalf("gatewaytest: server.New: %v", err)
+		t.Fatalf("gatewaytest: server.Start: %v", err)
 	}
-	glis := Listen(t)
-	env.Addr, env.Server = glis.Addr().String(), srv
-	gdone := make(chan struct{})
-	var adone chan struct{} // the admin listener's, if any; Shutdown closes it
-	go func() { defer close(gdone); srv.Serve(glis) }()
 	t.Cleanup(func() {
 		// Bounded: a test that left a call hanging still finishes.
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
-		<-gdone
-		if adone != nil {
-			<-adone
-		}
+		g.Close(sctx)
 	})
-
-	if o.admin {
-		alis := Listen(t)
-		env.AdminURL = "http://" + alis.Addr().String()
-		adone = make(chan struct{})
-		go func() { defer close(adone); srv.ServeAdmin(alis) }()
+	env.Gateway, env.Addr, env.Registry, env.Store = g, g.GRPCAddr(), g.Registry(), g.Store()
+	if a := g.AdminAddr(); a != "" {
+		env.AdminURL = "http://" + a
 	}
-
-	if o.mcp {
-		ms, err := server.NewMCPServer(srv, reg, cfg)
-		if err != nil {
-			t.Fatalf("gatewaytest: server.NewMCPServer: %v", err)
-		}
-		mlis := Listen(t)
-		env.MCP, env.MCPURL = ms, "http://"+mlis.Addr().String()+server.MCPPath
-		mdone := make(chan struct{})
-		go func() { defer close(mdone); ms.Serve(mlis) }()
-		// Registered after the gateway's cleanup, so it runs first (LIFO):
-		// MCP calls use the gateway's backend connections.
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			ms.Shutdown(sctx)
-			<-mdone
-		})
-	}
+	env.MCPURL = g.MCPURL()
 
 	conn, err := grpc.NewClient(env.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -212,6 +175,14 @@ func Start(t testing.TB, opts ...Option) *Env {
 	env.Conn, env.Client = conn, gatewayv1.NewToolGatewayServiceClient(conn)
 	return env
 }
+
+// FastPathsOffEnv, set to 1, starts every test gateway with its fast paths
+// off (server.Config.DisableFastPaths): .ci/run runs the end-to-end suite
+// that way too.
+const FastPathsOffEnv = "FLOWDROP_FAST_PATHS_OFF"
+
+// FastPathsOff reports whether FastPathsOffEnv asks for the general paths.
+func FastPathsOff() bool { return os.Getenv(FastPathsOffEnv) == "1" }
 
 // Listen returns a listener on a free 127.0.0.1 port, closed at cleanup.
 func Listen(t testing.TB) net.Listener {

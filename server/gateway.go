@@ -1,0 +1,414 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/grpcapi"
+	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/observe"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// Gateway is a started gateway: the registry over its store, the pipeline,
+// the gRPC face, and the MCP face and admin listener when configured.
+type Gateway struct {
+	log     *slog.Logger
+	store   registry.Store
+	reg     *registry.Registry
+	pipe    *pipeline.Pipeline
+	tools   *backend.ToolService
+	grpc    *grpcapi.Server
+	mcp     *mcpapi.Server
+	admin   *observe.Admin
+	metrics *observe.Metrics
+	tracing *observe.Tracing
+	auth    *policy.Authenticator
+	audit   *policy.AuditSink
+	auditor *pipeline.AuditRecorder
+
+	grpcLis, mcpLis, adminLis net.Listener
+
+	ready     atomic.Bool
+	failed    chan error // the first listener that stopped serving on its own
+	serving   sync.WaitGroup
+	stopPrune chan struct{}
+	pruneDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ErrStoppedWaiting is Start's error when ctx ended while it waited for an
+// unreachable registry store: a normal stop, not a failure.
+var ErrStoppedWaiting = errors.New("stopped while waiting for the registry store")
+
+// Start validates cfg, opens the store, seeds it, loads the registry and
+// serves every configured face; it returns once they listen. While the
+// store is unreachable (etcd down) it waits, logging each attempt, until
+// ctx ends (ErrStoppedWaiting). Close stops it.
+func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.logger()
+	g := &Gateway{log: log, failed: make(chan error, 3), stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	tools := cfg.Tools
+	if cfg.ToolsFile != "" {
+		fileTools, err := registry.LoadFile(cfg.ToolsFile)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(fileTools, tools...)
+	}
+	if g.store, err = openStore(cfg.Store); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { g.store.Close() })
+	log.Info("registry store opened", "store", cfg.Store.String())
+	g.reg = registry.New(g.store, append([]registry.Option{registry.WithLogger(log)}, cfg.RegistryOptions...)...)
+	if err := startRegistry(ctx, g.store, g.reg, tools, cfg.Store, log); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { g.reg.Close() })
+
+	g.metrics = observe.NewMetrics()
+	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { g.tracing.Shutdown(context.Background()) })
+	pc, err := g.buildPolicy(ctx, &cfg.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	undo = append(undo, g.closePolicy)
+	if g.auth.Off() {
+		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
+	}
+	creds, err := cfg.Policy.TLS.serverCredentials()
+	if err != nil {
+		return nil, err
+	}
+
+	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout,
+		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
+		TracePropagated: g.tracing.On}
+	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
+	if creds != nil {
+		sopts = append(sopts, grpc.Creds(creds))
+	}
+	// Tracing off: no stats handlers (the backend copies the trace headers).
+	if g.tracing.On {
+		tsc.DialOptions = append(tsc.DialOptions, grpc.WithStatsHandler(g.tracing.ClientHandler()))
+		sopts = append(sopts, grpc.StatsHandler(g.tracing.ServerHandler()))
+	}
+	g.tools = backend.NewToolService(tsc)
+	undo = append(undo, g.tools.Close)
+
+	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
+	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
+	pc.Recorders = []pipeline.Recorder{g.metrics}
+	if g.auditor != nil {
+		pc.Recorders = append(pc.Recorders, g.auditor)
+	}
+	g.pipe = pipeline.New(pc)
+	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
+		RateLimit: pc.RateLimit, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+
+	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { g.grpcLis.Close() })
+	if g.adminLis, err = listen(cfg.Listeners.Admin, cfg.Policy.Admin.ListenAddr, "admin listener (/metrics, /healthz, /readyz)"); err != nil {
+		return nil, err
+	}
+	if g.adminLis != nil {
+		undo = append(undo, func() { g.adminLis.Close() })
+		g.admin = observe.NewAdmin(g.metrics, g.ready.Load)
+	}
+	if g.mcpLis, err = listen(cfg.Listeners.MCP, cfg.MCP.ListenAddr, "MCP listener"); err != nil {
+		return nil, err
+	}
+	if g.mcpLis != nil {
+		undo = append(undo, func() { g.mcpLis.Close() })
+		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth,
+			MaxRequestBytes: cfg.MaxRecvMsgSize, Log: log}); err != nil {
+			return nil, err
+		}
+	}
+
+	go g.pruneLoop()
+	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
+	if g.admin != nil {
+		log.Info("admin endpoints serving", "addr", g.adminLis.Addr().String())
+		g.serve("admin", func() error { return g.admin.Serve(g.adminLis) })
+	}
+	if g.mcp != nil {
+		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
+		g.serve("MCP", func() error { return g.mcp.Serve(g.mcpLis) })
+	}
+	// Ready: the registry is loaded and gRPC serves; Close clears it.
+	g.ready.Store(true)
+	log.Info("gateway serving", "addr", g.grpcLis.Addr().String(), "tools", g.reg.Snapshot().Len())
+	return g, nil
+}
+
+// listen returns given, or a listener on addr ("" with no given listener:
+// off, nil).
+func listen(given net.Listener, addr, what string) (net.Listener, error) {
+	if given != nil {
+		return given, nil
+	}
+	if addr == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return lis, nil
+}
+
+func (g *Gateway) serve(what string, f func() error) {
+	g.serving.Add(1)
+	go func() {
+		defer g.serving.Done()
+		if err := f(); err != nil {
+			g.log.Error(what+" listener failed", "error", err.Error())
+			g.failed <- fmt.Errorf("%s listener: %w", what, err)
+		}
+	}()
+}
+
+// buildPolicy builds the policy objects from cfg into a pipeline config.
+// ctx bounds a JWKS fetch.
+func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeline.Config, err error) {
+	if g.auth, err = policy.NewAuthenticator(ctx, cfg.Auth); err != nil {
+		return pc, err
+	}
+	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
+	if pc.Authz, err = policy.NewAuthorizer(cfg.Authz); err != nil {
+		return fail(err)
+	}
+	if pc.Rules, err = policy.NewRules(cfg.Rules); err != nil {
+		return fail(err)
+	}
+	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit); err != nil {
+		return fail(err)
+	}
+	pc.Limits = cfg.Limits
+	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
+	switch cfg.Audit.Path {
+	case "":
+	case "-":
+		g.audit = policy.NewWriterSink(os.Stdout, policy.AuditSinkOptions{})
+	default:
+		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes}); err != nil {
+			return fail(err)
+		}
+	}
+	if g.audit != nil {
+		g.auditor = pipeline.NewAuditRecorder(g.audit, func(msg string, err error) { g.log.Warn(msg, "error", err.Error()) })
+	}
+	return pc, nil
+}
+
+// closePolicy releases the JWKS refresh and flushes the audit log.
+func (g *Gateway) closePolicy() {
+	if g.auth != nil {
+		g.auth.Close()
+	}
+	if g.audit != nil {
+		if err := g.audit.Close(); err != nil {
+			g.log.Warn("closing the audit log", "error", err.Error())
+		}
+	}
+}
+
+// pruneLoop closes backend connections no registered tool uses any more,
+// and forgets audit redactors of gone revisions, each time the registry
+// changes.
+func (g *Gateway) pruneLoop() {
+	defer close(g.pruneDone)
+	changes, unsubscribe := g.reg.Changes()
+	defer unsubscribe()
+	for {
+		select {
+		case <-g.stopPrune:
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			inUse := map[string]bool{}
+			entries := g.reg.Snapshot().List()
+			for _, e := range entries {
+				inUse[e.Tool.Backend] = true
+			}
+			g.tools.Retain(func(target string) bool { return inUse[target] })
+			if g.auditor != nil {
+				g.auditor.Prune(entries)
+			}
+		}
+	}
+}
+
+// GRPCAddr is the address a client on this host dials for gRPC.
+func (g *Gateway) GRPCAddr() string { return dialAddr(g.grpcLis.Addr()) }
+
+// MCPURL is the MCP endpoint's URL, or "" when MCP is off.
+func (g *Gateway) MCPURL() string {
+	if g.mcpLis == nil {
+		return ""
+	}
+	return "http://" + dialAddr(g.mcpLis.Addr()) + MCPPath
+}
+
+// AdminAddr is the admin listener's address, or "" when it is off.
+func (g *Gateway) AdminAddr() string {
+	if g.adminLis == nil {
+		return ""
+	}
+	return dialAddr(g.adminLis.Addr())
+}
+
+// Registry is the gateway's live registry.
+func (g *Gateway) Registry() *registry.Registry { return g.reg }
+
+// BackendTargets lists the backend targets the gateway holds a connection to.
+func (g *Gateway) BackendTargets() []string { return g.tools.Targets() }
+
+// PathCounts says, since Start, how many InvokeTool calls were forwarded
+// as received, how many argument decodes of received bytes there were, and
+// how many requests were decoded whole. Tests compare deltas.
+func (g *Gateway) PathCounts() (forwarded, decodedArgs, decodedWhole int64) {
+	st := g.pipe.Stats()
+	return st.Forwarded, st.Decoded, g.grpc.DecodedWhole()
+}
+
+// StageNames lists the pipeline's stages in order.
+func (g *Gateway) StageNames() []string { return g.pipe.StageNames() }
+
+// Failed delivers the error of a listener that stopped serving on its own.
+func (g *Gateway) Failed() <-chan error { return g.failed }
+
+// Close stops accepting calls (health NOT_SERVING, /readyz 503), lets calls
+// in flight finish until ctx is done, then cuts off the rest and releases
+// everything. MCP goes first: its calls use the gateway's backend
+// connections. It returns ctx's error if calls had to be cut off.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.closeOnce.Do(func() {
+		g.ready.Store(false)
+		var errs []error
+		if g.mcp != nil {
+			errs = append(errs, g.mcp.Shutdown(ctx))
+		}
+		errs = append(errs, g.grpc.Shutdown(ctx))
+		close(g.stopPrune)
+		<-g.pruneDone
+		g.tools.Close()
+		if g.admin != nil {
+			g.admin.Close(ctx)
+		}
+		g.serving.Wait()
+		g.closePolicy()
+		g.tracing.Shutdown(ctx)
+		g.reg.Close()
+		g.store.Close()
+		for _, err := range errs {
+			if err != nil {
+				g.closeErr = err
+				break
+			}
+		}
+	})
+	return g.closeErr
+}
+
+// Run starts the gateway and serves until ctx is done (SIGINT/SIGTERM) or
+// a listener fails, then shuts down gracefully within cfg.ShutdownGrace.
+func Run(ctx context.Context, cfg Config) error {
+	g, err := Start(ctx, cfg)
+	if errors.Is(err, ErrStoppedWaiting) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var failed error
+	select {
+	case failed = <-g.Failed():
+	case <-ctx.Done():
+	}
+	g.log.Info("shutting down: draining calls in flight", "grace", cfg.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := g.Close(sctx); err != nil {
+		g.log.Warn("shutdown grace ran out; remaining calls were cut off", "grace", cfg.ShutdownGrace)
+	}
+	return failed
+}
+
+// startRegistry seeds the store with the start-up tools and starts the
+// registry. While the store is unreachable (etcd down: ErrUnavailable) it
+// waits and tries again, logging each attempt, until ctx ends — rather
+// than exiting: a fleet restarting during an etcd outage then comes back by
+// itself within seconds of etcd, not after an orchestrator's crash-loop
+// back-off. Any other error (a bad tool, a corrupt file) stops start-up.
+func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, sc StoreConfig, log *slog.Logger) error {
+	wait := sc.RetryFirst
+	for {
+		err := registry.Seed(ctx, store, tools)
+		if err != nil {
+			err = fmt.Errorf("loading tools: %w", err)
+		} else if err = reg.Start(ctx); err != nil {
+			err = fmt.Errorf("starting the registry: %w", err)
+		}
+		if err == nil || !errors.Is(err, registry.ErrUnavailable) {
+			return err
+		}
+		log.Warn("registry store unreachable; not serving until it answers", "error", err.Error(), "retry_in", wait)
+		select {
+		case <-ctx.Done(): // shut down while waiting: a normal stop
+			log.Info("stopped before the registry store answered")
+			return ErrStoppedWaiting
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, sc.RetryMax)
+	}
+}
+
+// dialAddr turns a listen address into one a client on this host can dial.
+func dialAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Store is the registry's store.
+func (g *Gateway) Store() registry.Store { return g.store }

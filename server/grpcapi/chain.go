@@ -1,0 +1,197 @@
+package grpcapi
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/server/pipeline"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// This file is THE one place the unary interceptor chain is assembled.
+
+// skipInfra matches every service except gRPC health and reflection, which
+// must keep answering cheaply and without the tool pipeline.
+var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMeta) bool {
+	switch m.Service {
+	case healthpb.Health_ServiceDesc.ServiceName,
+		"grpc.reflection.v1.ServerReflection",
+		"grpc.reflection.v1alpha.ServerReflection":
+		return false
+	}
+	return true
+})
+
+// unaryChain returns the interceptors in call order (first = outermost).
+//
+// Recovery is OUTERMOST: a panic is only caught by a recovery that wraps
+// the code that panics, and the pipeline's stages run our own code on model
+// input, so they must be inside it. The cost is that the logging
+// interceptor does not log a panicking call's end; the recovery handler
+// logs it (with the stack) instead.
+//
+// Then (tracing, when on, is a stats handler, a ServerOption, not an
+// interceptor): logging → metrics → one composed interceptor behind one
+// selector (health and reflection skip it): the call's outcome (InvokeTool:
+// from here on every end, authentication included, is recorded once) →
+// authentication → the other methods' roles and rate limit → one adapter
+// per pipeline stage, in the pipeline's own order (InvokeTool) → the
+// handler (dispatch). Composing them into one interceptor matters: each
+// selector builds a CallMeta per call, and gRPC's own chaining allocates a
+// closure per interceptor per call.
+func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	authU, _ := newAuthInterceptor(cfg.Auth)
+	roleU, _ := newRoleInterceptor(cfg.Authz)
+	tool := []grpc.UnaryServerInterceptor{
+		outcomeInterceptor(cfg.Pipeline),
+		authU,
+		otherMethods(chainUnary(roleU, newRateLimitInterceptor(cfg.RateLimit))),
+	}
+	for i := range cfg.Pipeline.Stages() {
+		tool = append(tool, stageInterceptor(cfg.Pipeline, i))
+	}
+	return []grpc.UnaryServerInterceptor{
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+		selector.UnaryServerInterceptor(accessLog(log, logging.UnaryServerInterceptor(slogAdapter(log),
+			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(okCallsAtDebug))), skipInfra),
+		cfg.Metrics.GRPC().UnaryServerInterceptor(),
+		selector.UnaryServerInterceptor(chainUnary(tool...), skipInfra),
+	}
+}
+
+// outcomeInterceptor starts an InvokeTool call's outcome (the call itself
+// came from the raw handler, or is built here from a decoded request) and
+// records it when the call ends. It sits outside authentication, so a
+// refused credential gets its audit line too. Other methods pass through.
+func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		r, ok := req.(*gatewayv1.InvokeToolRequest)
+		if !ok {
+			return handler(ctx, req)
+		}
+		c := pipeline.CallFrom(ctx)
+		if c == nil {
+			c = pipeline.NewCall(r.GetTool(), r.GetCallId(), r.GetArguments())
+			ctx = pipeline.WithCall(ctx, c)
+		}
+		// The logging interceptor (outside us) reads these when the call ends.
+		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", c.Tool, "flowdrop.call_id", c.CallID})
+		p.Begin(c)
+		defer func() {
+			if n := len(c.Report.Repairs); n > 0 {
+				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
+			}
+			p.Finish(ctx, c, err)
+		}()
+		return handler(ctx, req)
+	}
+}
+
+// stageInterceptor is THE adapter of a pipeline stage to gRPC: it runs
+// stage i on the InvokeTool call in ctx; other methods pass through.
+func stageInterceptor(p *pipeline.Pipeline, i int) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if c := pipeline.CallFrom(ctx); c != nil {
+			if err := p.RunStage(ctx, i, c); err != nil {
+				return nil, Status(err).Err()
+			}
+		}
+		return handler(ctx, req)
+	}
+}
+
+// otherMethods runs ic on every method but InvokeTool, whose policy is the
+// pipeline's stages.
+func otherMethods(ic grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == pipeline.InvokeMethod {
+			return handler(ctx, req)
+		}
+		return ic(ctx, req, info, handler)
+	}
+}
+
+// chainUnary composes interceptors (first = outermost) into one. Per call
+// it allocates one chainCall, where grpc.ChainUnaryInterceptor allocates a
+// handler closure per interceptor.
+func chainUnary(ics ...grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		cc := &chainCall{ics: ics, info: info, final: handler}
+		cc.handler = cc.next
+		return cc.next(ctx, req)
+	}
+}
+
+// chainCall is one call's position in a chainUnary chain.
+type chainCall struct {
+	ics     []grpc.UnaryServerInterceptor
+	info    *grpc.UnaryServerInfo
+	final   grpc.UnaryHandler
+	handler grpc.UnaryHandler // next, bound once per call
+	i       int               // the interceptor the next handler call runs
+}
+
+// next runs interceptor i with next as its handler. i is restored on
+// return, so an interceptor that calls its handler again re-runs the rest
+// of the chain, as with gRPC's chaining.
+func (cc *chainCall) next(ctx context.Context, req any) (any, error) {
+	i := cc.i
+	if i == len(cc.ics) {
+		return cc.final(ctx, req)
+	}
+	cc.i = i + 1
+	resp, err := cc.ics[i](ctx, req, cc.info, cc.handler)
+	cc.i = i
+	return resp, err
+}
+
+// streamChain is the streaming counterpart (WatchTools): recovery, metrics,
+// authentication and roles. The tool stages concern InvokeTool only.
+func streamChain(cfg *Config, log *slog.Logger) []grpc.StreamServerInterceptor {
+	_, authS := newAuthInterceptor(cfg.Auth, withPolicyMatcher(skipInfra))
+	_, roleS := newRoleInterceptor(cfg.Authz, withPolicyMatcher(skipInfra))
+	return []grpc.StreamServerInterceptor{
+		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+		cfg.Metrics.GRPC().StreamServerInterceptor(),
+		authS,
+		roleS,
+	}
+}
+
+// panicHandler logs the panic with its stack and gives the client only a
+// generic Internal status: no stack, no argument values.
+func panicHandler(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
+	return func(ctx context.Context, v any) error {
+		method, _ := grpc.Method(ctx)
+		attrs := []any{"grpc.method", method, "panic", v, "stack", string(debug.Stack())}
+		log.ErrorContext(ctx, "panic while handling a call", attrs...)
+		return status.Error(codes.Internal, "internal error")
+	}
+}
+
+// okCallsAtDebug keeps the per-call access log off the hot path at the
+// default level: a successful call is logged at DEBUG, every other code at
+// the middleware's default level (WARN/ERROR for failures).
+func okCallsAtDebug(c codes.Code) logging.Level {
+	if c == codes.OK {
+		return logging.LevelDebug
+	}
+	return logging.DefaultServerCodeToLevel(c)
+}
+
+// slogAdapter lets the go-grpc-middleware logging interceptor write to slog.
+func slogAdapter(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+}

@@ -1,0 +1,403 @@
+package grpcapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ListTools page sizes.
+const (
+	defaultListPageSize = 100
+	maxListPageSize     = 1000
+)
+
+// defaultLintProfiles are the provider profiles registration lints against
+// unless WithLintProfiles says otherwise. openai-strict is left out: it is a
+// mode a client opts into per tool, and its rules (every property required,
+// additionalProperties false) would flag nearly every ordinary schema.
+var defaultLintProfiles = []lint.Profile{lint.OpenAI, lint.Anthropic, lint.Gemini}
+
+// registryServiceOption configures the ToolRegistryService.
+type registryServiceOption func(*registryService)
+
+// WithStrictLint refuses, for every registration, a schema with
+// error-severity lint findings (as if each request set strict_lint).
+func WithStrictLint(strict bool) registryServiceOption {
+	return func(s *registryService) { s.strictLint = strict }
+}
+
+// WithLintProfiles sets the provider profiles registration lints against
+// (default: openai, anthropic, gemini).
+func WithLintProfiles(profiles ...lint.Profile) registryServiceOption {
+	return func(s *registryService) {
+		if len(profiles) > 0 {
+			s.lintProfiles = append([]lint.Profile(nil), profiles...)
+		}
+	}
+}
+
+// WithToolFilter hides every tool for which visible returns false (e.g.
+// tools the caller may not invoke) from ListTools, GetTool (NotFound, as
+// for a tool that does not exist: a hidden tool's existence is not told)
+// and WatchTools (its events are skipped). visible must be cheap: it runs
+// for each candidate tool of a page and each watch event.
+func WithToolFilter(visible func(ctx context.Context, name string) bool) registryServiceOption {
+	return func(s *registryService) { s.visible = visible }
+}
+
+// registryService implements ToolRegistryService over a started registry.
+// Reads (Get) and writes go to the registry's store; ListTools is served
+// from the live snapshot; WatchTools streams the store's events.
+type registryService struct {
+	gatewayv1.UnimplementedToolRegistryServiceServer
+
+	reg          *registry.Registry
+	strictLint   bool
+	lintProfiles []lint.Profile
+	visible      func(ctx context.Context, name string) bool
+
+	stop     chan struct{} // closed by Close: ends every WatchTools stream
+	stopOnce sync.Once
+}
+
+func newRegistryService(reg *registry.Registry, opts ...registryServiceOption) *registryService {
+	s := &registryService{reg: reg, lintProfiles: defaultLintProfiles, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// registerRegistryService registers the ToolRegistryService on gs. Call the
+// returned service's Close before gs.GracefulStop: WatchTools streams never
+// end on their own, and GracefulStop waits for every stream.
+func registerRegistryService(gs grpc.ServiceRegistrar, reg *registry.Registry, opts ...registryServiceOption) *registryService {
+	s := newRegistryService(reg, opts...)
+	gatewayv1.RegisterToolRegistryServiceServer(gs, s)
+	return s
+}
+
+// RegisterRegistryService is registerRegistryService for callers outside
+// the package (a gateway assembled by hand, the flowdropctl tests). Call
+// stop before stopping gs gracefully.
+func RegisterRegistryService(gs grpc.ServiceRegistrar, reg *registry.Registry, opts ...registryServiceOption) (stop func()) {
+	return registerRegistryService(gs, reg, opts...).Close
+}
+
+// Close ends every WatchTools stream (Unavailable, naming the revision to
+// resume from). It is safe to call more than once.
+func (s *registryService) Close() {
+	s.stopOnce.Do(func() { close(s.stop) })
+}
+
+// requestFieldError is a request field that is missing or malformed.
+type requestFieldError struct{ field, reason string }
+
+func (e *requestFieldError) Error() string { return e.field + " " + e.reason }
+
+// lintRefusedError refuses a registration whose schema has error-severity
+// provider-lint findings (strict lint). findings holds the errors only.
+type lintRefusedError struct {
+	tool     string
+	findings []lint.Finding
+}
+
+func (e *lintRefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tool %q: input schema fails provider lint (strict):", e.tool)
+	for i, f := range e.findings {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteByte(' ')
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+// RegisterTool creates or updates a tool. The schema must compile; lint
+// findings come back as warnings, or refuse the tool under strict lint.
+func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.RegisterToolRequest) (*gatewayv1.RegisterToolResponse, error) {
+	t, err := toolFromProto(req.GetTool())
+	if err != nil {
+		return nil, statusError(err)
+	}
+	findings := lint.Lint(t.Name, t.InputSchema, s.lintProfiles...)
+	if (s.strictLint || req.GetStrictLint()) && lint.HasErrors(findings) {
+		// A schema that does not compile is the more basic problem: report
+		// that rather than what a provider would think of it.
+		if _, err := registry.Compile(t); err != nil {
+			return nil, statusError(err)
+		}
+		var errs []lint.Finding
+		for _, f := range findings {
+			if f.Severity == lint.SeverityError {
+				errs = append(errs, f)
+			}
+		}
+		return nil, statusError(&lintRefusedError{tool: t.Name, findings: errs})
+	}
+	var expected *int64
+	if req.ExpectedRevision != nil {
+		e := req.GetExpectedRevision()
+		if e < 0 {
+			return nil, statusError(&requestFieldError{field: "expected_revision", reason: fmt.Sprintf("must not be negative, got %d", e)})
+		}
+		expected = &e
+	}
+	res, err := s.reg.Register(ctx, t, registry.RegisterOptions{ExpectedRevision: expected, RequireCompatible: req.GetRequireCompatible()})
+	if err != nil {
+		return nil, statusError(err)
+	}
+	return &gatewayv1.RegisterToolResponse{
+		Tool:               toolProto(res.Tool),
+		Created:            res.Created,
+		CompatibilityNotes: compatNotesProto(res.Notes),
+		LintFindings:       lintFindingsProto(findings),
+	}, nil
+}
+
+// GetTool reads a tool from the store, the source of truth.
+func (s *registryService) GetTool(ctx context.Context, req *gatewayv1.GetToolRequest) (*gatewayv1.GetToolResponse, error) {
+	name := req.GetName()
+	if err := checkNameField(name); err != nil {
+		return nil, statusError(err)
+	}
+	if !s.shows(ctx, name) {
+		return nil, statusError(pipeline.ToolNotFound(name))
+	}
+	t, err := s.reg.Get(ctx, name)
+	if err != nil {
+		return nil, statusError(notFoundAsTool(name, err))
+	}
+	return &gatewayv1.GetToolResponse{Tool: toolProto(t)}, nil
+}
+
+// DeleteTool removes a tool, optionally only at an expected revision.
+func (s *registryService) DeleteTool(ctx context.Context, req *gatewayv1.DeleteToolRequest) (*gatewayv1.DeleteToolResponse, error) {
+	name := req.GetName()
+	if err := checkNameField(name); err != nil {
+		return nil, statusError(err)
+	}
+	var expected *int64
+	if req.ExpectedRevision != nil {
+		e := req.GetExpectedRevision()
+		if e < 0 {
+			return nil, statusError(&requestFieldError{field: "expected_revision", reason: fmt.Sprintf("must not be negative, got %d", e)})
+		}
+		expected = &e
+	}
+	if err := s.reg.Delete(ctx, name, expected); err != nil {
+		return nil, statusError(notFoundAsTool(name, err))
+	}
+	return &gatewayv1.DeleteToolResponse{}, nil
+}
+
+// checkNameField refuses a name no tool can have, so a typo such as an
+// empty argument reads as bad input rather than "not found".
+func checkNameField(name string) error {
+	if name == "" {
+		return &requestFieldError{field: "name", reason: "is required"}
+	}
+	if registry.ValidateName(name) != nil {
+		return &requestFieldError{field: "name", reason: fmt.Sprintf("%q is not a tool name: must match %s", name, registry.NamePattern)}
+	}
+	return nil
+}
+
+// notFoundAsTool names the tool in a store's bare ErrNotFound.
+func notFoundAsTool(name string, err error) error {
+	if errors.Is(err, registry.ErrNotFound) {
+		return pipeline.ToolNotFound(name)
+	}
+	return err
+}
+
+// pageTokenPrefix versions the page token so its format can change.
+const pageTokenPrefix = "v1:"
+
+// ListTools pages through the live snapshot in name order. The page token
+// is the last name returned, so paging stays correct while tools are added
+// or removed: nothing is repeated, and only tools inserted behind the
+// cursor are missed.
+func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListToolsRequest) (*gatewayv1.ListToolsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, statusError(&requestFieldError{field: "page_size", reason: fmt.Sprintf("must not be negative, got %d", size)})
+	case size == 0:
+		size = defaultListPageSize
+	case size > maxListPageSize:
+		size = maxListPageSize
+	}
+	after, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, statusError(err)
+	}
+	prefix, labels := req.GetNamePrefix(), req.GetLabels()
+
+	entries := s.reg.Snapshot().List()
+	// Start past the cursor and at the prefix: names are sorted, so every
+	// match is at or after both.
+	from := max(after, prefix)
+	i := sort.Search(len(entries), func(i int) bool {
+		n := entries[i].Tool.Name
+		return n > after && n >= from
+	})
+	resp := &gatewayv1.ListToolsResponse{}
+	for ; i < len(entries); i++ {
+		t := entries[i].Tool
+		if !strings.HasPrefix(t.Name, prefix) {
+			break // sorted: no later name has the prefix either
+		}
+		if !labelsMatch(t.Labels, labels) || !s.shows(ctx, t.Name) {
+			continue
+		}
+		if len(resp.Tools) == size {
+			// One more match exists: hand out a cursor for it.
+			resp.NextPageToken = encodePageToken(resp.Tools[size-1].GetName())
+			break
+		}
+		resp.Tools = append(resp.Tools, toolProto(t))
+	}
+	return resp, nil
+}
+
+func labelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func encodePageToken(lastName string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + lastName))
+}
+
+func decodePageToken(tok string) (string, error) {
+	if tok == "" {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	name, ok := strings.CutPrefix(string(raw), pageTokenPrefix)
+	if err != nil || !ok || name == "" {
+		return "", &requestFieldError{field: "page_token", reason: "is not a token this server issued; start again without one"}
+	}
+	return name, nil
+}
+
+// WatchTools streams registry changes. start_revision 0 first sends every
+// current tool as a PUT (from one consistent store list), then the events
+// after that list; otherwise the events after start_revision. The stream
+// ends when the client cancels, or with Unavailable naming the revision to
+// resume from when the gateway stops or the store watch is lost.
+func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream grpc.ServerStreamingServer[gatewayv1.WatchToolsResponse]) error {
+	after := req.GetStartRevision()
+	if after < 0 {
+		return statusError(&requestFieldError{field: "start_revision", reason: fmt.Sprintf("must not be negative, got %d", after)})
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel() // ends the store watch and its goroutines
+
+	// Subscribe before reading so a registry Close during the list is seen.
+	changes, unsubscribe := s.reg.Changes()
+	defer unsubscribe()
+
+	if after == 0 {
+		tools, rev, err := s.reg.List(ctx)
+		if err != nil {
+			return statusError(err)
+		}
+		for _, t := range tools {
+			if !s.shows(ctx, t.Name) {
+				continue
+			}
+			if err := stream.Send(&gatewayv1.WatchToolsResponse{
+				Type: gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT, Tool: toolProto(t), Revision: t.Revision,
+			}); err != nil {
+				return err
+			}
+		}
+		after = rev
+	}
+	events, err := s.reg.Watch(ctx, after)
+	if err != nil {
+		if errors.Is(err, registry.ErrCompacted) {
+			err = fmt.Errorf("start_revision %d is older than the history the registry store keeps (%w); watch from 0 to start with the current tools", after, registry.ErrCompacted)
+		}
+		return statusError(err)
+	}
+	resume := func(why string) error {
+		return status.Errorf(codes.Unavailable, "%s; resume watching from revision %d", why, after)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return statusError(ctx.Err())
+		case <-s.stop:
+			return resume("gateway shutting down")
+		case _, ok := <-changes:
+			if !ok {
+				return resume("registry closed")
+			}
+			// A snapshot change: the store watch carries the event itself.
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return statusError(ctx.Err())
+				}
+				return resume("registry store watch lost")
+			}
+			if s.shows(ctx, ev.Tool.Name) {
+				if err := stream.Send(watchEventProto(ev)); err != nil {
+					return err
+				}
+			}
+			after = ev.Revision
+		}
+	}
+}
+
+// shows reports whether the caller in ctx may see the tool (WithToolFilter).
+func (s *registryService) shows(ctx context.Context, name string) bool {
+	return s.visible == nil || s.visible(ctx, name)
+}
+
+func watchEventProto(ev registry.Event) *gatewayv1.WatchToolsResponse {
+	out := &gatewayv1.WatchToolsResponse{Revision: ev.Revision}
+	switch ev.Type {
+	case registry.EventPut:
+		out.Type = gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT
+		out.Tool = toolProto(ev.Tool)
+	case registry.EventDelete:
+		out.Type = gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE
+		out.Tool = &gatewayv1.Tool{Name: ev.Tool.Name, Revision: ev.Revision}
+	}
+	return out
+}
+
+func lintFindingsProto(fs []lint.Finding) []*gatewayv1.LintFinding {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]*gatewayv1.LintFinding, len(fs))
+	for i, f := range fs {
+		out[i] = &gatewayv1.LintFinding{Profile: string(f.Profile), Path: f.Path, Message: f.Rule + ": " + f.Message, Severity: string(f.Severity)}
+	}
+	return out
+}

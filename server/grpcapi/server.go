@@ -1,0 +1,108 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/observe"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/rawcodec"
+)
+
+// Config is what the gRPC face is built from.
+type Config struct {
+	Pipeline *pipeline.Pipeline
+	Registry *registry.Registry
+	// Auth authenticates every call (credentials from metadata and the
+	// verified client certificate); Authz and RateLimit cover the methods
+	// other than InvokeTool, whose policy is the pipeline's.
+	Auth      *policy.Authenticator
+	Authz     *policy.Authorizer
+	RateLimit *policy.RateLimiter
+	Metrics   *observe.Metrics
+	Log       *slog.Logger
+	// StrictLint refuses every registration with provider-lint errors.
+	StrictLint bool
+	// ServerOptions are added to the server's (credentials, message
+	// sizes, stats handlers).
+	ServerOptions []grpc.ServerOption
+}
+
+// Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool)
+// behind the interceptor chain, ToolRegistryService, health, reflection.
+type Server struct {
+	gs       *grpc.Server
+	health   *health.Server
+	gateway  *gatewayService
+	registry *registryService
+}
+
+// New builds the server; Serve starts it.
+func New(cfg Config) *Server {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := append(cfg.ServerOptions,
+		// One interceptor: chainUnary composes the chain with one small
+		// allocation per call where gRPC's chaining makes a closure per level.
+		grpc.UnaryInterceptor(chainUnary(unaryChain(&cfg, log)...)),
+		grpc.ChainStreamInterceptor(streamChain(&cfg, log)...),
+		rawcodec.ServerOption(), // InvokeTool requests arrive undecoded
+		grpc.NumStreamWorkers(streamWorkers()),
+	)
+	gs := grpc.NewServer(opts...)
+	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline)}
+	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
+	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithToolFilter(cfg.Pipeline.Visible))
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(gatewayv1.ToolRegistryService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, s.health)
+	reflection.Register(gs)
+	cfg.Metrics.GRPC().InitializeMetrics(gs)
+	return s
+}
+
+// DecodedWhole counts InvokeTool requests decoded whole (their envelope
+// was not plain) since New.
+func (s *Server) DecodedWhole() int64 { return s.gateway.decodedWhole.Load() }
+
+// Serve accepts connections on lis until Shutdown; it returns nil after a
+// Shutdown.
+func (s *Server) Serve(lis net.Listener) error {
+	if err := s.gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown turns health NOT_SERVING, ends the WatchTools streams (they
+// never end on their own; GracefulStop would wait for them), lets calls in
+// flight finish until ctx is done, then cuts off the rest. It returns ctx's
+// error if calls had to be cut off.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.Shutdown()
+	s.registry.Close()
+	drained := make(chan struct{})
+	go func() { s.gs.GracefulStop(); close(drained) }()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		s.gs.Stop()
+		<-drained
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,221 @@
+package grpcapi
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// This file is THE one place errors become gRPC statuses: a tool call's
+// *pipeline.Error (Status), and the registry service's errors
+// (registryStatus). Nothing else builds a status from an error.
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of errors the gateway makes.
+const ErrorDomain = "flowdrop.dev"
+
+// ReasonArgumentsInvalid is the ErrorInfo reason for arguments that fail the
+// tool's schema after normalization.
+const ReasonArgumentsInvalid = "ARGUMENTS_INVALID"
+
+// statusError maps any error a call produced to a gRPC status error: the
+// registry's errors first (a store failure caused by a deadline is still
+// the store's), then through pipeline.Classify.
+func statusError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if st := registryStatus(err); st != nil {
+		return st.Err()
+	}
+	if st, ok := status.FromError(err); ok && !isPipelineError(err) {
+		return st.Err() // already a status (gRPC's own, or an interceptor's)
+	}
+	return Status(pipeline.Classify(err)).Err()
+}
+
+func isPipelineError(err error) bool {
+	var e *pipeline.Error
+	return errors.As(err, &e)
+}
+
+// Status is a tool call's error as a gRPC status, with its details:
+//   - policy refusals: an ErrorInfo with the reason (and the tool, limit
+//     or rule) and, when waiting helps, a RetryInfo;
+//   - invalid arguments: BadRequest field violations (field = JSON
+//     Pointer), an ErrorInfo a client can switch on (metadata: the tool
+//     and each repair as "kind:pointer"), and the repairs as
+//     flowdrop.gateway.v1.Repair details;
+//   - backend failures: the backend's (or the transport's) status with its
+//     details kept, under the pipeline's code and message;
+//   - our own fault (ReasonInternal): Internal naming its cause, as the
+//     gRPC face always did;
+//   - anything else: the code and the caller-safe message.
+func Status(e *pipeline.Error) *status.Status {
+	code := codes.Code(e.Code)
+	switch {
+	case e.Kind == pipeline.KindPolicy:
+		return policyStatus(code, e)
+	case e.Kind == pipeline.KindValidation:
+		return invalidArgumentsStatus(e)
+	case strings.HasPrefix(e.Reason, "backend-") && e.Cause != nil:
+		p := status.Convert(e.Cause).Proto()
+		p.Code, p.Message = int32(code), e.Message
+		return status.FromProto(p)
+	case e.Reason == pipeline.ReasonInternal && e.Cause != nil:
+		// As before the split: the gRPC face names our own fault's cause.
+		return status.New(code, e.Error())
+	}
+	return status.New(code, e.Message)
+}
+
+func policyStatus(code codes.Code, e *pipeline.Error) *status.Status {
+	md := map[string]string{"policy_reason": e.Reason}
+	if e.Tool != "" {
+		md["tool"] = e.Tool
+	}
+	if e.Limit != "" {
+		md["limit"] = e.Limit
+	}
+	if e.Rule != "" {
+		md["rule"] = e.Rule
+	}
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain, Metadata: md}}
+	if e.RetryAfter > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+	}
+	return withDetails(status.New(code, e.Message), details...)
+}
+
+// errorInfoReason turns "rate-limited" into "RATE_LIMITED", the form
+// google.rpc.ErrorInfo.reason requires; the original is kept in metadata.
+func errorInfoReason(r string) string {
+	return strings.ToUpper(strings.ReplaceAll(r, "-", "_"))
+}
+
+func invalidArgumentsStatus(e *pipeline.Error) *status.Status {
+	br := &errdetails.BadRequest{}
+	for _, v := range e.Violations {
+		br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
+			Field:       v.Pointer,
+			Description: v.Message,
+		})
+	}
+	info := &errdetails.ErrorInfo{
+		Reason:   ReasonArgumentsInvalid,
+		Domain:   ErrorDomain,
+		Metadata: map[string]string{"tool": e.Tool},
+	}
+	details := []protoadapt.MessageV1{br, info}
+	for i, r := range e.Repairs {
+		info.Metadata["repair_"+strconv.Itoa(i)] = r.Kind.String() + ":" + r.Path
+		details = append(details, repairProto(r))
+	}
+	return withDetails(status.New(codes.InvalidArgument, e.Message), details...)
+}
+
+func repairProto(r normalize.Repair) *gatewayv1.Repair {
+	kind := gatewayv1.RepairKind_REPAIR_KIND_UNSPECIFIED
+	switch r.Kind {
+	case normalize.JSONDecoded:
+		kind = gatewayv1.RepairKind_REPAIR_KIND_JSON_DECODED
+	case normalize.EntitiesDecoded:
+		kind = gatewayv1.RepairKind_REPAIR_KIND_ENTITIES_DECODED
+	}
+	return &gatewayv1.Repair{Path: r.Path, Kind: kind, Passes: int32(r.Passes), BoundHit: r.BoundHit}
+}
+
+func repairsProto(rs []normalize.Repair) []*gatewayv1.Repair {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*gatewayv1.Repair, len(rs))
+	for i, r := range rs {
+		out[i] = repairProto(r)
+	}
+	return out
+}
+
+// ReasonRevisionMismatch is the ErrorInfo reason of an optimistic-concurrency
+// failure (Aborted); metadata: tool, expected_revision, current_revision.
+const ReasonRevisionMismatch = "REVISION_MISMATCH"
+
+// registryStatus maps the errors of the registry and its admin service, or
+// returns nil for any other error. It runs before the context checks: a
+// store error caused by a deadline is still the store's failure.
+func registryStatus(err error) *status.Status {
+	var (
+		te  *registry.ToolError
+		rm  *registry.RevisionMismatchError
+		ie  *registry.IncompatibleError
+		le  *lintRefusedError
+		rfe *requestFieldError
+	)
+	switch {
+	case errors.As(err, &te):
+		field := "tool." + te.Field + te.Pointer
+		return withDetails(status.New(codes.InvalidArgument, te.Error()),
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: te.Reason}}})
+	case errors.As(err, &rfe):
+		return withDetails(status.New(codes.InvalidArgument, rfe.Error()),
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: rfe.field, Description: rfe.reason}}})
+	case errors.As(err, &le):
+		br := &errdetails.BadRequest{}
+		for _, f := range le.findings {
+			field := "tool.input_schema" + f.Path
+			if f.Path == lint.NamePath {
+				field = "tool.name"
+			}
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{
+				Field: field, Description: string(f.Profile) + " " + f.Rule + ": " + f.Message,
+			})
+		}
+		return withDetails(status.New(codes.InvalidArgument, le.Error()), br)
+	case errors.As(err, &rm):
+		return withDetails(status.New(codes.Aborted, rm.Error()), &errdetails.ErrorInfo{
+			Reason: ReasonRevisionMismatch, Domain: ErrorDomain,
+			Metadata: map[string]string{
+				"tool":              rm.Tool,
+				"expected_revision": strconv.FormatInt(rm.Expected, 10),
+				"current_revision":  strconv.FormatInt(rm.Actual, 10),
+			},
+		})
+	case errors.As(err, &ie):
+		pf := &errdetails.PreconditionFailure{}
+		for _, n := range ie.Notes {
+			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
+				Type: "INCOMPATIBLE", Subject: n.Path, Description: n.Message,
+			})
+		}
+		return withDetails(status.New(codes.FailedPrecondition, ie.Error()), pf)
+	case errors.Is(err, registry.ErrNotFound):
+		return status.New(codes.NotFound, err.Error())
+	case errors.Is(err, registry.ErrCompacted):
+		return status.New(codes.OutOfRange, err.Error())
+	case errors.Is(err, registry.ErrUnavailable):
+		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())
+	case errors.Is(err, registry.ErrClosed):
+		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())
+	}
+	return nil
+}
+
+// withDetails attaches details, or keeps the bare status if they cannot be
+// marshalled (they always can; the status must not be lost if not).
+func withDetails(st *status.Status, details ...protoadapt.MessageV1) *status.Status {
+	if d, err := st.WithDetails(details...); err == nil {
+		return d
+	}
+	return st
+}

@@ -1,0 +1,123 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// backendFailure is the error a ToolService call to tool "t" (backend
+// 127.0.0.1:9, timeout 1.5s) ends with when the gRPC client returns
+// clientErr: the *pipeline.Error the backend kind classifies it into. A
+// client interceptor stands in for the transport, so nothing is dialled.
+func backendFailure(t *testing.T, clientErr error) error {
+	t.Helper()
+	ts := backend.NewToolService(backend.ToolServiceConfig{DialOptions: []grpc.DialOption{
+		grpc.WithUnaryInterceptor(func(context.Context, string, any, any, *grpc.ClientConn, grpc.UnaryInvoker, ...grpc.CallOption) error {
+			return clientErr
+		}),
+	}})
+	t.Cleanup(ts.Close)
+	c := pipeline.NewCall("t", "", nil)
+	c.Entry = &registry.Entry{Tool: registry.Tool{Name: "t", Backend: "127.0.0.1:9", Timeout: 1500 * time.Millisecond}}
+	_, err := ts.Invoke(context.Background(), c)
+	if err == nil {
+		t.Fatal("backend call succeeded; want its failure")
+	}
+	if e, ok := err.(*pipeline.Error); !ok || !strings.HasPrefix(e.Reason, "backend-") || !errors.Is(err, clientErr) {
+		t.Fatalf("backend failure = %#v; want a *pipeline.Error with a backend-* reason caused by the client's error", err)
+	}
+	return err
+}
+
+func TestStatusError(t *testing.T) {
+	t.Parallel()
+	withInfo, _ := status.New(codes.Unavailable, "connection refused").WithDetails(&errdetails.RetryInfo{})
+	backendOwn, _ := status.New(codes.PermissionDenied, "not your note").WithDetails(&errdetails.ErrorInfo{Reason: "OWNER"})
+	be := func(err error) error { return backendFailure(t, err) }
+	cases := []struct {
+		name        string
+		reason      string
+		err         error
+		code        codes.Code
+		msg         string // exact when set
+		msgContains []string
+		details     int
+	}{
+		{name: "not-found", reason: "unknown tools are NotFound naming the tool", err: pipeline.ToolNotFound("x"), code: codes.NotFound, msg: `tool "x" is not registered`},
+		{
+			name: "validation", reason: "validation failures are InvalidArgument with the model-readable message, BadRequest, ErrorInfo and one Repair detail per repair",
+			err: &registry.ValidationError{Tool: "t", Violations: []registry.Violation{{Pointer: "/ops", Message: "`ops` must be an array"}},
+				Repairs: []normalize.Repair{{Path: "/title", Kind: normalize.EntitiesDecoded, Passes: 2}}},
+			code: codes.InvalidArgument, msg: "invalid arguments for tool \"t\": `ops` must be an array", details: 3,
+		},
+		{name: "unreachable", reason: "Unavailable names the tool and target and keeps transport details", err: be(withInfo.Err()), code: codes.Unavailable,
+			msg: `tool "t": backend 127.0.0.1:9 unavailable: connection refused`, details: 1},
+		{name: "deadline", reason: "DeadlineExceeded names the tool, the budget and where it came from", err: be(status.Error(codes.DeadlineExceeded, "context deadline exceeded")),
+			code: codes.DeadlineExceeded, msg: `tool "t": backend 127.0.0.1:9 did not answer within 1.5s (the tool's timeout)`},
+		{name: "canceled", reason: "a canceled call is Canceled, not Unknown", err: be(context.Canceled), code: codes.Canceled, msgContains: []string{`tool "t"`}},
+		{name: "backend-status", reason: "the backend's own status passes through unchanged, details included", err: be(backendOwn.Err()), code: codes.PermissionDenied, msg: "not your note", details: 1},
+		{name: "backend-plain-error", reason: "a non-status error from the client is Unknown, as gRPC reports it", err: be(errors.New("boom")), code: codes.Unknown, msg: "boom"},
+		{name: "status", reason: "a status error from a stage passes through", err: status.Error(codes.ResourceExhausted, "slow down"), code: codes.ResourceExhausted, msg: "slow down"},
+		{name: "wrapped-not-found", reason: "domain errors are found when wrapped", err: fmt.Errorf("stage: %w", pipeline.ToolNotFound("y")), code: codes.NotFound, msg: `tool "y" is not registered`},
+		{name: "internal", reason: "anything else is our bug: Internal", err: errors.New("nil map"), code: codes.Internal, msgContains: []string{"internal error"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := status.Convert(statusError(tc.err))
+			if st.Code() != tc.code {
+				t.Fatalf("code = %v, want %v (%s)", st.Code(), tc.code, tc.reason)
+			}
+			if tc.msg != "" && st.Message() != tc.msg {
+				t.Errorf("message = %q, want %q (%s)", st.Message(), tc.msg, tc.reason)
+			}
+			for _, s := range tc.msgContains {
+				if !strings.Contains(st.Message(), s) {
+					t.Errorf("message %q lacks %q (%s)", st.Message(), s, tc.reason)
+				}
+			}
+			if got := len(st.Details()); got != tc.details {
+				t.Errorf("%d details, want %d: %v (%s)", got, tc.details, st.Details(), tc.reason)
+			}
+		})
+	}
+	if statusError(nil) != nil {
+		t.Error("statusError(nil) != nil")
+	}
+}
+
+func TestValidationDetails(t *testing.T) {
+	t.Parallel()
+	err := statusError(&registry.ValidationError{Tool: "t",
+		Violations: []registry.Violation{{Pointer: "/ops", Message: "m1"}, {Pointer: "", Message: "m2"}},
+		Repairs:    []normalize.Repair{{Path: "/a", Kind: normalize.JSONDecoded}, {Path: "/b/0", Kind: normalize.EntitiesDecoded, Passes: 3, BoundHit: true}},
+	})
+	d := status.Convert(err).Details()
+	wantBR := &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+		{Field: "/ops", Description: "m1"}, {Field: "", Description: "m2"},
+	}}
+	wantInfo := &errdetails.ErrorInfo{Reason: ReasonArgumentsInvalid, Domain: ErrorDomain, Metadata: map[string]string{
+		"tool": "t", "repair_0": "json-decoded:/a", "repair_1": "entities-decoded:/b/0",
+	}}
+	if len(d) != 4 || !proto.Equal(d[0].(proto.Message), wantBR) || !proto.Equal(d[1].(proto.Message), wantInfo) {
+		t.Fatalf("details = %v", d)
+	}
+	if !proto.Equal(d[3].(proto.Message), repairProto(normalize.Repair{Path: "/b/0", Kind: normalize.EntitiesDecoded, Passes: 3, BoundHit: true})) {
+		t.Errorf("repair detail = %v", d[3])
+	}
+}

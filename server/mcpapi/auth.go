@@ -1,0 +1,139 @@
+package mcpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// authenticate is the HTTP middleware in front of MCP: the same
+// Authenticator as gRPC, the caller stored with policy.WithCaller (the SDK
+// hands the request's context values to the method handlers). A refusal is
+// 401 with a WWW-Authenticate challenge and the caller-safe policy message.
+func (m *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := m.authenticateHTTP(r)
+		if err != nil {
+			m.auditAuthFailure(r, err)
+			msg, code := "authentication failed", http.StatusUnauthorized
+			challenge := `Bearer realm="flowdrop"`
+			if pe, ok := policy.AsError(err); ok {
+				msg = pe.Message
+				if pe.Code != policy.Unauthenticated {
+					code = http.StatusForbidden
+				}
+				if pe.Reason != policy.ReasonCredentialsMissing {
+					// RFC 6750 §3.1: credentials were sent but are not accepted.
+					challenge += `, error="invalid_token"`
+				}
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, msg, code)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), caller)))
+	})
+}
+
+// mcpPeekBytes bounds how much of a refused request's body is read to find
+// its JSON-RPC method and tool name: enough for any ordinary tools/call, and
+// small, since the caller is unauthenticated.
+const mcpPeekBytes = 64 << 10
+
+// auditAuthFailure writes the audit line (and counts the denial) for a
+// tools/call that failed authentication, as the gRPC audit interceptor does
+// for InvokeTool: the same pipeline.finish, so the same sink and record.
+// Other methods (initialize, tools/list, …) are not tool calls and, as on
+// gRPC, are not audited. The caller is unknown; the credential is never
+// read into the record (AuditRecord has no field for it).
+func (m *Server) auditAuthFailure(r *http.Request, err error) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return
+	}
+	peek, _ := io.ReadAll(io.LimitReader(r.Body, mcpPeekBytes))
+	// Put back what was read, so whatever reads the body next sees all of it.
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), r.Body), r.Body}
+	isCall, tool, callID := peekToolCall(peek)
+	if !isCall {
+		return
+	}
+	c := pipeline.NewCall(tool, callID, nil)
+	m.pipe.Begin(c)
+	m.pipe.Finish(r.Context(), c, err)
+}
+
+// peekToolCall reports whether body (a possibly truncated JSON-RPC request)
+// is a tools/call, and its tool name and flowdrop/call_id when they could be
+// read. It scans tokens, so a body cut off by the peek bound still yields
+// the members before the cut.
+func peekToolCall(body []byte) (isCall bool, tool, callID string) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false, "", ""
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch k {
+		case "method":
+			var method string
+			if dec.Decode(&method) != nil {
+				return isCall, tool, callID
+			}
+			isCall = method == "tools/call"
+		case "params":
+			var params struct {
+				Name string         `json:"name"`
+				Meta map[string]any `json:"_meta"`
+			}
+			if dec.Decode(&params) != nil {
+				return isCall, tool, callID
+			}
+			tool = params.Name
+			callID, _ = params.Meta[MCPMetaCallID].(string)
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return isCall, tool, callID
+			}
+		}
+	}
+	return isCall, tool, callID
+}
+
+// authenticateHTTP authenticates an HTTP request with the same
+// Authenticator as gRPC: "Authorization: Bearer …" and "X-API-Key"
+// headers, and the verified client certificate chain. It returns the caller
+// or a *policy.Error (never echoing a credential).
+func (m *Server) authenticateHTTP(r *http.Request) (policy.Caller, error) {
+	if m.auth == nil {
+		return policy.Caller{}, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
+			Message: "authentication is not configured"}
+	}
+	var c policy.Credentials
+	c.APIKey = r.Header.Get("X-API-Key")
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		tok = strings.TrimSpace(tok)
+		if !ok || !strings.EqualFold(scheme, "bearer") || tok == "" {
+			return policy.Caller{}, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
+				Message: `authorization header must be "Bearer <token>"`}
+		}
+		c.Bearer = tok
+	}
+	// Only a chain the handshake verified identifies a caller.
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		c.PeerCerts = r.TLS.VerifiedChains[0]
+	}
+	return m.auth.Authenticate(r.Context(), c)
+}

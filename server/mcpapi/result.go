@@ -1,0 +1,190 @@
+package mcpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// mcpCallError is THE one place a pipeline error becomes an MCP outcome.
+//
+// MCP separates tool execution errors (a result with isError: true, which
+// the model reads and can act on) from protocol errors (a JSON-RPC error,
+// for the client, not the model). The rule here: if the model can do
+// something about it — change the arguments, wait, try later or another way —
+// it is an isError result; if the call could never have been made (no such
+// tool, a tool this caller is not offered, no right to call tools, a
+// cancelled request, our own bug) it is a JSON-RPC error.
+//
+//   - invalid arguments → isError: the violations with their
+//     pointers, and the repairs made before validation.
+//   - policy refusals: argument rules (rule-denied, rule-error), size limits
+//     (InvalidArgument) and rate/in-flight limits (ResourceExhausted, with
+//     the wait) → isError. Tool allow/deny lists → JSON-RPC invalid params,
+//     like an unknown tool (the tool is not in this caller's tools/list); no
+//     role for InvokeTool, unauthenticated → MCPCodePermissionDenied.
+//   - unknown tool → JSON-RPC invalid params (the MCP spec's example).
+//   - backend failures → isError: the MCP spec counts API failures as tool
+//     execution errors. Unreachable/overloaded and deadline get a message that
+//     names the tool and the budget but not the backend's address; any other
+//     status the backend returned is its own message, passed on as gRPC does.
+//   - cancellation → the context error; anything else → JSON-RPC internal
+//     error "internal error" (logged, never sent).
+func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*mcp.CallToolResult, error) {
+	tool := e.Tool
+	switch e.Kind {
+	case pipeline.KindPolicy:
+		switch {
+		case e.Code == pipeline.Unauthenticated:
+			return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}
+		case e.Reason == policy.ReasonToolNotAllowed || e.Reason == policy.ReasonToolDenied:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
+		case e.Reason == policy.ReasonRoleMissing || e.Reason == policy.ReasonMethodUnknown:
+			return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}
+		}
+		msg := e.Message
+		if e.RetryAfter > 0 {
+			msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter.Round(time.Millisecond))
+		}
+		return errorResult(msg, e.Reason, report), nil
+	case pipeline.KindValidation:
+		var b strings.Builder
+		b.WriteString(e.Message)
+		viol := make([]map[string]any, 0, len(e.Violations))
+		for _, v := range e.Violations {
+			ptr := v.Pointer
+			if ptr == "" {
+				ptr = "(root)"
+			}
+			fmt.Fprintf(&b, "\n- at %s: %s", ptr, v.Message)
+			viol = append(viol, map[string]any{"path": v.Pointer, "message": v.Message})
+		}
+		r := errorResult(b.String(), "arguments-invalid", report)
+		r.Meta[MCPMetaViolations] = viol
+		return r, nil
+	}
+	switch e.Reason {
+	case pipeline.ReasonToolNotFound:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", tool)}
+	case pipeline.ReasonArgumentsUndecodable:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
+	case pipeline.ReasonBackendCanceled, pipeline.ReasonCanceled:
+		return nil, context.Canceled
+	case pipeline.ReasonDeadlineExceeded:
+		return nil, context.DeadlineExceeded
+	case pipeline.ReasonBackendDeadline:
+		return errorResult(fmt.Sprintf("tool %q did not answer within %v; it may be slow or stuck: try again later or another way",
+			tool, e.Timeout.Round(time.Millisecond)), "backend-deadline", report), nil
+	case pipeline.ReasonBackendUnavailable:
+		return errorResult(fmt.Sprintf("tool %q is unavailable right now; try again later", tool),
+			"backend-unavailable", report), nil
+	case pipeline.ReasonBackendError:
+		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
+	}
+	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", tool, "error", e.Error())
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+// errorResult is an isError result whose text is msg followed by the repairs
+// (so a model that reads only the text still learns them).
+func errorResult(msg, reason string, report normalize.Report) *mcp.CallToolResult {
+	if len(report.Repairs) > 0 {
+		msg += "\nThe gateway repaired these arguments before checking them: " + describeRepairs(report.Repairs)
+	}
+	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+		Meta: mcp.Meta{MCPMetaReason: reason}}
+	if rs := repairsMeta(report.Repairs); rs != nil {
+		r.Meta[MCPMetaRepairs] = rs
+	}
+	return r
+}
+
+// mcpResult maps the backend's answer: one TextContent with the result (a
+// string as itself, anything else as JSON), structuredContent when the result
+// is an object, isError as the backend set it, and the repairs in _meta.
+func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResult, error) {
+	if res.Encoded != nil {
+		var ir gatewayv1.InvokeResponse
+		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
+	}
+	r := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
+	if v := res.Value; v != nil {
+		text := v.GetStringValue()
+		if _, isString := v.GetKind().(*structpb.Value_StringValue); !isString {
+			text = valueJSON(v)
+		}
+		r.Content = append(r.Content, &mcp.TextContent{Text: text})
+		if s := v.GetStructValue(); s != nil {
+			r.StructuredContent = json.RawMessage(valueJSON(v))
+		}
+	}
+	if rs := repairsMeta(report.Repairs); rs != nil {
+		r.Meta = mcp.Meta{MCPMetaRepairs: rs}
+	}
+	return r, nil
+}
+
+// valueJSON renders v as compact JSON without HTML escaping (the text is for
+// a model, and "&" must stay "&"). protojson is not used: its output spacing
+// is deliberately unstable.
+func valueJSON(v *structpb.Value) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v.AsInterface()); err != nil {
+		// Only NaN or ±Inf numbers, which JSON cannot carry.
+		raw, _ := v.MarshalJSON()
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func repairsMeta(rs []normalize.Repair) []map[string]any {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		m := map[string]any{"path": r.Path, "kind": r.Kind.String()}
+		if r.Kind == normalize.EntitiesDecoded {
+			m["passes"] = r.Passes
+			if r.BoundHit {
+				m["boundHit"] = true
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func describeRepairs(rs []normalize.Repair) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		what := "decoded a JSON string into its value"
+		if r.Kind == normalize.EntitiesDecoded {
+			what = "decoded HTML entities"
+		}
+		path := r.Path
+		if path == "" {
+			path = "(root)"
+		}
+		parts[i] = path + " (" + what + ")"
+	}
+	return strings.Join(parts, "; ")
+}

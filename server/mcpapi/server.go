@@ -1,0 +1,328 @@
+package mcpapi
+
+// The MCP endpoint: the same registry and the same InvokeTool pipeline as
+// the gRPC API, served as a Model Context Protocol tool server over
+// streamable HTTP (github.com/modelcontextprotocol/go-sdk).
+//
+// Design, briefly:
+//   - Stateless transport: every POST is answered on its own, so any replica
+//     can answer any request; no Mcp-Session-Id, no session affinity.
+//   - tools/list comes from the SDK's tool set, which follows the registry
+//     (Changes → AddTool/RemoveTools); a receiving middleware filters it per
+//     caller. Changing the set is also what makes the SDK send
+//     notifications/tools/list_changed.
+//   - list_changed reaches clients speaking MCP 2026-07-28 (SEP-2575) on their
+//     subscriptions/listen stream, which is itself a stateless POST. Clients
+//     on older protocol versions need the standalone GET stream of a stateful
+//     session, which a stateless server does not offer (405): they must
+//     re-list (tools/list results are marked uncacheable, scope private).
+//   - tools/call is intercepted before the SDK's own tool lookup and runs
+//     pipeline.Invoke, which looks the tool up in the live snapshot. So the
+//     SDK neither validates arguments nor answers "unknown tool" before the
+//     allow list has been checked (which would tell a denied caller which
+//     tools exist).
+//   - Authentication runs as HTTP middleware before MCP (401 +
+//     WWW-Authenticate), with the same Authenticator as gRPC; a refused
+//     tools/call gets its audit line there, like a refused InvokeTool.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is the URL path of the MCP endpoint.
+const Path = "/mcp"
+
+// Keys the gateway uses in MCP _meta objects.
+const (
+	// MCPMetaRepairs (in a tools/call result): the RT-TOOL-8 repairs the
+	// gateway made to the arguments, [{path, kind, passes?, boundHit?}].
+	MCPMetaRepairs = "flowdrop/repairs"
+	// MCPMetaViolations (in an isError result for invalid arguments): the
+	// schema violations, [{path, message}].
+	MCPMetaViolations = "flowdrop/violations"
+	// MCPMetaReason (in an isError result): a stable reason such as
+	// "arguments-invalid", a policy reason ("rule-denied", "rate-limited"),
+	// or "backend-unavailable".
+	MCPMetaReason = "flowdrop/reason"
+	// MCPMetaCallID (in tools/call params): the caller's call id, forwarded
+	// to the backend like InvokeToolRequest.call_id. MCP has no call id of its
+	// own and the SDK does not expose the JSON-RPC id to handlers.
+	MCPMetaCallID = "flowdrop/call_id"
+)
+
+// MCP JSON-RPC error codes beyond the standard ones.
+const (
+	// MCPCodePermissionDenied: the caller may not invoke tools at all (no
+	// role for it). Implementation-defined range (-32000..-32099), clear of
+	// the codes the SDK defines.
+	MCPCodePermissionDenied = -32003
+)
+
+// Config is what the MCP face is built from.
+type Config struct {
+	Pipeline *pipeline.Pipeline
+	Registry *registry.Registry
+	// Auth authenticates every HTTP request (nil: every request is refused).
+	Auth *policy.Authenticator
+	// MaxRequestBytes bounds a request body.
+	MaxRequestBytes int
+	Log             *slog.Logger
+}
+
+// Server serves the MCP endpoint over HTTP at Path.
+type Server struct {
+	pipe *pipeline.Pipeline
+	auth *policy.Authenticator
+	reg  *registry.Registry
+	log  *slog.Logger
+	sdk  *mcp.Server
+	hs   *http.Server
+
+	mu     sync.Mutex                 // guards synced
+	synced map[string]*registry.Entry // what the SDK's tool set was built from
+
+	// drain ends subscriptions/listen streams at shutdown: they never finish
+	// on their own, so http.Server.Shutdown would wait for them forever.
+	drain       context.Context
+	cancelDrain context.CancelFunc
+	stopSync    func()
+	syncDone    chan struct{}
+	closeOnce   sync.Once
+
+	connMu   sync.Mutex
+	newConns map[net.Conn]bool // accepted, no request read yet
+}
+
+// New builds the MCP endpoint over cfg's pipeline and registry. It
+// follows the registry until Shutdown.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pipeline == nil || cfg.Registry == nil {
+		return nil, errors.New("mcpapi: New needs the pipeline and its registry")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := cfg.Registry
+	m := &Server{pipe: cfg.Pipeline, auth: cfg.Auth, reg: reg, log: log.With("component", "mcp"),
+		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{})}
+	m.drain, m.cancelDrain = context.WithCancel(context.Background())
+	m.sdk = mcp.NewServer(&mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}, &mcp.ServerOptions{
+		// Tools only; advertise tools with listChanged even while the
+		// registry is empty, so clients subscribe from the start.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ListToolsRequest); ok {
+				// Per caller (filtered) and live (the registry changes).
+				c.TTLMs, c.CacheScope = 0, "private"
+			}
+		},
+	})
+	m.sdk.AddReceivingMiddleware(m.middleware)
+
+	changes, unsubscribe := reg.Changes() // subscribe before the first sync: no change is missed
+	m.stopSync = unsubscribe
+	m.sync()
+	go m.follow(changes)
+
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.sdk }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: int64(cfg.MaxRequestBytes),
+		Logger:              m.log,
+		// An agent that hangs up cancels its tool call, backend included,
+		// as on gRPC (MCP 2026-07-28 requests; older ones cannot be tied).
+		PropagateRequestCancellation: true,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(Path, m.authenticate(h))
+	m.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn), ConnState: m.trackConn}
+	m.newConns = map[net.Conn]bool{}
+	m.hs.RegisterOnShutdown(m.closeNewConns)
+	return m, nil
+}
+
+// Handler is the endpoint's HTTP handler (Path on a mux).
+func (m *Server) Handler() http.Handler { return m.hs.Handler }
+
+// Serve accepts HTTP connections on lis until Shutdown; it returns nil after
+// a Shutdown.
+func (m *Server) Serve(lis net.Listener) error {
+	if err := m.hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown ends the subscriptions/listen streams, stops accepting requests,
+// lets tool calls in flight finish until ctx is done, then closes the rest,
+// and stops following the registry. Call it before Server.Shutdown: MCP
+// calls use the gateway's backend connections.
+func (m *Server) Shutdown(ctx context.Context) error {
+	m.cancelDrain()
+	err := m.hs.Shutdown(ctx)
+	if err != nil {
+		m.hs.Close()
+	}
+	m.closeOnce.Do(m.stopSync)
+	<-m.syncDone
+	return err
+}
+
+// trackConn remembers connections that have not sent a request yet.
+func (m *Server) trackConn(c net.Conn, st http.ConnState) {
+	m.connMu.Lock()
+	defer m.connMu.Unlock()
+	if st == http.StateNew {
+		m.newConns[c] = true
+	} else {
+		delete(m.newConns, c)
+	}
+}
+
+// closeNewConns runs when Shutdown has closed the listeners. net/http
+// waits up to 5s for a connection that never sent a request (clients dial
+// spares); such a connection has nothing in flight, so close it now.
+func (m *Server) closeNewConns() {
+	m.connMu.Lock()
+	defer m.connMu.Unlock()
+	for c := range m.newConns {
+		c.Close()
+	}
+}
+
+// follow re-syncs the SDK's tool set after every registry change.
+func (m *Server) follow(changes <-chan struct{}) {
+	defer close(m.syncDone)
+	for range changes { // closed by stopSync or by the registry's Close
+		m.sync()
+	}
+}
+
+// sync makes the SDK's tool set match the registry snapshot. Only changed
+// entries are re-added, so an unrelated registry change sends no
+// list_changed; the SDK debounces the notifications of one sync into one.
+func (m *Server) sync() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := map[string]bool{}
+	for _, e := range m.reg.Snapshot().List() {
+		live[e.Tool.Name] = true
+		if m.synced[e.Tool.Name] == e {
+			continue
+		}
+		t, err := mcpTool(e)
+		if err != nil {
+			m.log.Error("tool not offered over MCP", "tool", e.Tool.Name, "error", err)
+			continue
+		}
+		m.sdk.AddTool(t, m.unreachable)
+		m.synced[e.Tool.Name] = e
+	}
+	var gone []string
+	for name := range m.synced {
+		if !live[name] {
+			gone = append(gone, name)
+			delete(m.synced, name)
+		}
+	}
+	if len(gone) > 0 {
+		m.sdk.RemoveTools(gone...)
+	}
+}
+
+// mcpTool is the MCP tool definition of a registry entry. The registry
+// accepts an object root written as `"type": ["object"]` or as bare
+// `properties`; MCP (and the SDK) require `"type": "object"`, which means the
+// same for arguments that always arrive as an object, so the advertised copy
+// says so.
+func mcpTool(e *registry.Entry) (*mcp.Tool, error) {
+	schema := map[string]any{}
+	if e.Tool.InputSchema != nil {
+		schema = e.Tool.InputSchema.AsMap()
+	}
+	schema["type"] = "object"
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	return &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw)}, nil
+}
+
+// unreachable is the SDK-level handler of every tool. tools/call never gets
+// there (the middleware handles it), but AddTool needs a handler.
+func (m *Server) unreachable(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+// middleware runs on every MCP method the SDK receives.
+func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				return m.callTool(ctx, r)
+			}
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				lr.Tools = m.visibleTools(ctx, lr.Tools)
+			}
+			return res, err
+		case "subscriptions/listen":
+			// The SDK holds the stream open until ctx ends; end it at shutdown.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stop := context.AfterFunc(m.drain, cancel)
+			defer stop()
+			return next(ctx, method, req)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// visibleTools keeps the tools the caller could invoke (pipeline.Visible,
+// the rule every listing uses).
+func (m *Server) visibleTools(ctx context.Context, tools []*mcp.Tool) []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		if m.pipe.Visible(ctx, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// callTool is tools/call: the MCP request becomes a call and runs the whole
+// InvokeTool pipeline; the outcome becomes an MCP result or error.
+func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	if p == nil || p.Name == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
+	}
+	args, err := parseMCPArguments(p.Arguments)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", p.Name, err)}
+	}
+	callID, _ := p.Meta[MCPMetaCallID].(string)
+	c := pipeline.NewCall(p.Name, callID, args)
+	res, perr := m.pipe.Invoke(ctx, c)
+	if perr != nil {
+		return m.callError(ctx, perr, c.Report)
+	}
+	return toolResult(res, c.Report)
+}

@@ -1,0 +1,73 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Admin is the admin HTTP listener: /metrics (Prometheus), /healthz (the
+// process runs) and /readyz (ready reports true: the registry is loaded and
+// gRPC is serving; false once shutdown starts, so a load balancer drains
+// the gateway first).
+type Admin struct {
+	handler http.Handler
+
+	mu      sync.Mutex
+	servers []*http.Server
+	closed  bool
+}
+
+// NewAdmin serves m's metrics and asks ready for /readyz.
+func NewAdmin(m *Metrics, ready func() bool) *Admin {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return &Admin{handler: mux}
+}
+
+// Serve serves the admin endpoints on lis until Close; it returns nil
+// after a Close.
+func (a *Admin) Serve(lis net.Listener) error {
+	hs := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		lis.Close()
+		return nil
+	}
+	a.servers = append(a.servers, hs)
+	a.mu.Unlock()
+	if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close stops the admin listeners within ctx.
+func (a *Admin) Close(ctx context.Context) {
+	a.mu.Lock()
+	a.closed = true
+	servers := a.servers
+	a.servers = nil
+	a.mu.Unlock()
+	for _, hs := range servers {
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
+	}
+}

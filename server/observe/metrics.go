@@ -1,0 +1,77 @@
+package observe
+
+import (
+	"context"
+	"time"
+
+	"github.com/flowdrop/gateway/server/pipeline"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the gateway's Prometheus metrics, in a registry the gateway
+// owns (not the global default), so tests can run several gateways. It is
+// the pipeline's metrics Recorder.
+//
+// Label values are bounded: tool is a registered tool's name or "_unknown"
+// (a model can send any tool name), reason a policy Reason, kind a repair kind.
+type Metrics struct {
+	reg      *prometheus.Registry
+	grpc     *grpcprom.ServerMetrics
+	repairs  *prometheus.CounterVec
+	invalid  *prometheus.CounterVec
+	denials  *prometheus.CounterVec
+	backendH *prometheus.HistogramVec
+}
+
+// NewMetrics registers the metrics in a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg:  prometheus.NewRegistry(),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram()),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_repairs_total",
+			Help: "Argument repairs made by RT-TOOL-8 normalization, by tool and repair kind."}, []string{"tool", "kind"}),
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_validation_failures_total",
+			Help: "Calls whose normalized arguments failed the tool's schema."}, []string{"tool"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_policy_denials_total",
+			Help: "Calls refused by policy (authentication, authorization, rules, limits), by tool and reason."}, []string{"tool", "reason"}),
+		backendH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_backend_latency_seconds",
+			Help:    "Latency of backend calls, by tool and gRPC status code.",
+			Buckets: prometheus.DefBuckets}, []string{"tool", "code"}),
+	}
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the Prometheus registry the metrics live in (for /metrics).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// GRPC is the gRPC server metrics (interceptors and InitializeMetrics).
+func (m *Metrics) GRPC() *grpcprom.ServerMetrics { return m.grpc }
+
+// RecordCall counts a call's repairs and, for a refused call, its policy
+// denial or validation failure.
+func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Outcome) {
+	for _, r := range c.Report.Repairs {
+		m.repairs.WithLabelValues(o.Label, r.Kind.String()).Inc()
+	}
+	if o.Err == nil {
+		return
+	}
+	switch o.Err.Kind {
+	case pipeline.KindPolicy:
+		m.denials.WithLabelValues(o.Label, o.Err.Reason).Inc()
+	case pipeline.KindValidation:
+		m.invalid.WithLabelValues(o.Label).Inc()
+	}
+}
+
+// RecordBackend observes a backend call's latency by tool and code.
+func (m *Metrics) RecordBackend(tool, code string, d time.Duration) {
+	m.backendH.WithLabelValues(tool, code).Observe(d.Seconds())
+}
+
+var _ pipeline.Recorder = (*Metrics)(nil)

@@ -1,0 +1,96 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc/stats"
+)
+
+// Tracing holds the gateway's TracerProvider and the otelgrpc stats
+// handlers for the server and for backend connections. Nothing here touches
+// the otel globals: the provider and the propagator are passed explicitly.
+type Tracing struct {
+	tp       trace.TracerProvider
+	shutdown func(context.Context) error
+	// On: spans are recorded, so the stats handlers are installed. Off
+	// (exporter "none"), they would only carry the caller's trace context,
+	// at a cost on every call; the backend copies those headers instead.
+	On bool
+}
+
+// Tracing exporters.
+const (
+	TracingNone = "none"
+	TracingOTLP = "otlp"
+)
+
+// TracingConfig selects the trace exporter.
+type TracingConfig struct {
+	// Exporter is TracingNone (default: trace context is still propagated to
+	// backends, nothing is exported) or TracingOTLP (OTLP/gRPC to Endpoint).
+	Exporter string
+	// Endpoint is the OTLP collector's host:port.
+	Endpoint string
+	// Insecure sends OTLP without TLS (a collector on the same host).
+	Insecure bool
+	// Provider, when set, is used instead of an exporter (tests record spans
+	// with an sdktrace provider). Not settable from the policy file.
+	Provider trace.TracerProvider
+}
+
+// propagator is W3C trace context (traceparent/tracestate), set explicitly
+// on both handlers.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// NewTracing builds the provider for cfg. With exporter "none" tracing is
+// off: the otel no-op provider, no stats handlers, and an incoming trace
+// context is copied through to the backends. cfg.Provider, when set,
+// overrides the exporter and turns tracing on.
+func NewTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
+	if tp := cfg.Provider; tp != nil {
+		return &Tracing{tp: tp, shutdown: func(context.Context) error { return nil }, On: true}, nil
+	}
+	switch cfg.Exporter {
+	case "", TracingNone:
+		return &Tracing{tp: tracenoop.NewTracerProvider(), shutdown: func(context.Context) error { return nil }}, nil
+	case TracingOTLP:
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(cfg.Endpoint)}
+		if cfg.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		// The exporter connects lazily; a collector that is down loses spans, not calls.
+		exp, err := otlptracegrpc.New(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
+		}
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		return &Tracing{tp: sdk, shutdown: sdk.Shutdown, On: true}, nil
+	}
+	return nil, fmt.Errorf("tracing: exporter %q: must be %q or %q", cfg.Exporter, TracingNone, TracingOTLP)
+}
+
+func (t *Tracing) opts() []otelgrpc.Option {
+	return []otelgrpc.Option{
+		otelgrpc.WithTracerProvider(t.tp),
+		otelgrpc.WithPropagators(propagator),
+		// No otel metrics: Prometheus (Metrics) is the metrics path.
+		otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
+	}
+}
+
+// ServerHandler is the gRPC server's stats handler (server spans).
+func (t *Tracing) ServerHandler() stats.Handler { return otelgrpc.NewServerHandler(t.opts()...) }
+
+// ClientHandler is the backend connections' stats handler (client spans).
+func (t *Tracing) ClientHandler() stats.Handler { return otelgrpc.NewClientHandler(t.opts()...) }
+
+// Shutdown flushes and stops the exporter.
+func (t *Tracing) Shutdown(ctx context.Context) error { return t.shutdown(ctx) }

@@ -1,0 +1,27 @@
+package pipeline
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Backend carries out a call that passed every stage: the seam every
+// backend kind plugs into (server/backend). It returns the tool's answer
+// or an error (any error; Classify makes it an *Error — a kind classifies
+// its own transport's failures by returning *Error values).
+type Backend interface {
+	Invoke(ctx context.Context, c *Call) (Result, error)
+}
+
+// Result is a tool's answer.
+type Result struct {
+	// Value and IsError are the answer, decoded. Both are unset when
+	// Encoded carries the answer instead.
+	Value   *structpb.Value
+	IsError bool
+	// Encoded is the answer as the backend sent it, when it is a
+	// flowdrop.gateway.v1.InvokeResponse with only result (1) and is_error
+	// (2): a face speaking that message may send the bytes as they are.
+	Encoded []byte
+}

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// Holder keeps received memory alive for a send that may outlive the call
+// (gRPC's pooled receive buffers have exactly these two methods).
+type Holder interface {
+	Ref()
+	Free()
+}
+
+// Received is a call's arguments as a face received them, not decoded.
+type Received struct {
+	// Args is the arguments' google.protobuf.Struct wire bytes.
+	Args []byte
+	// Message is the whole received message when its only fields are tool
+	// (1), arguments (2) and call_id (3), which a backend request of the
+	// same shape can carry unchanged; nil otherwise.
+	Message []byte
+	// Hold keeps Message's memory alive past the call; nil when the memory
+	// is not pooled.
+	Hold Holder
+}
+
+// Call is one tool call as it moves through the stages. A face builds it
+// (NewCall, or Init on memory of its own); each stage reads and fills its
+// part. A Call belongs to one goroutine.
+//
+// The arguments are held as received bytes, decoded, or both: Args decodes
+// the received bytes at most once, and a stage that can work on the bytes
+// never asks. Forwardable reports whether the received bytes are still
+// exactly what the backend must get.
+type Call struct {
+	Tool   string
+	CallID string
+
+	// Caller is the authenticated identity (set by the caller stage from
+	// the face's authentication); HasCaller is false before that stage or
+	// when authentication failed.
+	Caller    policy.Caller
+	HasCaller bool
+
+	// Entry is the tool's registry entry, set by the normalize stage.
+	Entry *registry.Entry
+	// Report is what normalization repaired or skipped.
+	Report normalize.Report
+
+	received    Received
+	hasReceived bool
+	sent        *structpb.Struct // the arguments as sent, once decoded
+	args        *structpb.Struct // the arguments to forward (normalized)
+	decodeErr   *Error
+
+	start      time.Time
+	validation string // "ok" | "failed" | "" (not reached)
+	backend    string // the backend's status code name, if called
+	err        *Error // the error a stage or dispatch ended the call with
+	p          *Pipeline
+}
+
+// NewCall is a call whose arguments are already decoded (nil means none).
+func NewCall(tool, callID string, args *structpb.Struct) *Call {
+	c := new(Call)
+	c.Init(tool, callID, args)
+	return c
+}
+
+// Init sets up c in place, for a face that allocates the call together
+// with its other per-call state.
+func (c *Call) Init(tool, callID string, args *structpb.Struct) {
+	c.Tool, c.CallID = tool, callID
+	c.sent, c.args = args, args
+}
+
+// Receive gives the call its arguments as received bytes (instead of
+// decoded ones).
+func (c *Call) Receive(r Received) {
+	c.received, c.hasReceived = r, true
+	c.sent, c.args = nil, nil
+}
+
+// Decoded reports whether the arguments exist in decoded form.
+func (c *Call) Decoded() bool { return c.args != nil || !c.hasReceived }
+
+// ReceivedArgs returns the received argument bytes, if the call has them.
+func (c *Call) ReceivedArgs() ([]byte, bool) { return c.received.Args, c.hasReceived }
+
+// Args returns the arguments to forward, decoding the received bytes the
+// first time it is asked. A decode failure is an InvalidArgument *Error.
+func (c *Call) Args() (*structpb.Struct, error) {
+	if c.args != nil || !c.hasReceived {
+		return c.args, nil
+	}
+	if c.decodeErr != nil {
+		return nil, c.decodeErr
+	}
+	s := new(structpb.Struct)
+	if err := proto.Unmarshal(c.received.Args, s); err != nil {
+		c.decodeErr = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: c.Tool,
+			Message: "arguments are not a valid google.protobuf.Struct", Cause: err}
+		return nil, c.decodeErr
+	}
+	if c.p != nil {
+		c.p.stats.decoded.Add(1)
+	}
+	c.sent, c.args = s, s
+	return s, nil
+}
+
+// Sent returns the arguments as the model sent them, decoding them if
+// needed; nil if they cannot be decoded.
+func (c *Call) Sent() *structpb.Struct {
+	if c.sent == nil {
+		c.Args()
+	}
+	return c.sent
+}
+
+// SetArgs replaces the arguments to forward (normalization's result).
+func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
+
+// Forwardable returns the received bytes when they are exactly what the
+// backend must receive: never decoded, or decoded and left unchanged.
+func (c *Call) Forwardable() (Received, bool) {
+	if !c.hasReceived || (c.args != nil && c.args != c.sent) {
+		return Received{}, false
+	}
+	return c.received, true
+}
+
+// ArgSize is the arguments' encoded size: the received bytes' length, or
+// the decoded arguments' proto.Size.
+func (c *Call) ArgSize() int {
+	if c.args == nil && c.hasReceived {
+		return len(c.received.Args)
+	}
+	return proto.Size(c.args)
+}
+
+// Fail classifies err and records it as the call's outcome, for a face
+// whose own step (authentication) refused the call. It returns the *Error.
+func (c *Call) Fail(err error) *Error {
+	e := Classify(err)
+	if e.Kind == KindValidation && len(e.Repairs) == 0 {
+		e.Repairs = c.Report.Repairs
+	}
+	c.err = e
+	return e
+}
+
+// Failure is the error the call ended with, if any.
+func (c *Call) Failure() *Error { return c.err }
+
+type callKey struct{}
+
+// WithCall stores c in ctx, for faces whose stages run as separate
+// interceptors.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the call WithCall stored, or nil.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// Code classifies an Error. The values are gRPC's code numbers, so the gRPC
+// face converts one to the other by conversion; the MCP face maps them to
+// its own outcomes.
+type Code uint32
+
+// The codes the pipeline and its backends produce.
+const (
+	OK                 Code = 0
+	Canceled           Code = 1
+	Unknown            Code = 2
+	InvalidArgument    Code = 3
+	DeadlineExceeded   Code = 4
+	NotFound           Code = 5
+	AlreadyExists      Code = 6
+	PermissionDenied   Code = 7
+	ResourceExhausted  Code = 8
+	FailedPrecondition Code = 9
+	Aborted            Code = 10
+	OutOfRange         Code = 11
+	Unimplemented      Code = 12
+	Internal           Code = 13
+	Unavailable        Code = 14
+	DataLoss           Code = 15
+	Unauthenticated    Code = 16
+)
+
+var codeNames = [...]string{"OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
+	"AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
+	"Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated"}
+
+// String is the code's gRPC name ("InvalidArgument").
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return "Code(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Kind says what sort of outcome an Error is, for the audit decision and
+// the metrics.
+type Kind uint8
+
+const (
+	// KindFailure: the call could not be carried out (unknown tool, backend
+	// failure, cancellation, our own fault).
+	KindFailure Kind = iota
+	// KindPolicy: a policy refusal (authentication, authorization, rules,
+	// limits); Reason is a policy reason.
+	KindPolicy
+	// KindValidation: the normalized arguments fail the tool's schema.
+	KindValidation
+)
+
+// Stable reasons of the errors the pipeline makes itself (policy refusals
+// carry policy's reasons).
+const (
+	ReasonArgumentsInvalid     = "arguments-invalid"
+	ReasonArgumentsUndecodable = "arguments-undecodable"
+	ReasonToolNotFound         = "tool-not-found"
+	ReasonBackendUnavailable   = "backend-unavailable"
+	ReasonBackendDeadline      = "backend-deadline"
+	ReasonBackendCanceled      = "backend-canceled"
+	ReasonBackendError         = "backend-error"
+	ReasonCanceled             = "canceled"
+	ReasonDeadlineExceeded     = "deadline-exceeded"
+	ReasonInternal             = "internal"
+)
+
+// Error is THE error of a tool call: every stage's and backend's failure
+// becomes one (Classify), and each face maps it to its wire format in one
+// place. Message is safe to show to the caller; Cause is not shown.
+type Error struct {
+	Code   Code
+	Kind   Kind
+	Reason string
+	// Message explains the failure to the caller (and the model).
+	Message string
+	Tool    string
+	// Violations are the schema violations (KindValidation).
+	Violations []registry.Violation
+	// Repairs are the repairs normalization made before the failure.
+	Repairs []normalize.Repair
+	// RetryAfter is set when waiting helps (rate limits).
+	RetryAfter time.Duration
+	// Limit and Rule name the limit or CEL rule that refused the call.
+	Limit, Rule string
+
+	// Backend failures: the budget the call had and where it came from.
+	Timeout        time.Duration
+	DeadlineSource string
+
+	// Cause is the underlying error: for a backend's own error, the error
+	// its client returned (a face may pass its details on).
+	Cause error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil && e.Kind == KindFailure {
+		return e.Message + ": " + e.Cause.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Classify turns any error a stage, a backend or the context produced into
+// an *Error; nil stays nil. It is the one classifier: faces, audit and
+// metrics all read its result.
+func Classify(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var (
+		e  *Error
+		pe *policy.Error
+		ve *registry.ValidationError
+	)
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &pe):
+		return &Error{Code: policyCode(pe.Code), Kind: KindPolicy, Reason: pe.Reason, Message: pe.Message,
+			Tool: pe.Tool, Limit: pe.Limit, Rule: pe.Rule, RetryAfter: pe.RetryAfter, Cause: pe}
+	case errors.As(err, &ve):
+		return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Message: ve.Error(),
+			Tool: ve.Tool, Violations: ve.Violations, Repairs: ve.Repairs, Cause: ve}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: Canceled, Reason: ReasonCanceled, Message: "call canceled", Cause: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: DeadlineExceeded, Reason: ReasonDeadlineExceeded, Message: "deadline exceeded", Cause: err}
+	}
+	// Our own fault: say so without pretending it is the caller's, and keep
+	// the detail (which may name internals) out of the message.
+	return &Error{Code: Internal, Reason: ReasonInternal, Message: "internal error", Cause: err}
+}
+
+func policyCode(c policy.Code) Code {
+	switch c {
+	case policy.Unauthenticated:
+		return Unauthenticated
+	case policy.ResourceExhausted:
+		return ResourceExhausted
+	case policy.InvalidArgument:
+		return InvalidArgument
+	}
+	return PermissionDenied
+}
+
+// ToolNotFound is the error for a tool the registry does not have.
+func ToolNotFound(tool string) *Error {
+	return &Error{Code: NotFound, Reason: ReasonToolNotFound, Tool: tool,
+		Message: fmt.Sprintf("tool %q is not registered", tool)}
+}
+
+// unauthenticated is the refusal of a call no face authenticated.
+func unauthenticated() error {
+	return &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing, Message: "call was not authenticated"}
+}

@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// Lookup is what the pipeline needs from the registry: a lock-free lookup
+// of a tool's compiled entry (registry.Registry and registry.Snapshot).
+type Lookup interface {
+	Lookup(name string) (*registry.Entry, bool)
+}
+
+// Config is what a Pipeline is built from. Every policy field may be
+// nil/zero: then that check is off.
+type Config struct {
+	Registry Lookup
+	Backend  Backend
+
+	// RequireCaller refuses calls no face authenticated (the gateway always
+	// sets it; a pipeline without it treats them as anonymous).
+	RequireCaller bool
+	Authz         *policy.Authorizer
+	RateLimit     *policy.RateLimiter
+	Limits        policy.Limits
+	Rules         *policy.Rules
+	InFlight      *policy.InFlight
+
+	// Recorders receive every call's outcome (audit, metrics).
+	Recorders []Recorder
+
+	// DisableFastPaths makes every call decode its arguments and take the
+	// general normalization and validation paths (the raw wire checks are
+	// skipped). Results are the same either way; tests hold them equal.
+	DisableFastPaths bool
+
+	// StageHook, when set, runs before each stage with its name (tests use
+	// it to fail or panic inside the pipeline).
+	StageHook func(stage string, c *Call)
+
+	Log *slog.Logger
+}
+
+// Pipeline runs tool calls through the stages (stages.go) and dispatches
+// them to the backend. It is safe for concurrent use.
+type Pipeline struct {
+	cfg    Config
+	stages []Stage
+	fast   bool
+	stats  struct{ forwarded, decoded atomic.Int64 }
+}
+
+// New builds a pipeline.
+func New(cfg Config) *Pipeline {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	p := &Pipeline{cfg: cfg, fast: !cfg.DisableFastPaths}
+	p.stages = p.stageList()
+	return p
+}
+
+// Stages returns the stage list (for faces that run one stage at a time).
+func (p *Pipeline) Stages() []Stage { return p.stages }
+
+// FastPaths reports whether the raw wire checks are on.
+func (p *Pipeline) FastPaths() bool { return p.fast }
+
+// Stats counts, since New, calls whose received bytes were forwarded as
+// they came and argument decodes of received bytes. Tests compare deltas.
+type Stats struct{ Forwarded, Decoded int64 }
+
+// Stats returns the counters.
+func (p *Pipeline) Stats() Stats {
+	return Stats{Forwarded: p.stats.forwarded.Load(), Decoded: p.stats.decoded.Load()}
+}
+
+// Begin starts a call's outcome: from here on exactly one Finish records
+// it, whatever stage ends it.
+func (p *Pipeline) Begin(c *Call) {
+	c.start = time.Now()
+	c.p = p
+}
+
+// RunStage runs stage i on c. A refusal is recorded on c and returned as
+// an *Error.
+func (p *Pipeline) RunStage(ctx context.Context, i int, c *Call) *Error {
+	s := &p.stages[i]
+	if h := p.cfg.StageHook; h != nil {
+		h(s.Name, c)
+	}
+	if err := s.Run(ctx, c); err != nil {
+		return p.fail(c, err)
+	}
+	return nil
+}
+
+// Invoke runs every stage in order, then dispatches: the entry point for
+// faces without an interceptor chain (MCP). The face has authenticated the
+// caller (policy.WithCaller on ctx). It records the outcome itself.
+func (p *Pipeline) Invoke(ctx context.Context, c *Call) (res Result, err *Error) {
+	p.Begin(c)
+	defer func() { p.Finish(ctx, c, err) }()
+	for i := range p.stages {
+		if err := p.RunStage(ctx, i, c); err != nil {
+			return Result{}, err
+		}
+	}
+	return p.Dispatch(ctx, c)
+}
+
+// Dispatch is the last stage: the in-flight limit, then the backend.
+func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
+	release, err := p.cfg.InFlight.Acquire(c.Tool)
+	if err != nil {
+		return Result{}, p.fail(c, err)
+	}
+	defer release()
+	if _, ok := c.Forwardable(); ok && c.received.Message != nil {
+		p.stats.forwarded.Add(1)
+	}
+	start := time.Now()
+	res, err := p.cfg.Backend.Invoke(ctx, c)
+	code := "OK"
+	var e *Error
+	if err != nil {
+		e = p.fail(c, err)
+		code = e.Code.String()
+	}
+	c.backend = code
+	for _, r := range p.cfg.Recorders {
+		r.RecordBackend(c.Tool, code, time.Since(start))
+	}
+	return res, e
+}
+
+// fail classifies err and records it as the call's outcome.
+func (p *Pipeline) fail(c *Call, err error) *Error { return c.Fail(err) }
+
+// Finish records the call's outcome, once per call, for every Recorder.
+// err is the error the face saw (nil on success); the one a stage recorded
+// wins, since a face may only have a mapped copy of it.
+func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) {
+	if c.start.IsZero() {
+		return
+	}
+	e := c.err
+	if e == nil && err != nil {
+		e = Classify(err)
+	}
+	o := Outcome{Err: e, Decision: policy.DecisionAllow, Label: "_unknown", Validation: c.validation, BackendCode: c.backend}
+	if c.Entry != nil {
+		// Only registered names become labels (bounded cardinality).
+		o.Label = c.Tool
+	}
+	if e != nil {
+		o.Reason = e.Reason
+		switch e.Kind {
+		case KindPolicy, KindValidation:
+			o.Decision = policy.DecisionDeny
+		default:
+			o.Decision, o.Reason = policy.DecisionError, e.Code.String()
+		}
+		if e.Kind == KindValidation {
+			o.Validation = "failed"
+			o.Reason = "validation-failed"
+		}
+	}
+	o.Latency = time.Since(c.start)
+	for _, r := range p.cfg.Recorders {
+		r.RecordCall(ctx, c, o)
+	}
+}
+
+// Visible is THE visibility rule: a caller sees a tool exactly when it
+// could invoke it — it holds a role for InvokeTool and the tool passes its
+// allow/deny lists. Every listing (ListTools, GetTool, WatchTools, MCP
+// tools/list) uses it.
+func (p *Pipeline) Visible(ctx context.Context, tool string) bool {
+	az := p.cfg.Authz
+	if az == nil {
+		return true
+	}
+	caller, ok := policy.CallerFrom(ctx)
+	return ok && az.AllowMethod(caller, InvokeMethod) == nil && az.AllowTool(caller, tool) == nil
+}

@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/policy"
+)
+
+// Stage is one step of a tool call: it reads and fills the Call, and
+// refuses the call by returning an error (any error; Classify makes it an
+// *Error).
+type Stage struct {
+	Name string
+	Run  func(context.Context, *Call) error
+}
+
+// stages is THE ordered list of a tool call's stages. Both faces run
+// exactly this list: the gRPC face as one interceptor per stage (one
+// generic adapter), the MCP face through Invoke. Adding a stage means
+// adding a line here; a stage that needs the decoded arguments asks the
+// Call (Args), so nothing else has to know.
+//
+// Normalization runs before any argument-value policy, so a rule judges
+// what the tool will receive; the tool allow/deny lists and the size limits
+// on the arguments as sent run before it, to bound its work and to tell a
+// denied caller nothing about the tool.
+func (p *Pipeline) stageList() []Stage {
+	return []Stage{
+		{"caller", p.identify},      // the face's authenticated caller, or Unauthenticated
+		{"role", p.checkRole},       // the caller holds a role for InvokeTool
+		{"rate-limit", p.rateLimit}, // caller × tool token bucket
+		{"screen", p.screen},        // tool allow/deny; size limits on the arguments as sent
+		{"normalize", p.normalize},  // RT-TOOL-8 against the tool's schema
+		{"validate", p.validate},    // the tool's full schema
+		{"rules", p.rules},          // size limits again on the normalized arguments; CEL rules
+	}
+}
+
+// StageNames lists the stages in order, then "dispatch" (in-flight limit,
+// backend), which always ends a call that passed them.
+func (p *Pipeline) StageNames() []string {
+	names := make([]string, 0, len(p.stages)+1)
+	for _, s := range p.stages {
+		names = append(names, s.Name)
+	}
+	return append(names, "dispatch")
+}
+
+// InvokeMethod is InvokeTool's full gRPC method name: the role table
+// decides who may invoke tools on every face by this name.
+const InvokeMethod = "/" + policy.GatewayService + "/InvokeTool"
+
+// identify takes the caller the face authenticated (policy.WithCaller on
+// ctx). Without one, the call is refused when the pipeline requires
+// authentication (always, in the gateway) and anonymous otherwise.
+func (p *Pipeline) identify(ctx context.Context, c *Call) error {
+	if caller, ok := policy.CallerFrom(ctx); ok {
+		c.Caller, c.HasCaller = caller, true
+		return nil
+	}
+	if p.cfg.RequireCaller {
+		return unauthenticated()
+	}
+	c.Caller = policy.Caller{Subject: "anonymous", Method: policy.MethodNone}
+	return nil
+}
+
+func (p *Pipeline) checkRole(_ context.Context, c *Call) error {
+	if p.cfg.Authz == nil {
+		return nil
+	}
+	return p.cfg.Authz.AllowMethod(c.Caller, InvokeMethod)
+}
+
+func (p *Pipeline) rateLimit(_ context.Context, c *Call) error {
+	return p.cfg.RateLimit.Allow(c.Caller, c.Tool)
+}
+
+// screen: the tool allow/deny lists (deny early: cheaper, and a denied
+// caller learns nothing about the tool, not even whether it exists) and
+// the size limits on the arguments as sent (to bound normalization's work).
+// The size limit reads the received bytes' length; only the string and
+// depth limits need the decoded arguments.
+func (p *Pipeline) screen(_ context.Context, c *Call) error {
+	if az := p.cfg.Authz; az != nil {
+		if err := az.AllowTool(c.Caller, c.Tool); err != nil {
+			return err
+		}
+	}
+	return p.checkLimits(c)
+}
+
+// checkLimits applies the argument limits to the call's current arguments.
+func (p *Pipeline) checkLimits(c *Call) error {
+	l := p.cfg.Limits
+	if l.MaxStringLength > 0 || l.MaxDepth > 0 {
+		args, err := c.Args()
+		if err != nil {
+			return err
+		}
+		return l.Check(c.Tool, args)
+	}
+	if l.MaxArgumentBytes > 0 {
+		if n := c.ArgSize(); n > l.MaxArgumentBytes {
+			// The same refusal Check makes, measured without decoding.
+			return l.Check(c.Tool, mustArgs(c))
+		}
+	}
+	return nil
+}
+
+// mustArgs is the decoded arguments for a refusal's message (an
+// undecodable body is refused by its own error first).
+func mustArgs(c *Call) *structpb.Struct {
+	args, _ := c.Args()
+	return args
+}
+
+// normalize looks the tool up and applies its RT-TOOL-8 plan. Arguments
+// still as received bytes stay so, undecoded, when the wire check finds
+// nothing to repair.
+func (p *Pipeline) normalize(_ context.Context, c *Call) error {
+	e, ok := p.cfg.Registry.Lookup(c.Tool)
+	if !ok {
+		return ToolNotFound(c.Tool)
+	}
+	c.Entry = e
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && !e.Plan.NeedsRepairWire(b) {
+		return nil
+	}
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	// Apply never mutates the model's arguments (they stay available for
+	// audit) and returns them as they are, allocation-free, when nothing
+	// changed.
+	out, rep := e.Plan.Apply(args)
+	c.SetArgs(out)
+	c.Report = rep
+	return nil
+}
+
+// validate checks the normalized arguments against the tool's full schema;
+// undecoded arguments the wire validator proves valid are not decoded.
+func (p *Pipeline) validate(_ context.Context, c *Call) error {
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWire(b) {
+		c.validation = "ok"
+		return nil
+	}
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	if v := c.Entry.Validate(args, &c.Report); v != nil {
+		return v
+	}
+	c.validation = "ok"
+	return nil
+}
+
+// rules: the limits again on the normalized arguments (JSON decoding can
+// grow and deepen them; unchanged arguments were checked by screen) and the
+// CEL rules, which so judge the decoded form the tool will receive.
+func (p *Pipeline) rules(ctx context.Context, c *Call) error {
+	if _, unchanged := c.Forwardable(); !unchanged {
+		if err := p.checkLimits(c); err != nil {
+			return err
+		}
+	}
+	if !p.cfg.Rules.AppliesTo(c.Tool) {
+		return nil
+	}
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	return p.cfg.Rules.Evaluate(ctx, c.Caller, c.Tool, args)
+}
