@@ -55,8 +55,20 @@ func TestRawPath(t *testing.T) {
 		return env.Client.InvokeTool(testCtx(t), req)
 	}
 
-	// Reference caller: what the decoding path sends for this client.
-	var slowCaller *gatewayv1.Caller
+	// decodingPathCaller is what the decoding path sends as the caller for
+	// this client: a call that needs repair takes that path.
+	decodingPathCaller := func(t *testing.T, callID string) *gatewayv1.Caller {
+		t.Helper()
+		if _, err := invoke("create_note", map[string]any{"title": "a &amp; b"}, callID); err != nil {
+			t.Fatal(err)
+		}
+		return backendCall(t, env, "create_note", callID).GetCaller()
+	}
+	// With the fast paths off every call takes the decoding path.
+	wantFast, wantDecoded := int64(1), int64(0)
+	if gatewaytest.FastPathsOff() {
+		wantFast, wantDecoded = 0, 1
+	}
 
 	t.Run("repair-takes-the-decoding-path", func(t *testing.T) {
 		var resp *gatewayv1.InvokeToolResponse
@@ -78,8 +90,7 @@ func TestRawPath(t *testing.T) {
 		if !proto.Equal(got.GetArguments(), want) {
 			t.Errorf("backend got %v, want the repaired %v", got.GetArguments(), want)
 		}
-		slowCaller = got.GetCaller()
-		if slowCaller.GetSubject() == "" {
+		if got.GetCaller().GetSubject() == "" {
 			t.Fatalf("decoding path sent no caller: %v", got)
 		}
 	})
@@ -92,8 +103,9 @@ func TestRawPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fast != 1 || decArgs != 0 || decAll != 0 {
-			t.Errorf("fast=%d decodedArgs=%d decodedAll=%d, want 1, 0, 0: a clean request must not be decoded", fast, decArgs, decAll)
+		if fast != wantFast || decArgs != wantDecoded || decAll != 0 {
+			t.Errorf("fast=%d decodedArgs=%d decodedAll=%d, want %d, %d, 0: a clean request must not be decoded (unless the fast paths are off)",
+				fast, decArgs, decAll, wantFast, wantDecoded)
 		}
 		got := backendCall(t, env, "create_note", "raw-fast")
 		if !proto.Equal(got.GetArguments(), gatewaytest.Args(t, args)) {
@@ -102,8 +114,8 @@ func TestRawPath(t *testing.T) {
 		if got.GetTool() != "create_note" {
 			t.Errorf("backend got tool %q", got.GetTool())
 		}
-		if !proto.Equal(got.GetCaller(), slowCaller) {
-			t.Errorf("backend got caller %v, want %v (what the decoding path sends)", got.GetCaller(), slowCaller)
+		if want := decodingPathCaller(t, "raw-fast-ref"); !proto.Equal(got.GetCaller(), want) {
+			t.Errorf("backend got caller %v, want %v (what the decoding path sends)", got.GetCaller(), want)
 		}
 		if len(resp.GetRepairs()) != 0 {
 			t.Errorf("repairs = %v, want none", resp.GetRepairs())
@@ -137,8 +149,8 @@ func TestRawPath(t *testing.T) {
 	t.Run("backend-status-passes-through-on-the-fast-path", func(t *testing.T) {
 		var err error
 		fast, _, _ := pathDelta(env.Gateway, func() { _, err = invoke("precondition", map[string]any{"x": 1}, "raw-status") })
-		if fast != 1 {
-			t.Errorf("fast=%d, want 1", fast)
+		if fast != wantFast {
+			t.Errorf("fast=%d, want %d", fast, wantFast)
 		}
 		st := status.Convert(err)
 		if st.Code() != codes.FailedPrecondition {
@@ -212,8 +224,8 @@ func TestRawPath(t *testing.T) {
 		if fast != 0 || decAll != 1 {
 			t.Errorf("fast=%d decodedAll=%d, want 0 and 1", fast, decAll)
 		}
-		if got := backendCall(t, env, "create_note", "raw-spoof").GetCaller(); !proto.Equal(got, slowCaller) {
-			t.Errorf("backend got caller %v, want the gateway's %v", got, slowCaller)
+		if got, want := backendCall(t, env, "create_note", "raw-spoof").GetCaller(), decodingPathCaller(t, "raw-spoof-ref"); !proto.Equal(got, want) {
+			t.Errorf("backend got caller %v, want the gateway's %v", got, want)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
 )
@@ -127,16 +128,51 @@ func (g *gatewayService) invokeTool(ctx context.Context, _ *gatewayv1.InvokeTool
 	}
 	repairs := c.Report.Repairs
 	if res.Encoded != nil {
+		// InvokeToolResponse is InvokeResponse plus repairs (field 3): the
+		// backend's bytes, followed by the repairs when there are any.
 		if len(repairs) == 0 {
 			return &rawcodec.Response{Buf: res.Encoded}, nil
 		}
-		var ir gatewayv1.InvokeResponse
-		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
-			return nil, status.Errorf(codes.Internal, "grpc: failed to unmarshal the backend's response: %v", err)
-		}
-		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
+		return &rawcodec.Response{Buf: appendRepairs(res.Encoded[:len(res.Encoded):len(res.Encoded)], repairs)}, nil
 	}
 	return &gatewayv1.InvokeToolResponse{Result: res.Value, IsError: res.IsError, Repairs: repairsProto(repairs)}, nil
+}
+
+// appendRepairs appends InvokeToolResponse.repairs (field 3) as
+// proto.Marshal encodes them; TestAppendRepairs holds it to proto.Marshal.
+// The slice is full (len == cap), so appending copies it.
+func appendRepairs(b []byte, rs []normalize.Repair) []byte {
+	for _, r := range rs {
+		p := repairProto(r)
+		size := 0
+		if p.Path != "" {
+			size += 1 + protowire.SizeBytes(len(p.Path))
+		}
+		if p.Kind != 0 {
+			size += 1 + protowire.SizeVarint(uint64(p.Kind))
+		}
+		if p.Passes != 0 {
+			size += 1 + protowire.SizeVarint(uint64(p.Passes))
+		}
+		if p.BoundHit {
+			size += 2
+		}
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(size))
+		if p.Path != "" {
+			b = protowire.AppendString(protowire.AppendTag(b, 1, protowire.BytesType), p.Path)
+		}
+		if p.Kind != 0 {
+			b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.VarintType), uint64(p.Kind))
+		}
+		if p.Passes != 0 {
+			b = protowire.AppendVarint(protowire.AppendTag(b, 3, protowire.VarintType), uint64(p.Passes))
+		}
+		if p.BoundHit {
+			b = protowire.AppendVarint(protowire.AppendTag(b, 4, protowire.VarintType), 1)
+		}
+	}
+	return b
 }
 
 // envelope is what scanEnvelope reads of an InvokeToolRequest.

@@ -59,8 +59,6 @@ func isPipelineError(err error) bool {
 //     flowdrop.gateway.v1.Repair details;
 //   - backend failures: the backend's (or the transport's) status with its
 //     details kept, under the pipeline's code and message;
-//   - our own fault (ReasonInternal): Internal naming its cause, as the
-//     gRPC face always did;
 //   - anything else: the code and the caller-safe message.
 func Status(e *pipeline.Error) *status.Status {
 	code := codes.Code(e.Code)
@@ -73,9 +71,6 @@ func Status(e *pipeline.Error) *status.Status {
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message
 		return status.FromProto(p)
-	case e.Reason == pipeline.ReasonInternal && e.Cause != nil:
-		// As before the split: the gRPC face names our own fault's cause.
-		return status.New(code, e.Error())
 	}
 	return status.New(code, e.Message)
 }

@@ -130,9 +130,10 @@ func (c *Call) Sent() *structpb.Struct {
 func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
 
 // Forwardable returns the received bytes when they are exactly what the
-// backend must receive: never decoded, or decoded and left unchanged.
+// backend must receive: never decoded, or decoded and left unchanged. With
+// the pipeline's fast paths off it reports false: the backend re-encodes.
 func (c *Call) Forwardable() (Received, bool) {
-	if !c.hasReceived || (c.args != nil && c.args != c.sent) {
+	if !c.hasReceived || (c.args != nil && c.args != c.sent) || (c.p != nil && !c.p.fast) {
 		return Received{}, false
 	}
 	return c.received, true
