@@ -44,15 +44,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func mustValue(t *testing.T, v any) *structpb.Value {
-	t.Helper()
-	out, err := structpb.NewValue(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestNormalizedArgumentsReachTheBackend(t *testing.T) {
 	env := gatewaytest.Start(t)
 	cases := []struct {

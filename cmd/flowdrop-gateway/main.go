@@ -127,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Store.EtcdCAFile, "etcd-ca-file", "", "PEM CA bundle verifying etcd's certificate for https:// endpoints (default: the system roots)")
 	fs.StringVar(&cfg.Store.EtcdCertFile, "etcd-cert-file", "", "client certificate (PEM) for an etcd that requires one; with --etcd-key-file")
 	fs.StringVar(&cfg.Store.EtcdKeyFile, "etcd-key-file", "", "client key (PEM) for --etcd-cert-file")
+	fs.BoolVar(&cfg.DisableFastPaths, "disable-fast-paths", false, "decode, normalize and validate every call by the general paths (same results, slower; for diagnosis)")
 	fs.BoolVar(&cfg.StrictLint, "strict-lint", false, "refuse tool registrations whose schema has provider-lint errors")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): auth, authz, rules, limits, rate_limit, audit, admin, tracing")
 	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")

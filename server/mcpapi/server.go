@@ -156,9 +156,6 @@ func New(cfg Config) (*Server, error) {
 	return m, nil
 }
 
-// Handler is the endpoint's HTTP handler (Path on a mux).
-func (m *Server) Handler() http.Handler { return m.hs.Handler }
-
 // Serve accepts HTTP connections on lis until Shutdown; it returns nil after
 // a Shutdown.
 func (m *Server) Serve(lis net.Listener) error {
@@ -170,8 +167,8 @@ func (m *Server) Serve(lis net.Listener) error {
 
 // Shutdown ends the subscriptions/listen streams, stops accepting requests,
 // lets tool calls in flight finish until ctx is done, then closes the rest,
-// and stops following the registry. Call it before Server.Shutdown: MCP
-// calls use the gateway's backend connections.
+// and stops following the registry. Call it before the backends close:
+// MCP calls use them.
 func (m *Server) Shutdown(ctx context.Context) error {
 	m.cancelDrain()
 	err := m.hs.Shutdown(ctx)
