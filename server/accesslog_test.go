@@ -34,6 +34,7 @@ func (s *accessLogBuffer) String() string {
 // logged at its level with the middleware's fields, the stages' fields and
 // a real duration, whether or not DEBUG is on.
 func TestAccessLogLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		level  slog.Level

@@ -45,6 +45,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestNormalizedArgumentsReachTheBackend(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	cases := []struct {
 		name    string
@@ -165,6 +166,7 @@ func invalidDetails(t *testing.T, err error) (*errdetails.BadRequest, *errdetail
 }
 
 func TestInvalidArgumentsAreRefusedBeforeTheBackend(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	cases := []struct {
 		name        string
@@ -266,6 +268,7 @@ func TestInvalidArgumentsAreRefusedBeforeTheBackend(t *testing.T) {
 }
 
 func TestUnknownToolIsNotFound(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	_, err := env.Client.InvokeTool(testCtx(t), &gatewayv1.InvokeToolRequest{Tool: "no_such_tool"})
 	st := status.Convert(err)
@@ -278,6 +281,7 @@ func TestUnknownToolIsNotFound(t *testing.T) {
 }
 
 func TestBackendErrors(t *testing.T) {
+	t.Parallel()
 	down := gatewaytest.ClosedAddr(t)
 	env := gatewaytest.Start(t,
 		gatewaytest.WithTool(func(string) registry.Tool { return gatewaytest.ObjectTool("down")(down) }),
@@ -396,6 +400,7 @@ func waitForCancel(ctx context.Context, _ *gatewayv1.InvokeRequest) (*gatewayv1.
 }
 
 func TestPanicInGatewayPipelineIsInternal(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithConfig(func(c *server.Config) {
 		c.StageHook = func(stage string, c *pipeline.Call) {
 			if stage == "normalize" && c.Tool == "create_note" {
@@ -425,6 +430,7 @@ func TestPanicInGatewayPipelineIsInternal(t *testing.T) {
 }
 
 func TestToolLevelFailureIsAResultNotAnError(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	resp, err := env.Client.InvokeTool(testCtx(t), &gatewayv1.InvokeToolRequest{
 		Tool: "run_command", Arguments: gatewaytest.Args(t, map[string]any{"command": "false"}),
@@ -438,6 +444,7 @@ func TestToolLevelFailureIsAResultNotAnError(t *testing.T) {
 }
 
 func TestMetadataAndDeadlinePropagation(t *testing.T) {
+	t.Parallel()
 	var (
 		mu        sync.Mutex
 		deadlines []time.Duration
@@ -511,6 +518,7 @@ func TestMetadataAndDeadlinePropagation(t *testing.T) {
 }
 
 func TestCancellationReachesTheBackend(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	ended := make(chan error, 1)
 	env := gatewaytest.Start(t,
@@ -544,6 +552,7 @@ func TestCancellationReachesTheBackend(t *testing.T) {
 }
 
 func TestGracefulShutdownDrainsCallsInFlight(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	release := make(chan struct{})
 	env := gatewaytest.Start(t,
@@ -604,6 +613,7 @@ func TestGracefulShutdownDrainsCallsInFlight(t *testing.T) {
 }
 
 func TestHealthAndReflectionSkipThePipeline(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	resp, err := healthpb.NewHealthClient(env.Conn).Check(testCtx(t), &healthpb.HealthCheckRequest{})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -641,6 +651,7 @@ func TestHealthAndReflectionSkipThePipeline(t *testing.T) {
 }
 
 func TestMessageSizeLimits(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 64<<10)
 	cases := []struct {
 		name   string
@@ -678,6 +689,7 @@ func TestMessageSizeLimits(t *testing.T) {
 }
 
 func TestBackendConnectionsArePooledAndPruned(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	for i := 0; i < 3; i++ {
 		if _, err := env.Client.InvokeTool(testCtx(t), &gatewayv1.InvokeToolRequest{

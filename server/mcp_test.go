@@ -111,6 +111,7 @@ func resultText(r *mcp.CallToolResult) string {
 }
 
 func TestMCPListsTheRegistry(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithMCP())
 	ctx := testCtx(t)
 	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
@@ -152,6 +153,7 @@ func TestMCPListsTheRegistry(t *testing.T) {
 }
 
 func TestMCPCallRepairsStringifiedArray(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithMCP())
 	ctx := testCtx(t)
 	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
@@ -216,6 +218,7 @@ func TestMCPCallRepairsStringifiedArray(t *testing.T) {
 }
 
 func TestMCPCallOutcomes(t *testing.T) {
+	t.Parallel()
 	closed := gatewaytest.ClosedAddr(t)
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(),
 		gatewaytest.WithTool(func(string) registry.Tool { return gatewaytest.ObjectTool("down_tool")(closed) }))
@@ -438,6 +441,7 @@ func TestMCPAuthorizationFiltersAndRefuses(t *testing.T) {
 // says them — and never the credential. Requests that are not tool calls
 // are refused without an audit line (as on gRPC).
 func TestMCPAuthFailureIsAudited(t *testing.T) {
+	t.Parallel()
 	const wrongKey = "fd_wrong_mcp_key_93b1e7"
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
@@ -514,6 +518,7 @@ func TestMCPAuthFailureIsAudited(t *testing.T) {
 // a POST like any other). Older clients have no stream to receive it on
 // from a stateless server; they see the change on their next tools/list.
 func TestMCPListChanged(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithBackendHandler("fresh_tool",
 		func(context.Context, *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
 			return &gatewayv1.InvokeResponse{Result: structpb.NewStringValue("fresh")}, nil
@@ -568,6 +573,7 @@ func TestMCPListChanged(t *testing.T) {
 // results with the policy's message, and the rule judges the normalized
 // arguments.
 func TestMCPPolicyRefusalsAreResults(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
 		c.Policy.Rules = []policy.Rule{{Name: "no-chaining", Tools: []string{"run_command"},
 			Expr: `!args.command.contains("&&")`, Message: "command chaining is not allowed"}}
@@ -657,6 +663,7 @@ const demoCallArgs = `{"title":"Ember &amp;amp; Oak","tags":"[\"a\",\"b\"]"}`
 // TestMCPCancellationReachesTheBackend: an agent that gives up on a call
 // (its HTTP request ends) cancels the backend call, as on gRPC.
 func TestMCPCancellationReachesTheBackend(t *testing.T) {
+	t.Parallel()
 	started, cancelled := make(chan struct{}), make(chan struct{})
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(),
 		gatewaytest.WithTool(gatewaytest.ObjectTool("slow_tool")),

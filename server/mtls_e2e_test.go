@@ -23,6 +23,7 @@ import (
 // through the gateway's own TLS listener; without one, an API key still
 // works, and with neither the call is Unauthenticated.
 func TestMTLSIdentity(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)

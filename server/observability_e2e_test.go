@@ -84,6 +84,7 @@ func httpStatus(t *testing.T, url string) int {
 // TestAdminMetricsAfterKnownCalls scrapes /metrics over HTTP after a
 // repaired call, a validation failure and a policy denial.
 func TestAdminMetricsAfterKnownCalls(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)), gatewaytest.WithAdmin())
 	if got := httpStatus(t, env.AdminURL+"/healthz"); got != http.StatusOK {
 		t.Errorf("/healthz = %d", got)
@@ -133,6 +134,7 @@ func TestAdminMetricsAfterKnownCalls(t *testing.T) {
 // TestAdminReadyzDuringShutdown: /readyz turns 503 as soon as shutdown
 // starts, while a call is still draining; /healthz stays 200.
 func TestAdminReadyzDuringShutdown(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	env := gatewaytest.Start(t, gatewaytest.WithAdmin(),
 		gatewaytest.WithTool(gatewaytest.ObjectTool("slow")),
@@ -192,6 +194,7 @@ func (tracedBackend) Invoke(context.Context, *gatewayv1.InvokeRequest) (*gateway
 // TestTraceReachesTheBackend: the backend's server span is in the gateway's
 // trace, and its parent is the gateway's client span.
 func TestTraceReachesTheBackend(t *testing.T) {
+	t.Parallel()
 	backendRec := tracetest.NewSpanRecorder()
 	backendTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(backendRec))
 	gs := grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(

@@ -142,6 +142,7 @@ func nested(depth int) any {
 // TestPolicyDenyPaths: every refusal over real gRPC, with its exact code
 // and ErrorInfo reason, and the allow paths.
 func TestPolicyDenyPaths(t *testing.T) {
+	t.Parallel()
 	signer := newJWTSigner(t)
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(signer)))
 	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
@@ -238,6 +239,7 @@ func TestPolicyDenyPaths(t *testing.T) {
 // would pass the rule as sent; normalization decodes it first, so the rule
 // sees "&&" and refuses, and the backend is never called.
 func TestPolicyBypassIsDenied(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)))
 	args := gatewaytest.Args(t, map[string]any{"command": "ls &amp;&amp; rm -rf /"})
 	_, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "run_command", Arguments: args})
@@ -265,6 +267,7 @@ func TestPolicyBypassIsDenied(t *testing.T) {
 // second call with ResourceExhausted and a RetryInfo; another tool and
 // another caller have their own buckets.
 func TestPolicyRateLimit(t *testing.T) {
+	t.Parallel()
 	p := testPolicy(nil)
 	p.RateLimit = policy.RateLimitConfig{Rate: 0.001, Burst: 1}
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
@@ -303,6 +306,7 @@ func TestPolicyRateLimit(t *testing.T) {
 // TestPolicyInFlightLimit: with one call in flight per tool, a second
 // concurrent call to that tool is refused at once, another tool is not.
 func TestPolicyInFlightLimit(t *testing.T) {
+	t.Parallel()
 	p := testPolicy(nil)
 	p.Limits.MaxInFlightPerTool = 1
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -350,6 +354,7 @@ func TestPolicyInFlightLimit(t *testing.T) {
 // WatchTools are filtered by the caller's tool lists; a hidden tool is
 // NotFound exactly like one that does not exist.
 func TestPolicyRegistryShowsOnlyInvocableTools(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)))
 	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	names := func(key string) []string {
@@ -441,6 +446,7 @@ func TestPolicyRegistryShowsOnlyInvocableTools(t *testing.T) {
 
 // TestPolicyAuthOffWarns: authentication off is explicit and logged.
 func TestPolicyAuthOffWarns(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	gatewaytest.Start(t, gatewaytest.WithLogOutput(&logs))
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "authentication is off") {
@@ -513,6 +519,7 @@ func auditLines(t *testing.T, env *gatewaytest.Env, path string) ([]map[string]a
 // with sensitive values redacted both as sent and as repaired, and no
 // credential anywhere in the file.
 func TestPolicyAuditLog(t *testing.T) {
+	t.Parallel()
 	signer := newJWTSigner(t)
 	p := testPolicy(signer)
 	path := filepath.Join(t.TempDir(), "audit.jsonl")

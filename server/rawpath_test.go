@@ -41,6 +41,7 @@ func backendCall(t *testing.T, env *gatewaytest.Env, tool, callID string) *gatew
 }
 
 func TestRawPath(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t,
 		gatewaytest.WithTool(gatewaytest.ObjectTool("precondition")),
 		gatewaytest.WithBackendHandler("precondition", func(context.Context, *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
@@ -233,6 +234,7 @@ func TestRawPath(t *testing.T) {
 // TestRawPathReflection: the hand-written service descriptor keeps the
 // generated one's proto file, so reflection (grpcurl) still describes it.
 func TestRawPathReflection(t *testing.T) {
+	t.Parallel()
 	env := gatewaytest.Start(t)
 	stream, err := reflectionpb.NewServerReflectionClient(env.Conn).ServerReflectionInfo(testCtx(t))
 	if err != nil {
