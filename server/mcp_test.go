@@ -455,21 +455,30 @@ func TestMCPAuthFailureIsAudited(t *testing.T) {
 	// name cannot be read, but the line is still written.
 	big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_note","_meta":{"flowdrop/call_id":"c-big"},"arguments":{"title":"` +
 		strings.Repeat("x", 100<<10) + `"}}}`
+	// want collects the audit line each subtest that ran expects, so every
+	// subtest also passes on its own.
+	var want []map[string]any
 	for _, tc := range []struct {
 		name, reason string
 		header       http.Header
 		body         string
+		line         map[string]any // the audit line it writes; nil: none
 	}{
 		{"wrong key", "an unknown API key on a tools/call is audited with the tool and call id",
 			http.Header{"X-Api-Key": {wrongKey}},
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t"},"_meta":{"flowdrop/call_id":"c-wrong"}}}`},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t"},"_meta":{"flowdrop/call_id":"c-wrong"}}}`,
+			map[string]any{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "create_note", "call_id": "c-wrong"}},
 		{"not a tool call", "tools/list is not a tool call: refused, not audited",
 			http.Header{"Authorization": {"Bearer " + wrongKey}},
-			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`},
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, nil},
 		{"oversized", "a body past the peek bound is still recognised as a tools/call",
-			http.Header{"Authorization": {"Bearer " + wrongKey}}, big},
+			http.Header{"Authorization": {"Bearer " + wrongKey}}, big,
+			map[string]any{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "", "call_id": nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.line != nil {
+				want = append(want, tc.line)
+			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.MCPURL, strings.NewReader(tc.body))
 			if err != nil {
 				t.Fatal(err)
@@ -496,10 +505,6 @@ func TestMCPAuthFailureIsAudited(t *testing.T) {
 	lines, raw := auditLines(t, env, path)
 	if strings.Contains(raw, wrongKey) || strings.Contains(raw, "Bearer") {
 		t.Errorf("the audit log contains the credential:\n%s", raw)
-	}
-	want := []map[string]any{
-		{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "create_note", "call_id": "c-wrong"},
-		{"decision": "deny", "reason": policy.ReasonAPIKeyUnknown, "caller_subject": "", "tool": "", "call_id": nil},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d audit lines, want %d (one per refused tools/call):\n%s", len(lines), len(want), raw)
@@ -584,17 +589,26 @@ func TestMCPPolicyRefusalsAreResults(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, reason, tool, args string
-		wantReason               string
-		textHas                  []string
+		// first is a refused call made before, so the subtest holds alone.
+		first      string
+		wantReason string
+		textHas    []string
 	}{
 		{"rule on normalized arguments", "&amp;&amp; is decoded before the rule runs, so it cannot slip past it",
-			"run_command", `{"command":"ls &amp;&amp; rm -rf /"}`,
+			"run_command", `{"command":"ls &amp;&amp; rm -rf /"}`, "",
 			policy.ReasonRuleDenied, []string{"command chaining is not allowed", "/command (decoded HTML entities)"}},
 		{"rate limited", "the second call in the window waits: the model is told when to retry",
-			"run_command", `{"command":"ls"}`,
+			"run_command", `{"command":"ls"}`, `{"command":"a &amp;&amp; b"}`,
 			policy.ReasonRateLimited, []string{"retry after"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.first != "" {
+				// Takes the one token (and is refused by the rule) or is
+				// already rate-limited: either way the backend is not called.
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.first)}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.args)})
 			if err != nil {
 				t.Fatalf("tools/call: %v, want an isError result (%s)", err, tc.reason)

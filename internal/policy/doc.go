@@ -4,15 +4,19 @@
 // the audit log that records each decision.
 //
 // The package is transport-neutral: it imports no gRPC. Every refusal is a
-// *Error carrying a Code from this package and a stable Reason; the server's
-// one error mapper turns it into a gRPC status (with ErrorInfo and, for rate
-// limits, RetryInfo details). Messages never contain a credential.
+// *Error carrying a Code from this package and a stable Reason; the
+// pipeline classifies it and each face maps it once (a gRPC status with
+// ErrorInfo and, for rate limits, RetryInfo; an MCP result). Messages never
+// contain a credential.
 //
-// Order of checks for one InvokeTool call (the server wires it):
+// The gateway's call pipeline (server/pipeline, stages.go) decides the
+// order; for one InvokeTool call it is:
 //
-//	Authenticate → Authorizer.AllowMethod → RateLimiter.Allow → Limits.Check(raw args)
-//	→ normalize → Limits.Check(normalized args) → validate → Authorizer.AllowTool
-//	→ Rules.Evaluate(normalized args) → InFlight.Acquire → forward → audit
+//	Authenticator.Authenticate (the face) → Authorizer.AllowMethod → RateLimiter.Allow
+//	→ Authorizer.AllowTool, Limits.Check(args as sent) → normalize → validate
+//	→ Limits.Check(normalized args), Rules.Evaluate → InFlight.Acquire → backend
+//
+// and every outcome is one AuditRecord.
 //
 // Argument rules see the normalized arguments, so an HTML-escaped payload
 // is judged in the decoded form the tool will actually receive.
