@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -201,8 +202,18 @@ func TestToolsCredentials(t *testing.T) {
 			wantStdout: []string{"PUT "}, secrets: all},
 		{name: "delete-admin", reason: "delete with the admin key", env: admin, args: tools("delete", "ctl_tool"), wantStdout: []string{"deleted ctl_tool"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { runCtl(t, tc) })
+	// The cases build on each other (register before delete): each runs
+	// after the ones before it (unchecked), so it also holds on its own.
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, prev := range cases[:i] {
+				for _, k := range []string{envAPIKey, envToken} {
+					t.Setenv(k, prev.env[k])
+				}
+				run(prev.args, strings.NewReader(""), io.Discard, io.Discard)
+			}
+			runCtl(t, tc)
+		})
 	}
 }
 

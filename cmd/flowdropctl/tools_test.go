@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -88,7 +89,6 @@ input_schema:
 `
 
 func TestToolsCommands(t *testing.T) {
-	addr := startRegistryGateway(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -170,12 +170,23 @@ func TestToolsCommands(t *testing.T) {
 		{name: "unreachable", reason: "a gateway that is not there is Unavailable, not a hang",
 			args: []string{"get", "--addr", "127.0.0.1:1", "--timeout", "5s", "x"}, wantCode: 1, wantStderr: []string{"error: Unavailable: "}},
 	}
-	for _, st := range steps {
+	// Each step runs against a gateway of its own after the steps before it
+	// (unchecked), so every subtest holds on its own too.
+	argsFor := func(addr string, args []string, gateway bool) []string {
+		if gateway {
+			return append([]string{"tools", args[0], "--addr", addr, "--timeout", "10s"}, args[1:]...)
+		}
+		return append([]string{"tools"}, args...)
+	}
+	for i, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
-			args := append([]string{"tools"}, st.args...)
-			if st.gateway {
-				args = append([]string{"tools", st.args[0], "--addr", addr, "--timeout", "10s"}, st.args[1:]...)
+			addr := startRegistryGateway(t)
+			for _, prev := range steps[:i] {
+				if prev.gateway {
+					run(argsFor(addr, prev.args, true), strings.NewReader(""), io.Discard, io.Discard)
+				}
 			}
+			args := argsFor(addr, st.args, st.gateway)
 			var stdout, stderr bytes.Buffer
 			if code := run(args, strings.NewReader(""), &stdout, &stderr); code != st.wantCode {
 				t.Fatalf("exit code %d, want %d (%s)\nstdout: %s\nstderr: %s", code, st.wantCode, st.reason, &stdout, &stderr)
