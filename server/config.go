@@ -32,7 +32,7 @@ type Config struct {
 	Tools []registry.Tool
 
 	// Store is where the registry lives (bolt file by default, etcd for
-	// replicas); the tools file and the demo tools seed it. See store.go.
+	// replicas); the tools file and Tools seed it. See store.go.
 	Store StoreConfig
 	// RegistryOptions are passed to the registry (e.g. its re-watch
 	// backoff).
@@ -56,8 +56,9 @@ type Config struct {
 	// explicitly; DefaultConfig uses DemoPolicy (authentication off).
 	Policy PolicyConfig
 
-	// MCP is the Model Context Protocol endpoint (mcp.go): the same tools
-	// and pipeline over streamable HTTP. Off unless MCP.ListenAddr is set.
+	// MCP is the Model Context Protocol endpoint (server/mcpapi): the same tools
+	// and pipeline over streamable HTTP. Off unless MCP.ListenAddr or
+	// Listeners.MCP is set.
 	MCP MCPConfig
 
 	// DefaultTimeout bounds a backend call when neither the caller's deadline
