@@ -5,9 +5,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/flowdrop/gateway/internal/wirescan"
+	"github.com/flowdrop/gateway/internal/structwire"
 )
 
 // FastValidWire evaluates the fast validator (fastvalidate.go) over the wire
@@ -20,7 +18,7 @@ import (
 // properties over an object with a repeated key or more than
 // maxWireKeys keys, malformed or unexpected bytes (unknown fields, a Value
 // with no or several kinds, invalid UTF-8), nesting deeper than
-// maxWireDepth. A repeated map key is otherwise harmless: decoding keeps the
+// structwire.MaxDepth. A repeated map key is otherwise harmless: decoding keeps the
 // last value, and every occurrence is checked.
 func (e *Entry) FastValidWire(args []byte) bool {
 	ok, decided := e.evalWire(args)
@@ -46,24 +44,8 @@ func (e *Entry) evalWire(args []byte) (ok, decided bool) {
 	return ok, !st.unsure
 }
 
-const (
-	maxWireDepth = 100
-	maxWireKeys  = 64
-)
-
-// Wire numbers of struct.proto.
-const (
-	wStructFields = 1
-	wEntryKey     = 1
-	wEntryValue   = 2
-	wNull         = 1
-	wNumber       = 2
-	wString       = 3
-	wBool         = 4
-	wStruct       = 5
-	wList         = 6
-	wListValues   = 1
-)
+// maxWireKeys bounds the quadratic distinct-key count of min/maxProperties.
+const maxWireKeys = 64
 
 // wval is a stack view of one Value's wire bytes: raw holds a string's
 // bytes, or a Struct's or ListValue's encoded fields.
@@ -84,95 +66,37 @@ type wireState struct{ unsure bool }
 
 func (st *wireState) give() bool { st.unsure = true; return false }
 
+// wireKinds maps a Value's kind field number to the t* bit of its JSON type.
+var wireKinds = [8]uint8{
+	structwire.NullValue:   tNull,
+	structwire.NumberValue: tNumber,
+	structwire.StringValue: tString,
+	structwire.BoolValue:   tBool,
+	structwire.StructValue: tObject,
+	structwire.ListValue:   tArray,
+}
+
 // parseValue reads one Value's bytes; ok is false when they are not exactly
 // one well-formed kind. validUTF8 checks a string's UTF-8: wellFormed does,
 // and the evaluation after it, over bytes already proved, does not again.
-func parseValue(b []byte, validUTF8 bool) (v wval, ok bool) {
-	num, typ, n := wirescan.ConsumeTag(b)
-	if n < 0 {
-		return v, false
+func parseValue(b []byte, validUTF8 bool) (wval, bool) {
+	kind, scalar, payload, ok := structwire.ReadValue(b, validUTF8)
+	if !ok {
+		return wval{}, false
 	}
-	b = b[n:]
-	switch {
-	case num == wNull && typ == protowire.VarintType:
-		_, n = protowire.ConsumeVarint(b)
-		v.kind = tNull
-	case num == wBool && typ == protowire.VarintType:
-		var x uint64
-		x, n = protowire.ConsumeVarint(b)
-		v.kind, v.b = tBool, x != 0
-	case num == wNumber && typ == protowire.Fixed64Type:
-		var x uint64
-		x, n = protowire.ConsumeFixed64(b)
-		v.kind, v.num = tNumber, math.Float64frombits(x)
-	case num == wString && typ == protowire.BytesType:
-		v.raw, n = wirescan.ConsumeBytes(b)
-		v.kind = tString
-		if validUTF8 && n >= 0 && !utf8.Valid(v.raw) {
-			return v, false
-		}
-	case num == wStruct && typ == protowire.BytesType:
-		v.raw, n = wirescan.ConsumeBytes(b)
-		v.kind = tObject
-	case num == wList && typ == protowire.BytesType:
-		v.raw, n = wirescan.ConsumeBytes(b)
-		v.kind = tArray
-	default:
-		return v, false
-	}
-	return v, n >= 0 && n == len(b)
+	return wval{kind: wireKinds[kind&7], b: scalar != 0, num: math.Float64frombits(scalar), raw: payload}, true
 }
 
-// nextEntry reads one map entry of a Struct's bytes: its key and value bytes
-// and the rest. bad is set for anything but exactly one key (absent means
-// "", valid UTF-8 when validUTF8 asks; see parseValue) and one value.
+// nextEntry is structwire.NextEntry with bad for !ok.
 func nextEntry(b []byte, validUTF8 bool) (key, value, rest []byte, bad bool) {
-	num, typ, n := wirescan.ConsumeTag(b)
-	if n < 0 || num != wStructFields || typ != protowire.BytesType {
-		return nil, nil, nil, true
-	}
-	entry, m := wirescan.ConsumeBytes(b[n:])
-	if m < 0 {
-		return nil, nil, nil, true
-	}
-	rest = b[n+m:]
-	haveKey, haveVal := false, false
-	for len(entry) > 0 {
-		num, typ, n := wirescan.ConsumeTag(entry)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, nil, true
-		}
-		f, m := wirescan.ConsumeBytes(entry[n:])
-		if m < 0 {
-			return nil, nil, nil, true
-		}
-		entry = entry[n+m:]
-		switch {
-		case num == wEntryKey && !haveKey:
-			if validUTF8 && !utf8.Valid(f) {
-				return nil, nil, nil, true
-			}
-			key, haveKey = f, true
-		case num == wEntryValue && !haveVal:
-			value, haveVal = f, true
-		default:
-			return nil, nil, nil, true
-		}
-	}
-	return key, value, rest, !haveVal
+	key, value, rest, ok := structwire.NextEntry(b, validUTF8)
+	return key, value, rest, !ok
 }
 
-// nextItem reads one element of a ListValue's bytes.
+// nextItem is structwire.NextItem with bad for !ok.
 func nextItem(b []byte) (value, rest []byte, bad bool) {
-	num, typ, n := wirescan.ConsumeTag(b)
-	if n < 0 || num != wListValues || typ != protowire.BytesType {
-		return nil, nil, true
-	}
-	v, m := wirescan.ConsumeBytes(b[n:])
-	if m < 0 {
-		return nil, nil, true
-	}
-	return v, b[n+m:], false
+	value, rest, ok := structwire.NextItem(b)
+	return value, rest, !ok
 }
 
 // check mirrors evalState.check (fastvalidate.go) keyword for keyword.
@@ -180,7 +104,7 @@ func (st *wireState) check(n *fnode, v wval, depth int) bool {
 	if n.isBool {
 		return n.boolVal
 	}
-	if depth > maxWireDepth {
+	if depth > structwire.MaxDepth {
 		return st.give()
 	}
 	if v.kind == tNumber && !finite(v.num) {
@@ -428,7 +352,7 @@ func (st *wireState) array(n *fnode, b []byte, depth int) bool {
 // value per entry, valid UTF-8, no unknown fields, bounded depth; and that
 // every number is finite.
 func wellFormed(v wval, depth int) bool {
-	if depth > maxWireDepth || v.kind == tNumber && !finite(v.num) {
+	if depth > structwire.MaxDepth || v.kind == tNumber && !finite(v.num) {
 		return false // non-finite numbers: Validate refuses them (finite.go)
 	}
 	switch v.kind {
