@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry/schema"
 )
 
 // ToolError reports a tool definition that cannot be registered.
@@ -55,33 +55,9 @@ func (e *IncompatibleError) Error() string {
 	return b.String()
 }
 
-// Violation is one reason arguments failed validation.
-type Violation struct {
-	// Pointer is the RFC 6901 JSON Pointer of the offending argument ("" for
-	// the arguments object itself; for a missing required argument, the
-	// pointer it would have).
-	Pointer string
-	// Message says what is wrong in words a model can act on.
-	Message string
-}
+// Violation is one reason arguments failed validation (schema.Violation).
+type Violation = schema.Violation
 
 // ValidationError reports arguments that do not satisfy the tool's schema
-// after normalization.
-type ValidationError struct {
-	Tool       string
-	Violations []Violation
-	// Repairs are the normalization repairs made before validation.
-	Repairs []normalize.Repair
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "invalid arguments for tool %q: ", e.Tool)
-	for i, v := range e.Violations {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(v.Message)
-	}
-	return b.String()
-}
+// after normalization (schema.ValidationError; Entry.Validate sets Tool).
+type ValidationError = schema.ValidationError

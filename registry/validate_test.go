@@ -23,13 +23,27 @@ func compileTool(t testing.TB, js string) *registry.Entry {
 	return e
 }
 
+// asValidationError is err as the *ValidationError Validate returns for
+// invalid arguments, nil for nil; any other error fails the test.
+func asValidationError(t testing.TB, err error) *registry.ValidationError {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*registry.ValidationError)
+	if !ok {
+		t.Fatalf("Validate: %T %v, want *registry.ValidationError", err, err)
+	}
+	return ve
+}
+
 // The RT-TOOL-8 example: an object literal sent for a parameter declared
 // array is left as sent by normalization and validation says why.
 func TestValidateSpecExample(t *testing.T) {
 	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"}}}`)
 	in := args(t, `{"ops":"{\"op\":\"add\"}"}`)
 	out, rep := e.Plan.Apply(in)
-	ve := e.Validate(out, &rep)
+	ve := asValidationError(t, e.Validate(out, &rep))
 	if ve == nil {
 		t.Fatal("an object literal for an array parameter was accepted")
 	}
@@ -45,7 +59,7 @@ func TestValidateSpecExample(t *testing.T) {
 func TestValidateCarriesRepairs(t *testing.T) {
 	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"},"n":{"type":"integer"}}}`)
 	out, rep := e.Plan.Apply(args(t, `{"ops":"[1,2]","n":"x"}`))
-	ve := e.Validate(out, &rep)
+	ve := asValidationError(t, e.Validate(out, &rep))
 	if ve == nil {
 		t.Fatal("a string for an integer was accepted")
 	}
@@ -100,7 +114,7 @@ func TestValidateMessages(t *testing.T) {
 	var b strings.Builder
 	for _, c := range cases {
 		e := compileTool(t, c.schema)
-		ve := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		ve := asValidationError(t, e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips}))
 		fmt.Fprintf(&b, "## %s\nargs: %s\n", c.reason, c.args)
 		if ve == nil {
 			b.WriteString("valid\n\n")
@@ -112,7 +126,7 @@ func TestValidateMessages(t *testing.T) {
 		}
 		b.WriteString("\n")
 		// Deterministic: a second run must produce the same violations.
-		again := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		again := asValidationError(t, e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips}))
 		if fmt.Sprint(again.Violations) != fmt.Sprint(ve.Violations) {
 			t.Errorf("%s: violations differ between runs:\n%v\n%v", c.reason, ve.Violations, again.Violations)
 		}

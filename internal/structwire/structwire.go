@@ -83,8 +83,6 @@ func ReadValue(b []byte, checkUTF8 bool) (kind Kind, scalar uint64, payload []by
 // bytes and the rest. ok is false unless the entry is exactly one key
 // (absent means "", valid UTF-8 when checkUTF8 asks) and one value.
 func NextEntry(b []byte, checkUTF8 bool) (key, value, rest []byte, ok bool) {
-	// nextBytesField by hand: this is the hottest reader, and a call here
-	// costs measurably.
 	num, typ, n := ConsumeTag(b)
 	if n < 0 || num != StructFields || typ != protowire.BytesType {
 		return nil, nil, nil, false
@@ -121,23 +119,17 @@ func NextEntry(b []byte, checkUTF8 bool) (key, value, rest []byte, ok bool) {
 }
 
 // NextItem reads one element from a ListValue's bytes: its Value bytes and
-// the rest.
+// the rest. ok is false for any other field, wire type or truncation.
 func NextItem(b []byte) (value, rest []byte, ok bool) {
-	return nextBytesField(b, ListValues)
-}
-
-// nextBytesField consumes one length-delimited field numbered want; ok is
-// false for any other field, wire type or truncation.
-func nextBytesField(b []byte, want protowire.Number) (field, rest []byte, ok bool) {
 	num, typ, n := ConsumeTag(b)
-	if n < 0 || num != want || typ != protowire.BytesType {
+	if n < 0 || num != ListValues || typ != protowire.BytesType {
 		return nil, nil, false
 	}
-	field, m := ConsumeBytes(b[n:])
+	value, m := ConsumeBytes(b[n:])
 	if m < 0 {
 		return nil, nil, false
 	}
-	return field, b[n+m:], true
+	return value, b[n+m:], true
 }
 
 // ConsumeTag is protowire.ConsumeTag.

@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"encoding/json"
@@ -14,13 +14,16 @@ import (
 	"pgregory.net/rapid"
 )
 
-func fastEntry(t testing.TB, js string) *Entry {
+func fastEntry(t testing.TB, js string) *Schema { t.Helper(); return compileJSON(t, js) }
+
+// compileJSON compiles a schema given as JSON with opts.
+func compileJSON(t testing.TB, js string, opts ...Option) *Schema {
 	t.Helper()
 	var s structpb.Struct
 	if err := s.UnmarshalJSON([]byte(js)); err != nil {
 		t.Fatalf("schema %s: %v", js, err)
 	}
-	e, err := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: &s})
+	e, err := Compile(&s, opts...)
 	if err != nil {
 		t.Fatalf("schema %s: %v", js, err)
 	}
@@ -37,8 +40,8 @@ func fastArgs(t testing.TB, js string) *structpb.Struct {
 }
 
 // jsonschemaAccepts is the authoritative answer, exactly as Validate asks it.
-func jsonschemaAccepts(e *Entry, args *structpb.Struct) bool {
-	return e.Validator.Validate(structToMap(args)) == nil
+func jsonschemaAccepts(e *Schema, args *structpb.Struct) bool {
+	return e.js.Validate(structToMap(args)) == nil
 }
 
 func numArgs(name string, f float64) func() *structpb.Struct {
@@ -146,7 +149,7 @@ func TestFastValidatorTable(t *testing.T) {
 	for _, c := range cases {
 		e := fastEntry(t, c.schema)
 		if e.fast == nil {
-			_, err := compileFast(e.Validator)
+			_, err := compileFast(e.js)
 			t.Errorf("%s: no fast validator: %v", c.reason, err)
 			continue
 		}
@@ -718,7 +721,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("schema to structpb: %v", err)
 		}
-		e, cerr := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: doc})
+		e, cerr := Compile(doc)
 		if cerr != nil {
 			compileErr++ // e.g. a keyword combination the draft's meta-schema refuses
 			return
@@ -726,7 +729,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 		schemas++
 		if e.fast == nil {
 			noFast++
-			_, why := compileFast(e.Validator)
+			_, why := compileFast(e.js)
 			rt.Fatalf("schema from the supported subset got no fast validator (%v):\n%s", why, mustJSON(root))
 		}
 		defs, _ := root["$defs"].(map[string]any)
@@ -754,7 +757,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 			}
 			if fast && !js {
 				rt.Fatalf("UNSOUND: fast accepts what jsonschema refuses (%v)\nschema: %s\nargs: %s",
-					e.Validator.Validate(structToMap(args)), mustJSON(root), protoJSON(args))
+					e.js.Validate(structToMap(args)), mustJSON(root), protoJSON(args))
 			}
 			if js && !fast {
 				missed++

@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ func TestFastValidWireAgrees(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("schema to structpb: %v", err)
 		}
-		e, cerr := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: doc})
+		e, cerr := Compile(doc)
 		if cerr != nil {
 			return
 		}
