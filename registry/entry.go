@@ -37,16 +37,21 @@ func Compile(t Tool) (*Entry, error) { return CompileWith(t) }
 // CompileWith is Compile with normalization options. Every refusal is a
 // *ToolError naming the tool, the field and, for schemas, the JSON Pointer.
 func CompileWith(t Tool, opts ...normalize.Option) (*Entry, error) {
-	return compileEntry(t, compileConfig{normalize: opts})
+	return CompileOptions{Normalize: opts}.Compile(t)
 }
 
-// compileConfig is what a Registry compiles every tool with.
-type compileConfig struct {
-	normalize []normalize.Option
-	schema    []schema.Option
+// CompileOptions are what a tool is compiled with: normalization options
+// for its plan and schema options (schema.WithoutFastPaths) for its
+// validator.
+type CompileOptions struct {
+	Normalize []normalize.Option
+	Schema    []schema.Option
 }
 
-func compileEntry(t Tool, cfg compileConfig) (*Entry, error) {
+// Compile validates a tool definition and compiles its schema with o. Every
+// refusal is a *ToolError naming the tool, the field and, for schemas, the
+// JSON Pointer.
+func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if err := ValidateName(t.Name); err != nil {
 		return nil, err
 	}
@@ -67,11 +72,11 @@ func compileEntry(t Tool, cfg compileConfig) (*Entry, error) {
 	if err := checkRoot(t.Name, t.InputSchema); err != nil {
 		return nil, err
 	}
-	s, err := schema.Compile(t.InputSchema, cfg.schema...)
+	s, err := schema.Compile(t.InputSchema, o.Schema...)
 	if err != nil {
 		return nil, schemaToolError(t.Name, err)
 	}
-	plan, err := normalize.Compile(t.InputSchema, cfg.normalize...)
+	plan, err := normalize.Compile(t.InputSchema, o.Normalize...)
 	if err != nil {
 		te := &ToolError{Tool: t.Name, Field: "input_schema", Reason: err.Error()}
 		if ce, ok := err.(*normalize.CompilationError); ok {
@@ -153,6 +158,7 @@ func (e *Entry) Validate(args *structpb.Struct, rep *normalize.Report) error {
 // false means "decode and call Validate". It does not allocate.
 func (e *Entry) FastValidWire(args []byte) bool { return e.Schema.FastValidWire(args) }
 
-// FastPaths reports whether the entry was compiled with fast paths (see
-// WithoutFastPaths).
+// FastPaths reports whether the entry was compiled with fast paths (off
+// under WithoutFastPaths: Validate then always asks jsonschema and
+// FastValidWire always returns false).
 func (e *Entry) FastPaths() bool { return e.Schema.FastPaths() }

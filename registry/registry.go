@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry/schema"
 )
 
 // Snapshot is an immutable view of the registry: every compiled entry at
@@ -57,7 +58,31 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithCompileOptions passes normalization options to every compilation.
 func WithCompileOptions(opts ...normalize.Option) Option {
-	return func(r *Registry) { r.compileOpts = append(r.compileOpts, opts...) }
+	return func(r *Registry) { r.compileOpts.Normalize = append(r.compileOpts.Normalize, opts...) }
+}
+
+// WithoutFastPaths compiles every tool without fast paths
+// (schema.WithoutFastPaths): Entry.Validate always takes the jsonschema
+// path and Entry.FastValidWire always returns false, so a raw request is
+// always decoded. Verdicts and messages are the same either way; the
+// switch exists to compare the paths and to rule the fast ones out.
+func WithoutFastPaths() Option {
+	return func(r *Registry) {
+		if r.fastPaths {
+			r.fastPaths = false
+			r.compileOpts.Schema = append(r.compileOpts.Schema, schema.WithoutFastPaths())
+		}
+	}
+}
+
+// FastPaths reports whether the registry compiles tools with fast paths
+// (true unless WithoutFastPaths).
+func (r *Registry) FastPaths() bool { return r.fastPaths }
+
+// CompileOptions returns what the registry compiles every tool with, for
+// compiling a tool exactly as the registry will (the slices are copies).
+func (r *Registry) CompileOptions() CompileOptions {
+	return CompileOptions{Normalize: slices.Clone(r.compileOpts.Normalize), Schema: slices.Clone(r.compileOpts.Schema)}
 }
 
 // WithBackoff bounds the wait between attempts to re-list and re-watch the
@@ -76,7 +101,8 @@ func WithBackoff(min, max time.Duration) Option {
 type Registry struct {
 	store       Store
 	log         *slog.Logger
-	compileOpts []normalize.Option
+	compileOpts CompileOptions
+	fastPaths   bool
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
@@ -102,6 +128,7 @@ func New(store Store, opts ...Option) *Registry {
 	r := &Registry{
 		store:      store,
 		log:        slog.Default(),
+		fastPaths:  true,
 		backoffMin: 50 * time.Millisecond,
 		backoffMax: 5 * time.Second,
 		tombs:      make(map[string]int64),
@@ -110,7 +137,7 @@ func New(store Store, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
-	r.compile = func(t Tool) (*Entry, error) { return CompileWith(t, r.compileOpts...) }
+	r.compile = r.compileOpts.Compile
 	r.snap.Store(newSnapshot(0, map[string]*Entry{}))
 	return r
 }

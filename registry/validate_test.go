@@ -1,15 +1,20 @@
 package registry_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/memstore"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -71,9 +76,16 @@ func TestValidateCarriesRepairs(t *testing.T) {
 	}
 }
 
-// TestValidateMessages pins the model-facing messages in a golden file
-// (go test ./registry -run TestValidateMessages -update to rewrite).
-func TestValidateMessages(t *testing.T) {
+// messageCase is one row of the model-facing message corpus.
+type messageCase struct {
+	reason string
+	schema string
+	args   string
+	skips  []normalize.Skip
+}
+
+// messageCases is the corpus TestValidateMessages pins in a golden file.
+func messageCases() []messageCase {
 	const board = `{"type":"object","additionalProperties":false,"required":["title"],
 		"properties":{
 			"title":{"type":"string","minLength":3,"maxLength":10},
@@ -85,12 +97,7 @@ func TestValidateMessages(t *testing.T) {
 			"when":{"anyOf":[{"type":"string"},{"type":"integer"}]},
 			"secret":{"const":"fixed"}
 		}}`
-	cases := []struct {
-		reason string
-		schema string
-		args   string
-		skips  []normalize.Skip
-	}{
+	return []messageCase{
 		{reason: "missing required argument", schema: board, args: `{}`},
 		{reason: "integer given a fraction", schema: board, args: `{"title":"abc","count":2.5}`},
 		{reason: "integer beyond 2^53", schema: board, args: `{"title":"abc","count":1e20}`},
@@ -111,6 +118,12 @@ func TestValidateMessages(t *testing.T) {
 		{reason: "integer beyond 2^53 inside anyOf", schema: `{"type":"object","properties":{"n":{"anyOf":[{"type":"integer"},{"type":"boolean"}]}}}`, args: `{"n":-1e300}`},
 		{reason: "integer|number admits big values", schema: `{"type":"object","properties":{"n":{"type":["integer","number"]}}}`, args: `{"n":1e300}`},
 	}
+}
+
+// TestValidateMessages pins the model-facing messages in a golden file
+// (go test ./registry -run TestValidateMessages -update to rewrite).
+func TestValidateMessages(t *testing.T) {
+	cases := messageCases()
 	var b strings.Builder
 	for _, c := range cases {
 		e := compileTool(t, c.schema)
@@ -154,5 +167,58 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestWithoutFastPaths: a registry built WithoutFastPaths compiles every
+// tool without them (the entry says so and never accepts on the wire), and
+// its entries give the same verdicts and violations as a default
+// registry's over the message corpus and the realistic benchmark arguments.
+func TestWithoutFastPaths(t *testing.T) {
+	fs, ss := memstore.New(), memstore.New()
+	defer fs.Close()
+	defer ss.Close()
+	fast := start(t, fs)
+	slow := start(t, ss, registry.WithoutFastPaths())
+	if !fast.FastPaths() || slow.FastPaths() {
+		t.Fatalf("FastPaths() = %v and %v, want true and false", fast.FastPaths(), slow.FastPaths())
+	}
+	if len(slow.CompileOptions().Schema) != 1 || len(fast.CompileOptions().Schema) != 0 {
+		t.Errorf("CompileOptions().Schema: %d and %d options, want 1 and 0", len(slow.CompileOptions().Schema), len(fast.CompileOptions().Schema))
+	}
+	corpus := append(messageCases(), messageCase{reason: "realistic valid arguments", schema: benchSchema, args: benchArgs})
+	for i, c := range corpus {
+		name := fmt.Sprintf("t%d", i)
+		tool := registry.Tool{Name: name, Backend: "127.0.0.1:7001", InputSchema: schema(t, c.schema)}
+		var entries [2]*registry.Entry
+		for j, r := range []*registry.Registry{fast, slow} {
+			if _, err := r.Register(context.Background(), tool, registry.RegisterOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e, ok := r.Lookup(name)
+			if !ok {
+				t.Fatalf("%s: not found after Register", c.reason)
+			}
+			entries[j] = e
+		}
+		if !entries[0].FastPaths() || entries[1].FastPaths() {
+			t.Errorf("%s: entry FastPaths() = %v and %v, want true and false", c.reason, entries[0].FastPaths(), entries[1].FastPaths())
+		}
+		a := args(t, c.args)
+		rep := &normalize.Report{Skipped: c.skips}
+		got, want := entries[1].Validate(a, rep), entries[0].Validate(a, rep)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: without fast paths %v; with %v", c.reason, got, want)
+		}
+		b, err := proto.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entries[1].FastValidWire(b) {
+			t.Errorf("%s: FastValidWire accepted without fast paths", c.reason)
+		}
+		if c.args == benchArgs && (!entries[0].FastValidWire(b) || want != nil) {
+			t.Errorf("%s: with fast paths, not accepted (wire %v, Validate %v)", c.reason, entries[0].FastValidWire(b), want)
+		}
 	}
 }
