@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/schema"
 )
 
@@ -240,6 +241,10 @@ type RegisterOptions struct {
 	// were computed against, so a concurrent update fails with
 	// *RevisionMismatchError instead of slipping past the check.
 	RequireCompatible bool
+	// StrictLint and LintProfiles are the admission's provider lint (see
+	// Admission): no profiles, no lint.
+	StrictLint   bool
+	LintProfiles []lint.Profile
 }
 
 // RegisterResult is the stored tool and what changed.
@@ -247,41 +252,36 @@ type RegisterResult struct {
 	Tool    Tool
 	Created bool
 	Notes   []CompatNote
+	// Findings are the lint findings admission returned as warnings.
+	Findings []lint.Finding
 }
 
-// Register compiles t (refusing with *ToolError), checks compatibility with
-// the stored version, writes it to the store and publishes it at once, so
-// a Lookup right after Register sees it (read-your-writes).
+// Register admits t (see Admission: compiled with the registry's options,
+// linted, checked for compatibility with the stored version), writes it to
+// the store and publishes it at once, so a Lookup right after Register sees
+// it (read-your-writes).
 func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (RegisterResult, error) {
 	t.Revision = 0
-	entry, err := r.compile(t)
+	adm := Admission{StrictLint: o.StrictLint, LintProfiles: o.LintProfiles, RequireCompatible: o.RequireCompatible, Compile: r.compileOpts}
+	a, err := adm.admit(ctx, t, r.store.Get, r.compile)
 	if err != nil {
 		return RegisterResult{}, err
 	}
-	old, err := r.store.Get(ctx, t.Name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return RegisterResult{}, err
-	}
-	var res RegisterResult
-	if exists {
-		res.Notes = CheckCompatibility(old, t)
-	}
+	exists := a.Current != nil
+	res := RegisterResult{Notes: a.Notes, Findings: a.Findings}
 	expected := o.ExpectedRevision
-	if o.RequireCompatible {
-		if len(res.Notes) > 0 {
-			return RegisterResult{}, &IncompatibleError{Tool: t.Name, Notes: res.Notes}
+	if o.RequireCompatible && expected == nil {
+		var pin int64 // 0 when it did not exist
+		if exists {
+			pin = a.Current.Revision
 		}
-		if expected == nil {
-			pin := old.Revision // 0 when it did not exist
-			expected = &pin
-		}
+		expected = &pin
 	}
 	stored, err := r.store.Put(ctx, t, expected)
 	if err != nil {
 		return RegisterResult{}, err
 	}
-	e := *entry
+	e := *a.Entry
 	e.Tool = stored
 	r.mu.Lock()
 	r.putLocked(&e)
