@@ -46,8 +46,12 @@ func (e *eval[R]) give() bool { e.unsure = true; return false }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// check mirrors jsonschema's validator.validate for one node.
-func (e *eval[R]) check(n *fnode, v value[R], depth int) bool {
+// check mirrors jsonschema's validator.validate for one node. Values go by
+// pointer (to the caller's stack): a value is up to seven words, and
+// passing it by value through the recursion spills registers at every
+// level. Object and array members go to the representation's pass (the
+// type switches below), which calls back into check.
+func (e *eval[R]) check(n *fnode, v *value[R], depth int) bool {
 	if n.isBool {
 		return n.boolVal
 	}
@@ -86,11 +90,38 @@ func (e *eval[R]) check(n *fnode, v value[R], depth int) bool {
 	}
 	switch v.kind {
 	case tObject:
-		if !e.object(n, v, depth) {
+		if (n.minProps >= 0 || n.maxProps >= 0) && !e.propertyCount(n, v) {
+			return false
+		}
+		// The representation's one pass over the members checks required
+		// and calls member for each.
+		var ok bool
+		switch r := any(v.r).(type) {
+		case structRep:
+			ok = structMembers(any(e).(*eval[structRep]), n, r.fields, depth)
+		case wireRep:
+			ok = wireMembers(any(e).(*eval[wireRep]), n, raw(v.str), depth)
+		}
+		if !ok {
 			return false
 		}
 	case tArray:
-		if !e.array(n, v, depth) {
+		if (n.minItems >= 0 || n.maxItems >= 0) && !e.itemCount(n, v) {
+			return false
+		}
+		if n.unique && !e.unique(v) {
+			return false
+		}
+		// The representation's pass over the items checks each against
+		// itemSchema.
+		var ok bool
+		switch r := any(v.r).(type) {
+		case structRep:
+			ok = structItems(any(e).(*eval[structRep]), n, r.list.GetValues(), depth)
+		case wireRep:
+			ok = wireItems(any(e).(*eval[wireRep]), n, raw(v.str), depth)
+		}
+		if !ok {
 			return false
 		}
 	case tString:
@@ -144,26 +175,13 @@ func (e *eval[R]) check(n *fnode, v value[R], depth int) bool {
 	return true
 }
 
-// object applies the object keywords: the property count here, required and
-// the per-member keywords in the representation's one pass over the members
-// (which calls member for each).
-func (e *eval[R]) object(n *fnode, v value[R], depth int) bool {
-	if n.minProps >= 0 || n.maxProps >= 0 {
-		count, ok := e.size(v)
-		if !ok {
-			return e.give()
-		}
-		if n.minProps >= 0 && count < n.minProps || n.maxProps >= 0 && count > n.maxProps {
-			return false
-		}
+// propertyCount applies minProperties and maxProperties.
+func (e *eval[R]) propertyCount(n *fnode, v *value[R]) bool {
+	count, ok := e.size(v)
+	if !ok {
+		return e.give()
 	}
-	switch r := any(v.r).(type) {
-	case structRep:
-		return structMembers(any(e).(*eval[structRep]), n, r.fields, depth)
-	case wireRep:
-		return wireMembers(any(e).(*eval[wireRep]), n, raw(v.str), depth)
-	}
-	panic("unreachable")
+	return !(n.minProps >= 0 && count < n.minProps || n.maxProps >= 0 && count > n.maxProps)
 }
 
 // visitsMembers reports whether any keyword looks at an object's members
@@ -174,7 +192,7 @@ func (n *fnode) visitsMembers() bool {
 
 // member applies properties, patternProperties and additionalProperties to
 // one member of an object at depth.
-func (e *eval[R]) member(n *fnode, key string, v value[R], depth int) bool {
+func (e *eval[R]) member(n *fnode, key string, v *value[R], depth int) bool {
 	evaluated := false
 	if pn, ok := n.props[key]; ok {
 		evaluated = true
@@ -205,7 +223,7 @@ func (e *eval[R]) member(n *fnode, key string, v value[R], depth int) bool {
 
 // size is an object's number of distinct keys; ok is false when the
 // representation cannot tell.
-func (e *eval[R]) size(v value[R]) (int, bool) {
+func (e *eval[R]) size(v *value[R]) (int, bool) {
 	switch r := any(v.r).(type) {
 	case structRep:
 		return len(r.fields), true
@@ -215,57 +233,45 @@ func (e *eval[R]) size(v value[R]) (int, bool) {
 	panic("unreachable")
 }
 
-// array applies the array keywords: counts and uniqueness here, the item
-// keywords in the representation's pass over the items (which calls item
-// for each).
-func (e *eval[R]) array(n *fnode, v value[R], depth int) bool {
-	if n.minItems >= 0 || n.maxItems >= 0 {
-		count, ok := e.length(v)
-		if !ok {
-			return e.give()
-		}
-		if n.minItems >= 0 && count < n.minItems || n.maxItems >= 0 && count > n.maxItems {
-			return false
-		}
+// itemCount applies minItems and maxItems.
+func (e *eval[R]) itemCount(n *fnode, v *value[R]) bool {
+	count, ok := e.length(v)
+	if !ok {
+		return e.give()
 	}
-	if n.unique {
-		unique, ok := e.uniqueItems(v)
-		if !ok {
-			return e.give()
-		}
-		if !unique {
-			return false
-		}
-	}
-	switch r := any(v.r).(type) {
-	case structRep:
-		return structItems(any(e).(*eval[structRep]), n, r.list, depth)
-	case wireRep:
-		return wireItems(any(e).(*eval[wireRep]), n, raw(v.str), depth)
-	}
-	panic("unreachable")
+	return !(n.minItems >= 0 && count < n.minItems || n.maxItems >= 0 && count > n.maxItems)
 }
 
-// item applies prefixItems/items/additionalItems (folded into prefix and
-// rest) to the item at index i of an array at depth.
-func (e *eval[R]) item(n *fnode, i int, v value[R], depth int) bool {
+// unique applies uniqueItems.
+func (e *eval[R]) unique(v *value[R]) bool {
+	unique, ok := e.uniqueItems(v)
+	if !ok {
+		return e.give()
+	}
+	return unique
+}
+
+// itemSchema is prefixItems/items/additionalItems (folded into prefix and
+// rest) for the item at index i: the schema it must satisfy (nil: none),
+// or ok false when no item may be there.
+func (n *fnode) itemSchema(i int) (m *fnode, ok bool) {
 	switch {
 	case i < len(n.prefix):
-		return e.check(n.prefix[i], v, depth+1)
+		return n.prefix[i], true
 	case n.rest == addlFalse:
-		return false
+		return nil, false
 	case n.rest == addlSchema:
-		return e.check(n.restNode, v, depth+1)
+		return n.restNode, true
 	}
-	return true
+	return nil, true
 }
 
 // length is an array's number of items; ok is false when the
 // representation cannot tell.
-func (e *eval[R]) length(v value[R]) (int, bool) {
+func (e *eval[R]) length(v *value[R]) (int, bool) {
 	switch r := any(v.r).(type) {
 	case structRep:
-		return len(r.list), true
+		return len(r.list.GetValues()), true
 	case wireRep:
 		return countItems(raw(v.str))
 	}
@@ -274,10 +280,10 @@ func (e *eval[R]) length(v value[R]) (int, bool) {
 
 // uniqueItems reports whether no two items are equal; ok is false when the
 // representation cannot tell.
-func (e *eval[R]) uniqueItems(v value[R]) (unique, ok bool) {
+func (e *eval[R]) uniqueItems(v *value[R]) (unique, ok bool) {
 	switch r := any(v.r).(type) {
 	case structRep:
-		return structUnique(r.list)
+		return structUnique(r.list.GetValues())
 	case wireRep:
 		return false, false // pairwise equality of encoded values: left to jsonschema
 	}
@@ -287,7 +293,7 @@ func (e *eval[R]) uniqueItems(v value[R]) (unique, ok bool) {
 // eqConst is jsonschema's equals(instance, schemaValue): numbers compare
 // by value (1 == 1.0) and only when finite. Array and object constants go
 // to the representation.
-func (e *eval[R]) eqConst(v value[R], c any) bool {
+func (e *eval[R]) eqConst(v *value[R], c any) bool {
 	switch c := c.(type) {
 	case nil:
 		return v.kind == tNull

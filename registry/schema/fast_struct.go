@@ -13,10 +13,11 @@ import (
 // to jsonschema (which hashes, allocating).
 const maxFastUnique = 64
 
-// structRep is a decoded container: an object's fields or an array's items.
+// structRep is a decoded container: an object's fields or an array's list
+// (a pointer rather than its slice keeps value two words smaller).
 type structRep struct {
 	fields map[string]*structpb.Value
-	list   []*structpb.Value
+	list   *structpb.ListValue
 }
 
 // view reads a *structpb.Value with the kinds jsonschema sees after
@@ -32,7 +33,7 @@ func view(v *structpb.Value) value[structRep] {
 	case *structpb.Value_StructValue:
 		return value[structRep]{kind: tObject, r: structRep{fields: k.StructValue.GetFields()}}
 	case *structpb.Value_ListValue:
-		return value[structRep]{kind: tArray, r: structRep{list: k.ListValue.GetValues()}}
+		return value[structRep]{kind: tArray, r: structRep{list: k.ListValue}}
 	}
 	return value[structRep]{kind: tNull}
 }
@@ -41,7 +42,8 @@ func view(v *structpb.Value) value[structRep] {
 // "ask jsonschema", not necessarily "invalid".
 func (f *fastSchema) valid(args *structpb.Struct) bool {
 	e := eval[structRep]{maxDepth: math.MaxInt} // decoding bounded the depth already
-	ok := e.check(f.root, value[structRep]{kind: tObject, r: structRep{fields: args.GetFields()}}, 0)
+	root := value[structRep]{kind: tObject, r: structRep{fields: args.GetFields()}}
+	ok := e.check(f.root, &root, 0)
 	return ok && !e.unsure
 }
 
@@ -56,7 +58,8 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 		return true
 	}
 	for k, pv := range fields {
-		if !e.member(n, k, view(pv), depth) {
+		v := view(pv)
+		if !e.member(n, k, &v, depth) {
 			return false
 		}
 	}
@@ -65,7 +68,15 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 
 func structItems(e *eval[structRep], n *fnode, list []*structpb.Value, depth int) bool {
 	for i, item := range list {
-		if !e.item(n, i, view(item), depth) {
+		m, ok := n.itemSchema(i)
+		if !ok {
+			return false
+		}
+		if m == nil {
+			continue
+		}
+		v := view(item)
+		if !e.check(m, &v, depth+1) {
 			return false
 		}
 	}
@@ -93,11 +104,13 @@ func structUnique(list []*structpb.Value) (unique, ok bool) {
 func structEqConst(e *eval[structRep], r structRep, c any) bool {
 	switch c := c.(type) {
 	case []any:
-		if len(r.list) != len(c) {
+		list := r.list.GetValues()
+		if len(list) != len(c) {
 			return false
 		}
 		for i, x := range c {
-			if !e.eqConst(view(r.list[i]), x) {
+			v := view(list[i])
+			if !e.eqConst(&v, x) {
 				return false
 			}
 		}
@@ -108,7 +121,10 @@ func structEqConst(e *eval[structRep], r structRep, c any) bool {
 		}
 		for k, x := range c {
 			fv, ok := r.fields[k]
-			if !ok || !e.eqConst(view(fv), x) {
+			if !ok {
+				return false
+			}
+			if v := view(fv); !e.eqConst(&v, x) {
 				return false
 			}
 		}
@@ -132,11 +148,12 @@ func eqVal(a, b value[structRep]) bool {
 	case tNumber:
 		return finite(a.num) && finite(b.num) && a.num == b.num
 	case tArray:
-		if len(a.r.list) != len(b.r.list) {
+		al, bl := a.r.list.GetValues(), b.r.list.GetValues()
+		if len(al) != len(bl) {
 			return false
 		}
-		for i := range a.r.list {
-			if !eqVal(view(a.r.list[i]), view(b.r.list[i])) {
+		for i := range al {
+			if !eqVal(view(al[i]), view(bl[i])) {
 				return false
 			}
 		}

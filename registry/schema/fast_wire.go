@@ -43,7 +43,7 @@ func (s *Schema) evalWire(args []byte) (ok, decided bool) {
 		return false, false
 	}
 	e := eval[wireRep]{maxDepth: structwire.MaxDepth}
-	ok = e.check(s.fast.root, root, 0)
+	ok = e.check(s.fast.root, &root, 0)
 	return ok, !e.unsure
 }
 
@@ -118,7 +118,7 @@ func wireMembers(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 		if !ok {
 			return e.give()
 		}
-		if !e.member(n, str(k), pv, depth) {
+		if !e.member(n, str(k), &pv, depth) {
 			return false
 		}
 	}
@@ -136,7 +136,11 @@ func wireItems(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 		if !ok {
 			return e.give()
 		}
-		if !e.item(n, i, item, depth) {
+		m, ok := n.itemSchema(i)
+		if !ok {
+			return false
+		}
+		if m != nil && !e.check(m, &item, depth+1) {
 			return false
 		}
 	}
