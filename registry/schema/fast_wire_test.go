@@ -13,7 +13,7 @@ import (
 )
 
 // TestFastValidWireAgrees: for random schemas and near-valid instances (the
-// generators of fastvalidate_test.go), evaluating the wire bytes gives the
+// generators of fast_test.go), evaluating the wire bytes gives the
 // fast validator's verdict whenever it decides, and never accepts what
 // jsonschema (Validate) refuses.
 func TestFastValidWireAgrees(t *testing.T) {
