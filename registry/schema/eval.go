@@ -94,7 +94,7 @@ func (e *eval[R]) check(n *fnode, v *value[R], depth int) bool {
 			return false
 		}
 		// The representation's one pass over the members checks required
-		// and calls member for each.
+		// and each member (memberSchema, patternMember).
 		var ok bool
 		switch r := any(v.r).(type) {
 		case structRep:
@@ -190,9 +190,35 @@ func (n *fnode) visitsMembers() bool {
 	return n.props != nil || n.patProps != nil || n.addl != addlNone
 }
 
-// member applies properties, patternProperties and additionalProperties to
-// one member of an object at depth.
-func (e *eval[R]) member(n *fnode, key string, v *value[R], depth int) bool {
+// memberSchema is properties and additionalProperties for a member named
+// key of a node without patternProperties: the one schema the member must
+// satisfy (nil: none), or ok false when it may not be there. The
+// representations' passes call it directly and check the member against
+// the schema themselves, which spares a call per member in the common case.
+func (n *fnode) memberSchema(key string) (m *fnode, ok bool) {
+	if pn, found := n.props[key]; found {
+		return pn, true
+	}
+	return n.additionalSchema()
+}
+
+// additionalSchema is additionalProperties: the schema a member no other
+// keyword covers must satisfy (nil: none), or ok false when it is
+// forbidden.
+func (n *fnode) additionalSchema() (m *fnode, ok bool) {
+	switch n.addl {
+	case addlFalse:
+		return nil, false
+	case addlSchema:
+		return n.addlNode, true
+	}
+	return nil, true
+}
+
+// patternMember applies properties, patternProperties and
+// additionalProperties to one member of an object at depth, for a node
+// with patternProperties (memberSchema covers the others).
+func (e *eval[R]) patternMember(n *fnode, key string, v *value[R], depth int) bool {
 	evaluated := false
 	if pn, ok := n.props[key]; ok {
 		evaluated = true
@@ -208,17 +234,11 @@ func (e *eval[R]) member(n *fnode, key string, v *value[R], depth int) bool {
 			}
 		}
 	}
-	if !evaluated {
-		switch n.addl {
-		case addlFalse:
-			return false
-		case addlSchema:
-			if !e.check(n.addlNode, v, depth+1) {
-				return false
-			}
-		}
+	if evaluated {
+		return true
 	}
-	return true
+	m, ok := n.additionalSchema()
+	return ok && (m == nil || e.check(m, v, depth+1))
 }
 
 // size is an object's number of distinct keys; ok is false when the

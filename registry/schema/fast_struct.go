@@ -47,7 +47,7 @@ func (f *fastSchema) valid(args *structpb.Struct) bool {
 	return ok && !e.unsure
 }
 
-// structMembers checks required, then each member (eval.member).
+// structMembers checks required, then each member.
 func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Value, depth int) bool {
 	for _, r := range n.required {
 		if _, ok := fields[r]; !ok {
@@ -59,7 +59,14 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 	}
 	for k, pv := range fields {
 		v := view(pv)
-		if !e.member(n, k, &v, depth) {
+		if n.patProps != nil {
+			if !e.patternMember(n, k, &v, depth) {
+				return false
+			}
+			continue
+		}
+		m, ok := n.memberSchema(k)
+		if !ok || m != nil && !e.check(m, &v, depth+1) {
 			return false
 		}
 	}

@@ -72,19 +72,19 @@ var wireKinds = [8]uint8{
 	structwire.ListValue:   tArray,
 }
 
-// parseValue reads one Value's bytes; ok is false when they are not exactly
-// one well-formed kind. validUTF8 checks a string's UTF-8: wellFormed does,
-// and the evaluation after it, over bytes already proved, does not again.
-func parseValue(b []byte, validUTF8 bool) (value[wireRep], bool) {
-	kind, scalar, payload, ok := structwire.ReadValue(b, validUTF8)
-	// Every field is set whatever the kind (only the kind's are read), which
-	// keeps this free of branches.
-	return value[wireRep]{kind: wireKinds[kind&7], b: scalar != 0, num: math.Float64frombits(scalar), str: str(payload)}, ok
+// wireValue is the value of a Value read with structwire.ReadValue. Every
+// field is set whatever the kind (only the kind's are read), which keeps it
+// free of branches and small enough to inline: the callers read the Value
+// themselves, one call per value rather than two. wellFormed reads with
+// UTF-8 checked; the evaluation after it, over bytes already proved, reads
+// without.
+func wireValue(kind structwire.Kind, scalar uint64, payload []byte) value[wireRep] {
+	return value[wireRep]{kind: wireKinds[kind&7], b: scalar != 0, num: math.Float64frombits(scalar), str: str(payload)}
 }
 
 // wireMembers ticks off required keys (a bit each, up to 64; beyond, a scan
 // of the object per key) in the one pass over the members that also checks
-// each member (eval.member).
+// each member.
 func wireMembers(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 	var seen uint64
 	tick := len(n.required) <= 64
@@ -114,11 +114,19 @@ func wireMembers(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 		if !visit {
 			continue
 		}
-		pv, ok := parseValue(vb, false)
+		kind, scalar, payload, ok := structwire.ReadValue(vb, false)
 		if !ok {
 			return e.give()
 		}
-		if !e.member(n, str(k), &pv, depth) {
+		pv := wireValue(kind, scalar, payload)
+		if n.patProps != nil {
+			if !e.patternMember(n, str(k), &pv, depth) {
+				return false
+			}
+			continue
+		}
+		m, ok := n.memberSchema(str(k))
+		if !ok || m != nil && !e.check(m, &pv, depth+1) {
 			return false
 		}
 	}
@@ -132,10 +140,11 @@ func wireItems(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 			return e.give()
 		}
 		rest = next
-		item, ok := parseValue(ib, false)
+		kind, scalar, payload, ok := structwire.ReadValue(ib, false)
 		if !ok {
 			return e.give()
 		}
+		item := wireValue(kind, scalar, payload)
 		m, ok := n.itemSchema(i)
 		if !ok {
 			return false
@@ -207,8 +216,8 @@ func wellFormed(v value[wireRep], depth int) bool {
 			if !ok {
 				return false
 			}
-			pv, ok := parseValue(vb, true)
-			if !ok || !wellFormed(pv, depth+1) {
+			kind, scalar, payload, ok := structwire.ReadValue(vb, true)
+			if !ok || !wellFormed(wireValue(kind, scalar, payload), depth+1) {
 				return false
 			}
 			rest = next
@@ -219,8 +228,8 @@ func wellFormed(v value[wireRep], depth int) bool {
 			if !ok {
 				return false
 			}
-			item, ok := parseValue(ib, true)
-			if !ok || !wellFormed(item, depth+1) {
+			kind, scalar, payload, ok := structwire.ReadValue(ib, true)
+			if !ok || !wellFormed(wireValue(kind, scalar, payload), depth+1) {
 				return false
 			}
 			rest = next
