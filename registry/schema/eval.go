@@ -147,14 +147,14 @@ func (e *eval[R]) check(n *fnode, v *value[R], depth int) bool {
 		}
 	}
 	if len(n.anyOf) > 0 {
-		any := false
+		matched := false
 		for _, m := range n.anyOf {
 			if e.check(m, v, depth) {
-				any = true
+				matched = true
 				break
 			}
 		}
-		if !any {
+		if !matched {
 			return false
 		}
 	}

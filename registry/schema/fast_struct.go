@@ -73,6 +73,7 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 	return true
 }
 
+// structItems checks each item against its itemSchema.
 func structItems(e *eval[structRep], n *fnode, list []*structpb.Value, depth int) bool {
 	for i, item := range list {
 		m, ok := n.itemSchema(i)

@@ -133,6 +133,7 @@ func wireMembers(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 	return !tick || seen == 1<<len(n.required)-1
 }
 
+// wireItems checks each item against its itemSchema.
 func wireItems(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 	for i, rest := 0, b; len(rest) > 0; i++ {
 		ib, next, ok := structwire.NextItem(rest)
