@@ -27,5 +27,6 @@
 // needed; otherwise a copy-on-write result that may share unchanged
 // sub-values with the input. ApplyInPlace mutates instead.
 //
-// The package imports the standard library and structpb only.
+// The package imports the standard library, protobuf's structpb and, for
+// the wire check, internal/structwire (protowire) only: no gRPC, no net/http.
 package normalize

@@ -2,33 +2,10 @@ package normalize
 
 import (
 	"bytes"
-	"unicode/utf8"
 	"unsafe"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/flowdrop/gateway/internal/wirescan"
+	"github.com/flowdrop/gateway/internal/structwire"
 )
-
-// Wire numbers of google.protobuf.Struct, Value and ListValue (struct.proto).
-const (
-	structFields = 1 // Struct.fields: map<string, Value>, entries {key = 1, value = 2}
-	entryKey     = 1
-	entryValue   = 2
-
-	valueNull   = 1 // varint
-	valueNumber = 2 // fixed64
-	valueString = 3 // bytes
-	valueBool   = 4 // varint
-	valueStruct = 5 // bytes: Struct
-	valueList   = 6 // bytes: ListValue
-
-	listValues = 1 // ListValue.values: repeated Value
-)
-
-// maxWireDepth bounds the nesting NeedsRepairWire follows; deeper input takes
-// the full path (which has its own limits) rather than a long recursion here.
-const maxWireDepth = 100
 
 // NeedsRepairWire reports, from the wire bytes of a google.protobuf.Struct
 // and without decoding them, whether Apply might repair or skip anything:
@@ -45,16 +22,12 @@ const maxWireDepth = 100
 func (p *Plan) NeedsRepairWire(structBytes []byte) bool {
 	b := structBytes
 	for len(b) > 0 {
-		entry, rest, ok := nextBytesField(b, structFields)
+		key, val, rest, ok := structwire.NextEntry(b, true)
 		if !ok {
 			return true
 		}
 		b = rest
-		key, val, ok := splitEntry(entry)
-		if !ok {
-			return true
-		}
-		if kind, s, ok := valueKind(val); ok && kind == valueString {
+		if kind, _, s, ok := structwire.ReadValue(val, true); ok && kind == structwire.StringValue {
 			if p.candidateBytes(key) {
 				return true // decoded or skipped: either way reported
 			}
@@ -70,121 +43,34 @@ func (p *Plan) NeedsRepairWire(structBytes []byte) bool {
 	return false
 }
 
-// nextBytesField consumes one length-delimited field numbered want from b
-// (a Struct's map entries, a ListValue's values); ok is false for any other
-// field, wire type or truncation.
-func nextBytesField(b []byte, want protowire.Number) (field, rest []byte, ok bool) {
-	num, typ, n := wirescan.ConsumeTag(b)
-	if n < 0 || num != want || typ != protowire.BytesType {
-		return nil, nil, false
-	}
-	b = b[n:]
-	field, n = wirescan.ConsumeBytes(b)
-	if n < 0 {
-		return nil, nil, false
-	}
-	return field, b[n:], true
-}
-
-// splitEntry returns a map entry's key and value bytes; ok is false unless
-// the entry is exactly one valid UTF-8 key (possibly absent: "") and one value.
-func splitEntry(entry []byte) (key, val []byte, ok bool) {
-	haveKey, haveVal := false, false
-	for len(entry) > 0 {
-		num, typ, n := wirescan.ConsumeTag(entry)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, false
-		}
-		entry = entry[n:]
-		v, n := wirescan.ConsumeBytes(entry)
-		if n < 0 {
-			return nil, nil, false
-		}
-		entry = entry[n:]
-		switch num {
-		case entryKey:
-			if haveKey || !utf8.Valid(v) {
-				return nil, nil, false
-			}
-			key, haveKey = v, true
-		case entryValue:
-			if haveVal {
-				return nil, nil, false
-			}
-			val, haveVal = v, true
-		default:
-			return nil, nil, false
-		}
-	}
-	return key, val, haveVal
-}
-
-// valueKind returns the one kind field a Value's bytes hold and, for a
-// bytes-typed kind (string, struct, list), its payload. ok is false for an
-// empty Value, several kinds, an unknown field or a wrong wire type.
-func valueKind(val []byte) (kind protowire.Number, payload []byte, ok bool) {
-	b := val
-	num, typ, n := wirescan.ConsumeTag(b)
-	if n < 0 {
-		return 0, nil, false
-	}
-	b = b[n:]
-	switch {
-	case (num == valueNull || num == valueBool) && typ == protowire.VarintType:
-		n = protowire.ConsumeFieldValue(num, typ, b)
-	case num == valueNumber && typ == protowire.Fixed64Type:
-		n = protowire.ConsumeFieldValue(num, typ, b)
-	case (num == valueString || num == valueStruct || num == valueList) && typ == protowire.BytesType:
-		payload, n = wirescan.ConsumeBytes(b)
-		if num == valueString && n >= 0 && !utf8.Valid(payload) {
-			return 0, nil, false
-		}
-	default:
-		return 0, nil, false
-	}
-	if n < 0 || n != len(b) {
-		return 0, nil, false // truncated, or a second field follows
-	}
-	return num, payload, true
-}
-
 // valueNeedsRepair is NeedsRepairWire below the top level: only entity
 // decoding of string leaves applies there.
 func (p *Plan) valueNeedsRepair(val []byte, depth int) bool {
-	if depth > maxWireDepth {
+	if depth > structwire.MaxDepth {
 		return true
 	}
-	kind, payload, ok := valueKind(val)
+	kind, _, payload, ok := structwire.ReadValue(val, true)
 	if !ok {
 		return true
 	}
 	switch kind {
-	case valueString:
+	case structwire.StringValue:
 		return p.stringNeedsRepair(payload)
-	case valueStruct:
-		b := payload
-		for len(b) > 0 {
-			entry, rest, ok := nextBytesField(b, structFields)
-			if !ok {
+	case structwire.StructValue:
+		for b := payload; len(b) > 0; {
+			_, ev, rest, ok := structwire.NextEntry(b, true)
+			if !ok || p.valueNeedsRepair(ev, depth+1) {
 				return true
 			}
 			b = rest
-			_, v, ok := splitEntry(entry)
-			if !ok || p.valueNeedsRepair(v, depth+1) {
-				return true
-			}
 		}
-	case valueList:
-		b := payload
-		for len(b) > 0 {
-			v, rest, ok := nextBytesField(b, listValues)
-			if !ok {
+	case structwire.ListValue:
+		for b := payload; len(b) > 0; {
+			item, rest, ok := structwire.NextItem(b)
+			if !ok || p.valueNeedsRepair(item, depth+1) {
 				return true
 			}
 			b = rest
-			if p.valueNeedsRepair(v, depth+1) {
-				return true
-			}
 		}
 	}
 	return false

@@ -7,6 +7,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"pgregory.net/rapid"
+
+	"github.com/flowdrop/gateway/internal/structwire"
 )
 
 // wireSchemas cover every way a parameter becomes a JSON-decoding candidate:
@@ -182,12 +184,12 @@ func TestNeedsRepairWireCases(t *testing.T) {
 func TestNeedsRepairWireDepth(t *testing.T) {
 	p := mustPlan(t, wireSchemas["properties"])
 	v := structpb.NewStringValue("x")
-	for range maxWireDepth + 5 {
+	for range structwire.MaxDepth + 5 {
 		v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
 	}
 	b, _ := proto.Marshal(&structpb.Struct{Fields: map[string]*structpb.Value{"meta": v}})
 	if !p.NeedsRepairWire(b) {
-		t.Error("nesting beyond maxWireDepth must take the full path")
+		t.Error("nesting beyond structwire.MaxDepth must take the full path")
 	}
 }
 

@@ -32,7 +32,7 @@ func CheckCompatibility(old, new Tool) []CompatNote {
 	if old.InputSchema == nil || new.InputSchema == nil {
 		return nil
 	}
-	o, n := structToMap(old.InputSchema), structToMap(new.InputSchema)
+	o, n := old.InputSchema.AsMap(), new.InputSchema.AsMap()
 	var notes []CompatNote
 	compareObject(o, n, o, n, "", "", &notes)
 	slices.SortStableFunc(notes, func(a, b CompatNote) int {

@@ -1,9 +1,9 @@
 // Package registry is the gateway's tool domain: tool definitions and their
 // rules (name, backend target, object root schema), compilation of a tool's
 // input schema into the RT-TOOL-8 normalization plan and a JSON Schema
-// validator, argument validation with model-facing messages, compatibility
-// checks between revisions, the declarative tools file, and the live
-// Registry.
+// validator (registry/schema: the engine, its messages and fast paths),
+// compatibility checks between revisions, the declarative tools file, and
+// the live Registry.
 //
 // The live Registry holds an immutable Snapshot behind an atomic.Pointer:
 // Lookup takes no lock and never compiles. Writers (Register, Delete and the
@@ -13,14 +13,7 @@
 // follows it through Store.Watch and re-lists with bounded backoff when a
 // watch is lost, serving its last snapshot meanwhile.
 //
-// Schemas are compiled with santhosh-tekuri/jsonschema/v6: drafts 4, 6, 7,
-// 2019-09 and 2020-12 chosen by $schema (2020-12 when absent); nothing is
-// fetched, so any $ref outside the schema is refused at registration.
-// Integers must be whole and within ±2^53, enforced by a keyword extension
-// (a custom vocabulary) on every schema whose type allows "integer" but not
-// "number", since structpb numbers are float64.
-//
-// This package imports no gRPC; the server maps its errors (*ToolError,
-// *ValidationError, *IncompatibleError, *RevisionMismatchError, ErrNotFound)
-// to status codes.
+// This package imports no gRPC and no net/http; the server maps its errors
+// (*ToolError, *ValidationError, *schema.RuntimeError, *IncompatibleError,
+// *RevisionMismatchError, ErrNotFound) to status codes.
 package registry

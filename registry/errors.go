@@ -3,8 +3,6 @@ package registry
 import (
 	"fmt"
 	"strings"
-
-	"github.com/flowdrop/gateway/normalize"
 )
 
 // ToolError reports a tool definition that cannot be registered.
@@ -51,37 +49,6 @@ func (e *IncompatibleError) Error() string {
 		}
 		b.WriteByte(' ')
 		b.WriteString(n.Message)
-	}
-	return b.String()
-}
-
-// Violation is one reason arguments failed validation.
-type Violation struct {
-	// Pointer is the RFC 6901 JSON Pointer of the offending argument ("" for
-	// the arguments object itself; for a missing required argument, the
-	// pointer it would have).
-	Pointer string
-	// Message says what is wrong in words a model can act on.
-	Message string
-}
-
-// ValidationError reports arguments that do not satisfy the tool's schema
-// after normalization.
-type ValidationError struct {
-	Tool       string
-	Violations []Violation
-	// Repairs are the normalization repairs made before validation.
-	Repairs []normalize.Repair
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "invalid arguments for tool %q: ", e.Tool)
-	for i, v := range e.Violations {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(v.Message)
 	}
 	return b.String()
 }

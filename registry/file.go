@@ -105,30 +105,52 @@ func decodeStrict(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// Seed writes tools into a store at start-up. A tool whose stored
-// definition is the same (description, schema, backend, timeout, labels) is
-// left alone, so restarting with the same file does not bump revisions or
-// wake watchers; a changed definition overwrites the stored one. Writes are
-// conditional on the revision just read, so replicas seeding at once do not
-// overwrite each other blindly; a lost race is re-checked once.
+// Seed writes tools into a store at start-up; it is SeedWith with an
+// Admission that only compiles (no lint, no compatibility requirement).
 func Seed(ctx context.Context, store Store, tools []Tool) error {
+	return SeedWith(ctx, store, tools, Admission{})
+}
+
+// SeedWith writes tools into a store at start-up, each admitted first as a
+// registration is (see Admission; so strict lint refuses a seeded tool as
+// it refuses a registered one), stopping at the first refusal. A tool whose
+// stored definition is the same (description, schema, backend, timeout,
+// labels) is left alone, so restarting with the same file does not bump
+// revisions or wake watchers; a changed definition overwrites the stored
+// one. Writes are conditional on the revision just read, so replicas
+// seeding at once do not overwrite each other blindly; a lost race is
+// re-checked once.
+func SeedWith(ctx context.Context, store Store, tools []Tool, a Admission) error {
 	for _, t := range tools {
-		if _, err := Compile(t); err != nil {
-			return err
-		}
 		t.Revision = 0
-		for attempt := 0; ; attempt++ {
-			cur, err := store.Get(ctx, t.Name)
-			var expected int64
-			switch {
-			case err == nil:
-				expected = cur.Revision
-			case errors.Is(err, ErrNotFound):
-			default:
-				return fmt.Errorf("seed tool %q: %w", t.Name, err)
+		adm, err := a.Admit(ctx, t, store.Get)
+		if err != nil {
+			var te *ToolError
+			var le *LintRefusedError
+			var ie *IncompatibleError
+			if errors.As(err, &te) || errors.As(err, &le) || errors.As(err, &ie) {
+				return err // they name the tool
 			}
-			if err == nil && SameDefinition(cur, t) {
-				break // unchanged: leave the stored revision alone
+			return fmt.Errorf("seed tool %q: %w", t.Name, err)
+		}
+		cur := adm.Current
+		for attempt := 0; ; attempt++ {
+			if attempt > 0 {
+				switch c, err := store.Get(ctx, t.Name); {
+				case err == nil:
+					cur = &c
+				case errors.Is(err, ErrNotFound):
+					cur = nil
+				default:
+					return fmt.Errorf("seed tool %q: %w", t.Name, err)
+				}
+			}
+			var expected int64
+			if cur != nil {
+				if SameDefinition(*cur, t) {
+					break // unchanged: leave the stored revision alone
+				}
+				expected = cur.Revision
 			}
 			_, err = store.Put(ctx, t, &expected)
 			var mm *RevisionMismatchError

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/registry/schema"
 )
 
 // Snapshot is an immutable view of the registry: every compiled entry at
@@ -57,7 +59,31 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithCompileOptions passes normalization options to every compilation.
 func WithCompileOptions(opts ...normalize.Option) Option {
-	return func(r *Registry) { r.compileOpts = append(r.compileOpts, opts...) }
+	return func(r *Registry) { r.compileOpts.Normalize = append(r.compileOpts.Normalize, opts...) }
+}
+
+// WithoutFastPaths compiles every tool without fast paths
+// (schema.WithoutFastPaths): Entry.Validate always takes the jsonschema
+// path and Entry.FastValidWire always returns false, so a raw request is
+// always decoded. Verdicts and messages are the same either way; the
+// switch exists to compare the paths and to rule the fast ones out.
+func WithoutFastPaths() Option {
+	return func(r *Registry) {
+		if r.fastPaths {
+			r.fastPaths = false
+			r.compileOpts.Schema = append(r.compileOpts.Schema, schema.WithoutFastPaths())
+		}
+	}
+}
+
+// FastPaths reports whether the registry compiles tools with fast paths
+// (true unless WithoutFastPaths).
+func (r *Registry) FastPaths() bool { return r.fastPaths }
+
+// CompileOptions returns what the registry compiles every tool with, for
+// compiling a tool exactly as the registry will (the slices are copies).
+func (r *Registry) CompileOptions() CompileOptions {
+	return CompileOptions{Normalize: slices.Clone(r.compileOpts.Normalize), Schema: slices.Clone(r.compileOpts.Schema)}
 }
 
 // WithBackoff bounds the wait between attempts to re-list and re-watch the
@@ -76,7 +102,8 @@ func WithBackoff(min, max time.Duration) Option {
 type Registry struct {
 	store       Store
 	log         *slog.Logger
-	compileOpts []normalize.Option
+	compileOpts CompileOptions
+	fastPaths   bool
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
@@ -102,6 +129,7 @@ func New(store Store, opts ...Option) *Registry {
 	r := &Registry{
 		store:      store,
 		log:        slog.Default(),
+		fastPaths:  true,
 		backoffMin: 50 * time.Millisecond,
 		backoffMax: 5 * time.Second,
 		tombs:      make(map[string]int64),
@@ -110,7 +138,7 @@ func New(store Store, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
-	r.compile = func(t Tool) (*Entry, error) { return CompileWith(t, r.compileOpts...) }
+	r.compile = r.compileOpts.Compile
 	r.snap.Store(newSnapshot(0, map[string]*Entry{}))
 	return r
 }
@@ -213,6 +241,10 @@ type RegisterOptions struct {
 	// were computed against, so a concurrent update fails with
 	// *RevisionMismatchError instead of slipping past the check.
 	RequireCompatible bool
+	// StrictLint and LintProfiles are the admission's provider lint (see
+	// Admission): no profiles, no lint.
+	StrictLint   bool
+	LintProfiles []lint.Profile
 }
 
 // RegisterResult is the stored tool and what changed.
@@ -220,41 +252,36 @@ type RegisterResult struct {
 	Tool    Tool
 	Created bool
 	Notes   []CompatNote
+	// Findings are the lint findings admission returned as warnings.
+	Findings []lint.Finding
 }
 
-// Register compiles t (refusing with *ToolError), checks compatibility with
-// the stored version, writes it to the store and publishes it at once, so
-// a Lookup right after Register sees it (read-your-writes).
+// Register admits t (see Admission: compiled with the registry's options,
+// linted, checked for compatibility with the stored version), writes it to
+// the store and publishes it at once, so a Lookup right after Register sees
+// it (read-your-writes).
 func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (RegisterResult, error) {
 	t.Revision = 0
-	entry, err := r.compile(t)
+	adm := Admission{StrictLint: o.StrictLint, LintProfiles: o.LintProfiles, RequireCompatible: o.RequireCompatible, Compile: r.compileOpts}
+	a, err := adm.admit(ctx, t, r.store.Get, r.compile)
 	if err != nil {
 		return RegisterResult{}, err
 	}
-	old, err := r.store.Get(ctx, t.Name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return RegisterResult{}, err
-	}
-	var res RegisterResult
-	if exists {
-		res.Notes = CheckCompatibility(old, t)
-	}
+	exists := a.Current != nil
+	res := RegisterResult{Notes: a.Notes, Findings: a.Findings}
 	expected := o.ExpectedRevision
-	if o.RequireCompatible {
-		if len(res.Notes) > 0 {
-			return RegisterResult{}, &IncompatibleError{Tool: t.Name, Notes: res.Notes}
+	if o.RequireCompatible && expected == nil {
+		var pin int64 // 0 when it did not exist
+		if exists {
+			pin = a.Current.Revision
 		}
-		if expected == nil {
-			pin := old.Revision // 0 when it did not exist
-			expected = &pin
-		}
+		expected = &pin
 	}
 	stored, err := r.store.Put(ctx, t, expected)
 	if err != nil {
 		return RegisterResult{}, err
 	}
-	e := *entry
+	e := *a.Entry
 	e.Tool = stored
 	r.mu.Lock()
 	r.putLocked(&e)

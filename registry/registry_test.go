@@ -75,7 +75,7 @@ func TestRegistryStartRegisterLookupDelete(t *testing.T) {
 	}
 	// Read-your-writes: no waiting for the watch.
 	e, ok := r.Lookup("b")
-	if !ok || e.Tool.Revision != res.Tool.Revision || e.Validator == nil || e.Plan == nil {
+	if !ok || e.Tool.Revision != res.Tool.Revision || e.Schema == nil || e.Plan == nil {
 		t.Fatalf("Lookup after Register: %v %+v", ok, e)
 	}
 	if got := r.Snapshot().List(); len(got) != 2 || got[0].Tool.Name != "b" || got[1].Tool.Name != "pre" {
@@ -379,7 +379,7 @@ func TestRegistryConcurrentLookupDuringRegister(t *testing.T) {
 					return
 				default:
 				}
-				if e, ok := r.Lookup("hot"); ok && e.Validator == nil {
+				if e, ok := r.Lookup("hot"); ok && e.Schema == nil {
 					panic("entry without validator")
 				}
 				_ = r.Snapshot().List()

@@ -1,15 +1,22 @@
 package registry_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	rschema "github.com/flowdrop/gateway/registry/schema"
+
+	"google.golang.org/protobuf/proto"
+
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/memstore"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -23,17 +30,31 @@ func compileTool(t testing.TB, js string) *registry.Entry {
 	return e
 }
 
+// asValidationError is err as the *ValidationError Validate returns for
+// invalid arguments, nil for nil; any other error fails the test.
+func asValidationError(t testing.TB, err error) *rschema.ValidationError {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*rschema.ValidationError)
+	if !ok {
+		t.Fatalf("Validate: %T %v, want *rschema.ValidationError", err, err)
+	}
+	return ve
+}
+
 // The RT-TOOL-8 example: an object literal sent for a parameter declared
 // array is left as sent by normalization and validation says why.
 func TestValidateSpecExample(t *testing.T) {
 	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"}}}`)
 	in := args(t, `{"ops":"{\"op\":\"add\"}"}`)
 	out, rep := e.Plan.Apply(in)
-	ve := e.Validate(out, &rep)
+	ve := asValidationError(t, e.Validate(out, &rep))
 	if ve == nil {
 		t.Fatal("an object literal for an array parameter was accepted")
 	}
-	want := registry.Violation{Pointer: "/ops", Message: "`ops` must be an array; got a string that parses as an object"}
+	want := rschema.Violation{Pointer: "/ops", Message: "`ops` must be an array; got a string that parses as an object"}
 	if len(ve.Violations) != 1 || ve.Violations[0] != want {
 		t.Fatalf("violations %+v, want [%+v]", ve.Violations, want)
 	}
@@ -45,7 +66,7 @@ func TestValidateSpecExample(t *testing.T) {
 func TestValidateCarriesRepairs(t *testing.T) {
 	e := compileTool(t, `{"type":"object","properties":{"ops":{"type":"array"},"n":{"type":"integer"}}}`)
 	out, rep := e.Plan.Apply(args(t, `{"ops":"[1,2]","n":"x"}`))
-	ve := e.Validate(out, &rep)
+	ve := asValidationError(t, e.Validate(out, &rep))
 	if ve == nil {
 		t.Fatal("a string for an integer was accepted")
 	}
@@ -57,9 +78,16 @@ func TestValidateCarriesRepairs(t *testing.T) {
 	}
 }
 
-// TestValidateMessages pins the model-facing messages in a golden file
-// (go test ./registry -run TestValidateMessages -update to rewrite).
-func TestValidateMessages(t *testing.T) {
+// messageCase is one row of the model-facing message corpus.
+type messageCase struct {
+	reason string
+	schema string
+	args   string
+	skips  []normalize.Skip
+}
+
+// messageCases is the corpus TestValidateMessages pins in a golden file.
+func messageCases() []messageCase {
 	const board = `{"type":"object","additionalProperties":false,"required":["title"],
 		"properties":{
 			"title":{"type":"string","minLength":3,"maxLength":10},
@@ -71,12 +99,7 @@ func TestValidateMessages(t *testing.T) {
 			"when":{"anyOf":[{"type":"string"},{"type":"integer"}]},
 			"secret":{"const":"fixed"}
 		}}`
-	cases := []struct {
-		reason string
-		schema string
-		args   string
-		skips  []normalize.Skip
-	}{
+	return []messageCase{
 		{reason: "missing required argument", schema: board, args: `{}`},
 		{reason: "integer given a fraction", schema: board, args: `{"title":"abc","count":2.5}`},
 		{reason: "integer beyond 2^53", schema: board, args: `{"title":"abc","count":1e20}`},
@@ -97,10 +120,16 @@ func TestValidateMessages(t *testing.T) {
 		{reason: "integer beyond 2^53 inside anyOf", schema: `{"type":"object","properties":{"n":{"anyOf":[{"type":"integer"},{"type":"boolean"}]}}}`, args: `{"n":-1e300}`},
 		{reason: "integer|number admits big values", schema: `{"type":"object","properties":{"n":{"type":["integer","number"]}}}`, args: `{"n":1e300}`},
 	}
+}
+
+// TestValidateMessages pins the model-facing messages in a golden file
+// (go test ./registry -run TestValidateMessages -update to rewrite).
+func TestValidateMessages(t *testing.T) {
+	cases := messageCases()
 	var b strings.Builder
 	for _, c := range cases {
 		e := compileTool(t, c.schema)
-		ve := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		ve := asValidationError(t, e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips}))
 		fmt.Fprintf(&b, "## %s\nargs: %s\n", c.reason, c.args)
 		if ve == nil {
 			b.WriteString("valid\n\n")
@@ -112,7 +141,7 @@ func TestValidateMessages(t *testing.T) {
 		}
 		b.WriteString("\n")
 		// Deterministic: a second run must produce the same violations.
-		again := e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips})
+		again := asValidationError(t, e.Validate(args(t, c.args), &normalize.Report{Skipped: c.skips}))
 		if fmt.Sprint(again.Violations) != fmt.Sprint(ve.Violations) {
 			t.Errorf("%s: violations differ between runs:\n%v\n%v", c.reason, ve.Violations, again.Violations)
 		}
@@ -140,5 +169,58 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestWithoutFastPaths: a registry built WithoutFastPaths compiles every
+// tool without them (the entry says so and never accepts on the wire), and
+// its entries give the same verdicts and violations as a default
+// registry's over the message corpus and the realistic benchmark arguments.
+func TestWithoutFastPaths(t *testing.T) {
+	fs, ss := memstore.New(), memstore.New()
+	defer fs.Close()
+	defer ss.Close()
+	fast := start(t, fs)
+	slow := start(t, ss, registry.WithoutFastPaths())
+	if !fast.FastPaths() || slow.FastPaths() {
+		t.Fatalf("FastPaths() = %v and %v, want true and false", fast.FastPaths(), slow.FastPaths())
+	}
+	if len(slow.CompileOptions().Schema) != 1 || len(fast.CompileOptions().Schema) != 0 {
+		t.Errorf("CompileOptions().Schema: %d and %d options, want 1 and 0", len(slow.CompileOptions().Schema), len(fast.CompileOptions().Schema))
+	}
+	corpus := append(messageCases(), messageCase{reason: "realistic valid arguments", schema: benchSchema, args: benchArgs})
+	for i, c := range corpus {
+		name := fmt.Sprintf("t%d", i)
+		tool := registry.Tool{Name: name, Backend: "127.0.0.1:7001", InputSchema: schema(t, c.schema)}
+		var entries [2]*registry.Entry
+		for j, r := range []*registry.Registry{fast, slow} {
+			if _, err := r.Register(context.Background(), tool, registry.RegisterOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e, ok := r.Lookup(name)
+			if !ok {
+				t.Fatalf("%s: not found after Register", c.reason)
+			}
+			entries[j] = e
+		}
+		if !entries[0].FastPaths() || entries[1].FastPaths() {
+			t.Errorf("%s: entry FastPaths() = %v and %v, want true and false", c.reason, entries[0].FastPaths(), entries[1].FastPaths())
+		}
+		a := args(t, c.args)
+		rep := &normalize.Report{Skipped: c.skips}
+		got, want := entries[1].Validate(a, rep), entries[0].Validate(a, rep)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: without fast paths %v; with %v", c.reason, got, want)
+		}
+		b, err := proto.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if entries[1].FastValidWire(b) {
+			t.Errorf("%s: FastValidWire accepted without fast paths", c.reason)
+		}
+		if c.args == benchArgs && (!entries[0].FastValidWire(b) || want != nil) {
+			t.Errorf("%s: with fast paths, not accepted (wire %v, Validate %v)", c.reason, entries[0].FastValidWire(b), want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flowdrop/gateway/registry/schema"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -160,7 +162,7 @@ func TestInvokeRunsTheStagesInOrder(t *testing.T) {
 		{name: "unknown", reason: "lookup fails first", c: pipeline.NewCall("nope", "", nil), want: "tool-not-found", lastStage: "normalize"},
 		{name: "invalid", reason: "validation runs on the normalized arguments and carries the repairs",
 			c:    pipeline.NewCall("create_note", "", mustStruct(t, map[string]any{"title": "&amp;amp;", "tags": "{}"})),
-			want: "*registry.ValidationError", lastStage: "validate", repairs: 1},
+			want: "*schema.ValidationError", lastStage: "validate", repairs: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,14 +198,14 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 // typeName names what an Invoke error is: the unknown-tool refusal, a
 // schema validation failure (its cause), or something else.
 func typeName(err *pipeline.Error) string {
-	var ve *registry.ValidationError
+	var ve *schema.ValidationError
 	switch {
 	case err == nil:
 		return "nil"
 	case err.Reason == pipeline.ReasonToolNotFound:
 		return "tool-not-found"
 	case err.Kind == pipeline.KindValidation && errors.As(err, &ve):
-		return "*registry.ValidationError"
+		return "*schema.ValidationError"
 	}
 	return "other"
 }

@@ -25,10 +25,8 @@ const (
 )
 
 // defaultLintProfiles are the provider profiles registration lints against
-// unless WithLintProfiles says otherwise. openai-strict is left out: it is a
-// mode a client opts into per tool, and its rules (every property required,
-// additionalProperties false) would flag nearly every ordinary schema.
-var defaultLintProfiles = []lint.Profile{lint.OpenAI, lint.Anthropic, lint.Gemini}
+// unless WithLintProfiles says otherwise (registry.DefaultLintProfiles).
+var defaultLintProfiles = registry.DefaultLintProfiles()
 
 // registryServiceOption configures the ToolRegistryService.
 type registryServiceOption func(*registryService)
@@ -108,47 +106,12 @@ type requestFieldError struct{ field, reason string }
 
 func (e *requestFieldError) Error() string { return e.field + " " + e.reason }
 
-// lintRefusedError refuses a registration whose schema has error-severity
-// provider-lint findings (strict lint). findings holds the errors only.
-type lintRefusedError struct {
-	tool     string
-	findings []lint.Finding
-}
-
-func (e *lintRefusedError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "tool %q: input schema fails provider lint (strict):", e.tool)
-	for i, f := range e.findings {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteByte(' ')
-		b.WriteString(f.String())
-	}
-	return b.String()
-}
-
 // RegisterTool creates or updates a tool. The schema must compile; lint
 // findings come back as warnings, or refuse the tool under strict lint.
 func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.RegisterToolRequest) (*gatewayv1.RegisterToolResponse, error) {
 	t, err := toolFromProto(req.GetTool())
 	if err != nil {
 		return nil, statusError(err)
-	}
-	findings := lint.Lint(t.Name, t.InputSchema, s.lintProfiles...)
-	if (s.strictLint || req.GetStrictLint()) && lint.HasErrors(findings) {
-		// A schema that does not compile is the more basic problem: report
-		// that rather than what a provider would think of it.
-		if _, err := registry.Compile(t); err != nil {
-			return nil, statusError(err)
-		}
-		var errs []lint.Finding
-		for _, f := range findings {
-			if f.Severity == lint.SeverityError {
-				errs = append(errs, f)
-			}
-		}
-		return nil, statusError(&lintRefusedError{tool: t.Name, findings: errs})
 	}
 	var expected *int64
 	if req.ExpectedRevision != nil {
@@ -158,7 +121,13 @@ func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.Regis
 		}
 		expected = &e
 	}
-	res, err := s.reg.Register(ctx, t, registry.RegisterOptions{ExpectedRevision: expected, RequireCompatible: req.GetRequireCompatible()})
+	// Admission (registry.Admission) compiles, lints and checks
+	// compatibility: findings come back as warnings, or refuse the tool
+	// under strict lint.
+	res, err := s.reg.Register(ctx, t, registry.RegisterOptions{
+		ExpectedRevision: expected, RequireCompatible: req.GetRequireCompatible(),
+		StrictLint: s.strictLint || req.GetStrictLint(), LintProfiles: s.lintProfiles,
+	})
 	if err != nil {
 		return nil, statusError(err)
 	}
@@ -166,7 +135,7 @@ func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.Regis
 		Tool:               toolProto(res.Tool),
 		Created:            res.Created,
 		CompatibilityNotes: compatNotesProto(res.Notes),
-		LintFindings:       lintFindingsProto(findings),
+		LintFindings:       lintFindingsProto(res.Findings),
 	}, nil
 }
 

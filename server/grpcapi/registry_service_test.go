@@ -123,7 +123,7 @@ func TestRegistryServiceRegisterGetDelete(t *testing.T) {
 	if !proto.Equal(created.GetTool(), want) {
 		t.Errorf("registered tool = %v, want %v", created.GetTool(), want)
 	}
-	if e, ok := g.reg.Lookup("create_board"); !ok || e.Tool.Revision != want.Revision || e.Plan == nil || e.Validator == nil {
+	if e, ok := g.reg.Lookup("create_board"); !ok || e.Tool.Revision != want.Revision || e.Plan == nil || e.Schema == nil {
 		t.Errorf("the snapshot does not serve the compiled tool right after RegisterTool (read-your-writes)")
 	}
 	got, err := g.client.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "create_board"})

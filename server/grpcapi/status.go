@@ -154,7 +154,7 @@ func registryStatus(err error) *status.Status {
 		te  *registry.ToolError
 		rm  *registry.RevisionMismatchError
 		ie  *registry.IncompatibleError
-		le  *lintRefusedError
+		le  *registry.LintRefusedError
 		rfe *requestFieldError
 	)
 	switch {
@@ -167,7 +167,7 @@ func registryStatus(err error) *status.Status {
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: rfe.field, Description: rfe.reason}}})
 	case errors.As(err, &le):
 		br := &errdetails.BadRequest{}
-		for _, f := range le.findings {
+		for _, f := range le.Findings {
 			field := "tool.input_schema" + f.Path
 			if f.Path == lint.NamePath {
 				field = "tool.name"

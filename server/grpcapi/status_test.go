@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/registry/schema"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -61,7 +63,7 @@ func TestStatusError(t *testing.T) {
 		{name: "not-found", reason: "unknown tools are NotFound naming the tool", err: pipeline.ToolNotFound("x"), code: codes.NotFound, msg: `tool "x" is not registered`},
 		{
 			name: "validation", reason: "validation failures are InvalidArgument with the model-readable message, BadRequest, ErrorInfo and one Repair detail per repair",
-			err: &registry.ValidationError{Tool: "t", Violations: []registry.Violation{{Pointer: "/ops", Message: "`ops` must be an array"}},
+			err: &schema.ValidationError{Tool: "t", Violations: []schema.Violation{{Pointer: "/ops", Message: "`ops` must be an array"}},
 				Repairs: []normalize.Repair{{Path: "/title", Kind: normalize.EntitiesDecoded, Passes: 2}}},
 			code: codes.InvalidArgument, msg: "invalid arguments for tool \"t\": `ops` must be an array", details: 3,
 		},
@@ -103,8 +105,8 @@ func TestStatusError(t *testing.T) {
 
 func TestValidationDetails(t *testing.T) {
 	t.Parallel()
-	err := statusError(&registry.ValidationError{Tool: "t",
-		Violations: []registry.Violation{{Pointer: "/ops", Message: "m1"}, {Pointer: "", Message: "m2"}},
+	err := statusError(&schema.ValidationError{Tool: "t",
+		Violations: []schema.Violation{{Pointer: "/ops", Message: "m1"}, {Pointer: "", Message: "m2"}},
 		Repairs:    []normalize.Repair{{Path: "/a", Kind: normalize.JSONDecoded}, {Path: "/b/0", Kind: normalize.EntitiesDecoded, Passes: 3, BoundHit: true}},
 	})
 	d := status.Convert(err).Details()

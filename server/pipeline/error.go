@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flowdrop/gateway/registry/schema"
+
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
-	"github.com/flowdrop/gateway/registry"
 )
 
 // Code classifies an Error. The values are gRPC's code numbers, so the gRPC
@@ -91,7 +92,7 @@ type Error struct {
 	Message string
 	Tool    string
 	// Violations are the schema violations (KindValidation).
-	Violations []registry.Violation
+	Violations []schema.Violation
 	// Repairs are the repairs normalization made before the failure.
 	Repairs []normalize.Repair
 	// RetryAfter is set when waiting helps (rate limits).
@@ -127,7 +128,7 @@ func Classify(err error) *Error {
 	var (
 		e  *Error
 		pe *policy.Error
-		ve *registry.ValidationError
+		ve *schema.ValidationError
 	)
 	switch {
 	case errors.As(err, &e):

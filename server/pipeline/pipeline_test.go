@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/registry/schema"
+
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/demotools"
@@ -242,7 +244,7 @@ func TestClassify(t *testing.T) {
 			err:  &policy.Error{Code: policy.ResourceExhausted, Reason: policy.ReasonRateLimited, Message: "slow down", RetryAfter: time.Second},
 			code: pipeline.ResourceExhausted, kind: pipeline.KindPolicy, msg: "slow down"},
 		{name: "validation", reason: "schema violations are InvalidArgument",
-			err:  &registry.ValidationError{Tool: "t", Violations: []registry.Violation{{Pointer: "/a", Message: "bad"}}},
+			err:  &schema.ValidationError{Tool: "t", Violations: []schema.Violation{{Pointer: "/a", Message: "bad"}}},
 			code: pipeline.InvalidArgument, kind: pipeline.KindValidation},
 		{name: "wrapped", reason: "errors are found when wrapped",
 			err:  errors.Join(errors.New("ctx"), &policy.Error{Code: policy.PermissionDenied, Reason: policy.ReasonToolDenied, Message: "no"}),

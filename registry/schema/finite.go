@@ -1,6 +1,8 @@
-package registry
+package schema
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -14,8 +16,8 @@ import (
 // everywhere, before the schema, and the wire checks never pass them.
 
 // nonFiniteViolations returns a violation for each NaN or ±Infinity number
-// in args, in document order for lists (map order otherwise). Arguments
-// without any cost one allocation-free walk.
+// in args, in document order for lists and key order for objects, so the
+// message is stable. Arguments without any cost one allocation-free walk.
 func nonFiniteViolations(args *structpb.Struct) []Violation {
 	if structFinite(args) {
 		return nil
@@ -35,9 +37,10 @@ func nonFiniteViolations(args *structpb.Struct) []Violation {
 				})
 			}
 		case *structpb.Value_StructValue:
-			for name, f := range k.StructValue.GetFields() {
+			fields := k.StructValue.GetFields()
+			for _, name := range slices.Sorted(maps.Keys(fields)) {
 				path, isArr = append(path, name), append(isArr, false)
-				walk(f)
+				walk(fields[name])
 				path, isArr = path[:len(path)-1], isArr[:len(isArr)-1]
 			}
 		case *structpb.Value_ListValue:

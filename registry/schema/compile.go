@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"errors"
@@ -47,9 +47,49 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, errors.New("remote and file references are not loaded")
 }
 
-// compileSchema compiles doc (already converted from structpb) with the
+// CheckDraft refuses a $schema outside the drafts Compile supports, with a
+// *CompileError at /$schema; any other document passes. Compile checks it
+// too; it is exported so a caller with rules of its own (the registry's
+// object root) can report an unsupported draft first, as the more basic
+// problem.
+func CheckDraft(doc *structpb.Struct) error {
+	s, ok := doc.GetFields()["$schema"]
+	if !ok {
+		return nil
+	}
+	str := s.GetStringValue()
+	if draftFor(str) == nil {
+		return &CompileError{Pointer: "/$schema", Reason: fmt.Sprintf("unsupported $schema %q (supported: draft-04, draft-06, draft-07, 2019-09, 2020-12)", str)}
+	}
+	return nil
+}
+
+// Compile compiles a JSON Schema document. It refuses, with a
+// *CompileError, an unsupported $schema, a $ref leaving the document, a
+// document its draft's meta-schema rejects and an invalid regular
+// expression.
+func Compile(doc *structpb.Struct, opts ...Option) (*Schema, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := CheckDraft(doc); err != nil {
+		return nil, err
+	}
+	v, err := compileJSONSchema(structToMap(doc))
+	if err != nil {
+		return nil, compileError(err)
+	}
+	s := &Schema{js: v, fastPaths: !o.noFastPaths}
+	if s.fastPaths {
+		s.fast, _ = compileFast(v) // unsupported schema: jsonschema alone
+	}
+	return s, nil
+}
+
+// compileJSONSchema compiles doc (already converted from structpb) with the
 // integer-range vocabulary.
-func compileSchema(doc map[string]any) (*jsonschema.Schema, error) {
+func compileJSONSchema(doc map[string]any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -143,9 +183,9 @@ func valueToAny(v *structpb.Value) any {
 	return nil // NullValue or unset
 }
 
-// schemaError turns a jsonschema compile error into a *ToolError.
-func schemaError(tool string, err error) *ToolError {
-	te := &ToolError{Tool: tool, Field: "input_schema"}
+// compileError turns a jsonschema compile error into a *CompileError.
+func compileError(err error) *CompileError {
+	ce := &CompileError{}
 	var (
 		load   *jsonschema.LoadURLError
 		ptr    *jsonschema.JSONPointerNotFoundError
@@ -155,28 +195,28 @@ func schemaError(tool string, err error) *ToolError {
 	)
 	switch {
 	case errors.As(err, &load):
-		te.Reason = fmt.Sprintf("unresolvable $ref %q: only references within the schema itself are allowed", trimBase(load.URL))
+		ce.Reason = fmt.Sprintf("unresolvable $ref %q: only references within the schema itself are allowed", trimBase(load.URL))
 	case errors.As(err, &ptr):
-		te.Reason = fmt.Sprintf("unresolvable $ref %q: no such location in the schema", trimBase(ptr.URL))
+		ce.Reason = fmt.Sprintf("unresolvable $ref %q: no such location in the schema", trimBase(ptr.URL))
 	case errors.As(err, &anchor):
-		te.Reason = fmt.Sprintf("unresolvable $ref %q: no such anchor in the schema", anchor.Reference)
+		ce.Reason = fmt.Sprintf("unresolvable $ref %q: no such anchor in the schema", anchor.Reference)
 	case errors.As(err, &sv):
 		var ve *jsonschema.ValidationError
 		if errors.As(sv.Err, &ve) {
 			leaf := firstLeaf(ve)
-			te.Pointer = pointer(leaf.InstanceLocation)
-			te.Reason = "not a valid JSON Schema: " + leaf.ErrorKind.LocalizedString(printer)
+			ce.Pointer = pointer(leaf.InstanceLocation)
+			ce.Reason = "not a valid JSON Schema: " + leaf.ErrorKind.LocalizedString(printer)
 		} else {
-			te.Reason = "not a valid JSON Schema: " + sv.Err.Error()
+			ce.Reason = "not a valid JSON Schema: " + sv.Err.Error()
 		}
 	case errors.As(err, &re):
 		_, frag, _ := strings.Cut(re.URL, "#")
-		te.Pointer = frag
-		te.Reason = fmt.Sprintf("invalid regular expression %q: %v", re.Regex, re.Err)
+		ce.Pointer = frag
+		ce.Reason = fmt.Sprintf("invalid regular expression %q: %v", re.Regex, re.Err)
 	default:
-		te.Reason = strings.ReplaceAll(err.Error(), schemaURL, "schema")
+		ce.Reason = strings.ReplaceAll(err.Error(), schemaURL, "schema")
 	}
-	return te
+	return ce
 }
 
 func trimBase(u string) string {

@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"math"
@@ -20,9 +20,13 @@ func TestValidateRefusesNonFinite(t *testing.T) {
 		"free": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{num(2), structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"a/b": num(math.Inf(-1))}})}}),
 		"x":    num(math.NaN()),
 	}}
-	ve := e.Validate(args, nil)
-	if ve == nil {
+	err := e.Validate(args, nil)
+	if err == nil {
 		t.Fatal("arguments with NaN and -Inf accepted")
+	}
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("error %T %v, want *ValidationError", err, err)
 	}
 	got := map[string]string{}
 	for _, v := range ve.Violations {

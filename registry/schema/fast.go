@@ -1,13 +1,11 @@
-package registry
+package schema
 
 import (
 	"fmt"
 	"math"
 	"math/big"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // The fast validator accepts valid arguments without allocating. It is
@@ -19,10 +17,10 @@ import (
 // falls back to jsonschema, which also produces the messages for invalid
 // arguments. Within the subset the evaluation is exact (it rejects exactly
 // what jsonschema rejects), which oneOf needs to stay sound.
-
-// maxFastUnique bounds the O(n²) uniqueItems scan; longer arrays are left
-// to jsonschema (which hashes, allocating).
-const maxFastUnique = 64
+//
+// The evaluation (eval.go) exists once, generic over the representation it
+// reads: decoded arguments (a *structpb.Struct, fast_struct.go) or their
+// wire bytes (fast_wire.go).
 
 // JSON types as bits, mirroring jsonschema's Types.
 const (
@@ -58,7 +56,7 @@ type fnode struct {
 	isBool, boolVal bool
 
 	types   uint8 // 0: no type keyword
-	safeInt bool  // the registry's ±2^53 extension
+	safeInt bool  // the ±2^53 extension (safeIntVocab)
 	hasCnst bool
 	cnst    any
 	hasEnum bool
@@ -449,297 +447,6 @@ func plainJSON(v any) bool {
 	case map[string]any:
 		for _, x := range v {
 			if !plainJSON(x) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// --- evaluation (must not allocate) ---
-
-// val is a stack view of a *structpb.Value with the kinds jsonschema sees
-// after structToMap: a nil or unset Value is null.
-type val struct {
-	kind   uint8 // one of the t* bits; tNumber for every number
-	b      bool
-	num    float64
-	str    string
-	fields map[string]*structpb.Value
-	list   []*structpb.Value
-}
-
-func view(v *structpb.Value) val {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_StringValue:
-		return val{kind: tString, str: k.StringValue}
-	case *structpb.Value_NumberValue:
-		return val{kind: tNumber, num: k.NumberValue}
-	case *structpb.Value_BoolValue:
-		return val{kind: tBool, b: k.BoolValue}
-	case *structpb.Value_StructValue:
-		return val{kind: tObject, fields: k.StructValue.GetFields()}
-	case *structpb.Value_ListValue:
-		return val{kind: tArray, list: k.ListValue.GetValues()}
-	}
-	return val{kind: tNull}
-}
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-// evalState carries what a pure boolean cannot: a check the fast path
-// declined to do (uniqueItems on a long array). Any result computed with
-// unsure set is discarded.
-type evalState struct{ unsure bool }
-
-// valid reports whether args certainly satisfy the schema. false means
-// "ask jsonschema", not necessarily "invalid".
-func (f *fastSchema) valid(args *structpb.Struct) bool {
-	var st evalState
-	ok := st.check(f.root, val{kind: tObject, fields: args.GetFields()})
-	return ok && !st.unsure
-}
-
-// check mirrors jsonschema's validator.validate for one node.
-func (st *evalState) check(n *fnode, v val) bool {
-	if n.isBool {
-		return n.boolVal
-	}
-	if v.kind == tNumber && !finite(v.num) {
-		return false // jsonschema: invalid JSON value
-	}
-	if n.types != 0 && n.types&v.kind == 0 &&
-		(n.types&tInteger == 0 || v.kind != tNumber || v.num != math.Trunc(v.num)) {
-		return false
-	}
-	if n.hasCnst && !eqConst(v, n.cnst) {
-		return false
-	}
-	if n.hasEnum {
-		found := false
-		for _, e := range n.enum {
-			if eqConst(v, e) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if n.ref != nil {
-		if !st.check(n.ref, v) {
-			return false
-		}
-		if n.refOnly {
-			return true
-		}
-	}
-	switch v.kind {
-	case tObject:
-		if !st.object(n, v.fields) {
-			return false
-		}
-	case tArray:
-		if !st.array(n, v.list) {
-			return false
-		}
-	case tString:
-		if n.minLen >= 0 || n.maxLen >= 0 {
-			l := utf8.RuneCountInString(v.str)
-			if n.minLen >= 0 && l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
-				return false
-			}
-		}
-		if n.pattern != nil && !n.pattern.MatchString(v.str) {
-			return false
-		}
-	case tNumber:
-		x := v.num
-		if n.hasMin && x < n.min || n.hasMax && x > n.max ||
-			n.hasExMin && x <= n.exMin || n.hasExMax && x >= n.exMax {
-			return false
-		}
-	}
-	for _, m := range n.allOf {
-		if !st.check(m, v) {
-			return false
-		}
-	}
-	if len(n.anyOf) > 0 {
-		any := false
-		for _, m := range n.anyOf {
-			if st.check(m, v) {
-				any = true
-				break
-			}
-		}
-		if !any {
-			return false
-		}
-	}
-	if len(n.oneOf) > 0 {
-		matched := 0
-		for _, m := range n.oneOf {
-			if st.check(m, v) {
-				matched++
-			}
-		}
-		if matched != 1 {
-			return false
-		}
-	}
-	if n.safeInt && v.kind == tNumber && v.num == math.Trunc(v.num) && math.Abs(v.num) > MaxSafeInteger {
-		return false
-	}
-	return true
-}
-
-func (st *evalState) object(n *fnode, fields map[string]*structpb.Value) bool {
-	if n.minProps >= 0 && len(fields) < n.minProps || n.maxProps >= 0 && len(fields) > n.maxProps {
-		return false
-	}
-	for _, r := range n.required {
-		if _, ok := fields[r]; !ok {
-			return false
-		}
-	}
-	if n.props == nil && n.patProps == nil && n.addl == addlNone {
-		return true
-	}
-	for k, pv := range fields {
-		evaluated := false
-		if pn, ok := n.props[k]; ok {
-			evaluated = true
-			if !st.check(pn, view(pv)) {
-				return false
-			}
-		}
-		for _, pp := range n.patProps {
-			if pp.re.MatchString(k) {
-				evaluated = true
-				if !st.check(pp.n, view(pv)) {
-					return false
-				}
-			}
-		}
-		if !evaluated {
-			switch n.addl {
-			case addlFalse:
-				return false
-			case addlSchema:
-				if !st.check(n.addlNode, view(pv)) {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
-
-func (st *evalState) array(n *fnode, list []*structpb.Value) bool {
-	if n.minItems >= 0 && len(list) < n.minItems || n.maxItems >= 0 && len(list) > n.maxItems {
-		return false
-	}
-	if n.unique && len(list) > 1 {
-		if len(list) > maxFastUnique {
-			st.unsure = true
-			return false
-		}
-		for i := 1; i < len(list); i++ {
-			for j := 0; j < i; j++ {
-				if eqVal(view(list[i]), view(list[j])) {
-					return false
-				}
-			}
-		}
-	}
-	for i, item := range list {
-		switch {
-		case i < len(n.prefix):
-			if !st.check(n.prefix[i], view(item)) {
-				return false
-			}
-		case n.rest == addlFalse:
-			return false
-		case n.rest == addlSchema:
-			if !st.check(n.restNode, view(item)) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// eqConst is jsonschema's equals(instance, schemaValue): numbers compare
-// by value (1 == 1.0) and only when finite.
-func eqConst(v val, c any) bool {
-	switch c := c.(type) {
-	case nil:
-		return v.kind == tNull
-	case bool:
-		return v.kind == tBool && v.b == c
-	case string:
-		return v.kind == tString && v.str == c
-	case float64:
-		return v.kind == tNumber && finite(v.num) && v.num == c
-	case []any:
-		if v.kind != tArray || len(v.list) != len(c) {
-			return false
-		}
-		for i, x := range c {
-			if !eqConst(view(v.list[i]), x) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		if v.kind != tObject || len(v.fields) != len(c) {
-			return false
-		}
-		for k, x := range c {
-			fv, ok := v.fields[k]
-			if !ok || !eqConst(view(fv), x) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// eqVal is jsonschema's equals between two instance values (uniqueItems).
-func eqVal(a, b val) bool {
-	if a.kind != b.kind {
-		return false
-	}
-	switch a.kind {
-	case tNull:
-		return true
-	case tBool:
-		return a.b == b.b
-	case tString:
-		return a.str == b.str
-	case tNumber:
-		return finite(a.num) && finite(b.num) && a.num == b.num
-	case tArray:
-		if len(a.list) != len(b.list) {
-			return false
-		}
-		for i := range a.list {
-			if !eqVal(view(a.list[i]), view(b.list[i])) {
-				return false
-			}
-		}
-		return true
-	case tObject:
-		if len(a.fields) != len(b.fields) {
-			return false
-		}
-		for k, x := range a.fields {
-			y, ok := b.fields[k]
-			if !ok || !eqVal(view(x), view(y)) {
 				return false
 			}
 		}

@@ -1,4 +1,4 @@
-package wirescan
+package structwire
 
 import (
 	"bytes"

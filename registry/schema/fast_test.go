@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"encoding/json"
@@ -14,13 +14,16 @@ import (
 	"pgregory.net/rapid"
 )
 
-func fastEntry(t testing.TB, js string) *Entry {
+func fastEntry(t testing.TB, js string) *Schema { t.Helper(); return compileJSON(t, js) }
+
+// compileJSON compiles a schema given as JSON with opts.
+func compileJSON(t testing.TB, js string, opts ...Option) *Schema {
 	t.Helper()
 	var s structpb.Struct
 	if err := s.UnmarshalJSON([]byte(js)); err != nil {
 		t.Fatalf("schema %s: %v", js, err)
 	}
-	e, err := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: &s})
+	e, err := Compile(&s, opts...)
 	if err != nil {
 		t.Fatalf("schema %s: %v", js, err)
 	}
@@ -37,8 +40,8 @@ func fastArgs(t testing.TB, js string) *structpb.Struct {
 }
 
 // jsonschemaAccepts is the authoritative answer, exactly as Validate asks it.
-func jsonschemaAccepts(e *Entry, args *structpb.Struct) bool {
-	return e.Validator.Validate(structToMap(args)) == nil
+func jsonschemaAccepts(e *Schema, args *structpb.Struct) bool {
+	return e.js.Validate(structToMap(args)) == nil
 }
 
 func numArgs(name string, f float64) func() *structpb.Struct {
@@ -47,24 +50,61 @@ func numArgs(name string, f float64) func() *structpb.Struct {
 	}
 }
 
-// TestFastValidatorTable pins tricky cases: for each, jsonschema's verdict
-// is asserted (so the row means what it says) and the fast validator must
-// give the same one — except where it declines on purpose.
+// fastCase is one row of the fast validator's table.
+type fastCase struct {
+	reason   string
+	schema   string
+	args     string
+	build    func() *structpb.Struct // instead of args, for values JSON cannot spell
+	valid    bool                    // jsonschema's verdict
+	declines bool                    // fast path refuses to judge (falls back)
+}
+
+func (c fastCase) arguments(t testing.TB) *structpb.Struct {
+	if c.build != nil {
+		return c.build()
+	}
+	return fastArgs(t, c.args)
+}
+
+// TestFastValidatorTable: the fast validator agrees with jsonschema on every
+// row of fastCases.
 func TestFastValidatorTable(t *testing.T) {
+	for _, c := range fastCases() {
+		e := fastEntry(t, c.schema)
+		if e.fast == nil {
+			_, err := compileFast(e.js)
+			t.Errorf("%s: no fast validator: %v", c.reason, err)
+			continue
+		}
+		args := c.arguments(t)
+		if got := jsonschemaAccepts(e, args); got != c.valid {
+			t.Errorf("%s: jsonschema accepts=%v, row says %v", c.reason, got, c.valid)
+			continue
+		}
+		want := c.valid && !c.declines
+		if got := e.fast.valid(args); got != want {
+			t.Errorf("%s: fast.valid=%v, want %v", c.reason, got, want)
+		}
+		// Validate is jsonschema's verdict, except that it refuses NaN and
+		// ±Infinity wherever they are (finite.go), as no JSON value is one.
+		if got, want := e.Validate(args, nil) == nil, c.valid && structFinite(args); got != want {
+			t.Errorf("%s: Validate accepts=%v, want %v", c.reason, got, want)
+		}
+	}
+}
+
+// fastCases pins tricky cases: for each, jsonschema's verdict is asserted
+// (so the row means what it says) and the fast validator must give the same
+// one — except where it declines on purpose.
+func fastCases() []fastCase {
 	const d4 = `"$schema":"http://json-schema.org/draft-04/schema#",`
 	const d7 = `"$schema":"http://json-schema.org/draft-07/schema#",`
 	const d2019 = `"$schema":"https://json-schema.org/draft/2019-09/schema",`
 	obj := func(prefix, props string) string {
 		return `{` + prefix + `"type":"object","properties":{` + props + `}}`
 	}
-	cases := []struct {
-		reason   string
-		schema   string
-		args     string
-		build    func() *structpb.Struct // instead of args, for values JSON cannot spell
-		valid    bool                    // jsonschema's verdict
-		declines bool                    // fast path refuses to judge (falls back)
-	}{
+	return []fastCase{
 		{reason: "integer 1.0 is an integer", schema: obj("", `"n":{"type":"integer"}`), args: `{"n":1.0}`, valid: true},
 		{reason: "integer 1.5 is not", schema: obj("", `"n":{"type":"integer"}`), args: `{"n":1.5}`},
 		{reason: "integer 2^53 is within the safe range", schema: obj("", `"n":{"type":"integer"}`), args: `{"n":9007199254740992}`, valid: true},
@@ -142,32 +182,6 @@ func TestFastValidatorTable(t *testing.T) {
 			}},
 		{reason: "nil Value is null", schema: obj("", `"o":{"type":"null"}`),
 			build: func() *structpb.Struct { return &structpb.Struct{Fields: map[string]*structpb.Value{"o": nil}} }, valid: true},
-	}
-	for _, c := range cases {
-		e := fastEntry(t, c.schema)
-		if e.fast == nil {
-			_, err := compileFast(e.Validator)
-			t.Errorf("%s: no fast validator: %v", c.reason, err)
-			continue
-		}
-		a := c.build
-		if a == nil {
-			a = func() *structpb.Struct { return fastArgs(t, c.args) }
-		}
-		args := a()
-		if got := jsonschemaAccepts(e, args); got != c.valid {
-			t.Errorf("%s: jsonschema accepts=%v, row says %v", c.reason, got, c.valid)
-			continue
-		}
-		want := c.valid && !c.declines
-		if got := e.fast.valid(args); got != want {
-			t.Errorf("%s: fast.valid=%v, want %v", c.reason, got, want)
-		}
-		// Validate is jsonschema's verdict, except that it refuses NaN and
-		// ±Infinity wherever they are (finite.go), as no JSON value is one.
-		if got, want := e.Validate(args, nil) == nil, c.valid && structFinite(args); got != want {
-			t.Errorf("%s: Validate accepts=%v, want %v", c.reason, got, want)
-		}
 	}
 }
 
@@ -718,7 +732,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("schema to structpb: %v", err)
 		}
-		e, cerr := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: doc})
+		e, cerr := Compile(doc)
 		if cerr != nil {
 			compileErr++ // e.g. a keyword combination the draft's meta-schema refuses
 			return
@@ -726,7 +740,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 		schemas++
 		if e.fast == nil {
 			noFast++
-			_, why := compileFast(e.Validator)
+			_, why := compileFast(e.js)
 			rt.Fatalf("schema from the supported subset got no fast validator (%v):\n%s", why, mustJSON(root))
 		}
 		defs, _ := root["$defs"].(map[string]any)
@@ -754,7 +768,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 			}
 			if fast && !js {
 				rt.Fatalf("UNSOUND: fast accepts what jsonschema refuses (%v)\nschema: %s\nargs: %s",
-					e.Validator.Validate(structToMap(args)), mustJSON(root), protoJSON(args))
+					e.js.Validate(structToMap(args)), mustJSON(root), protoJSON(args))
 			}
 			if js && !fast {
 				missed++

@@ -1,4 +1,4 @@
-package registry
+package schema
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestFastValidWireAgrees: for random schemas and near-valid instances (the
-// generators of fastvalidate_test.go), evaluating the wire bytes gives the
+// generators of fast_test.go), evaluating the wire bytes gives the
 // fast validator's verdict whenever it decides, and never accepts what
 // jsonschema (Validate) refuses.
 func TestFastValidWireAgrees(t *testing.T) {
@@ -24,7 +24,7 @@ func TestFastValidWireAgrees(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("schema to structpb: %v", err)
 		}
-		e, cerr := Compile(Tool{Name: "t", Backend: "127.0.0.1:7001", InputSchema: doc})
+		e, cerr := Compile(doc)
 		if cerr != nil {
 			return
 		}
