@@ -1,8 +1,13 @@
 package server
 
 import (
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -49,5 +54,39 @@ func TestConfigValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStrictLintAppliesToSeededTools: a tools file is admitted like a
+// registration, so --strict-lint refuses a seeded schema with lint errors
+// (and without it the tool is served).
+func TestStrictLintAppliesToSeededTools(t *testing.T) {
+	t.Parallel()
+	tool := registry.Tool{Name: "tagger", Backend: "127.0.0.1:1", InputSchema: &structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("object"),
+		"properties": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+			"tags": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("array")}}),
+		}}),
+	}}}
+	for _, strict := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Store.Kind, cfg.Tools, cfg.StrictLint = StoreMemory, []registry.Tool{tool}, strict
+		cfg.ListenAddr = "127.0.0.1:0"
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		g, err := Start(t.Context(), cfg)
+		if strict {
+			if err == nil || !strings.Contains(err.Error(), "provider lint") {
+				g.Close(t.Context())
+				t.Fatalf("strict lint: Start = %v, want the seeded tool refused by provider lint", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("without strict lint: %v", err)
+		}
+		if _, ok := g.Registry().Lookup("tagger"); !ok {
+			t.Error("without strict lint the tool is not served")
+		}
+		g.Close(t.Context())
 	}
 }

@@ -86,8 +86,14 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	undo = append(undo, func() { g.store.Close() })
 	log.Info("registry store opened", "store", cfg.Store.String())
-	g.reg = registry.New(g.store, append([]registry.Option{registry.WithLogger(log)}, cfg.RegistryOptions...)...)
-	if err := startRegistry(ctx, g.store, g.reg, tools, cfg.Store, log); err != nil {
+	ropts := []registry.Option{registry.WithLogger(log)}
+	if cfg.DisableFastPaths {
+		ropts = append(ropts, registry.WithoutFastPaths())
+	}
+	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
+	// Seeded tools are admitted exactly as registered ones: strict lint too.
+	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions()}
+	if err := startRegistry(ctx, g.store, g.reg, tools, adm, cfg.Store, log); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { g.reg.Close() })
@@ -375,10 +381,10 @@ func Run(ctx context.Context, cfg Config) error {
 // than exiting: a fleet restarting during an etcd outage then comes back by
 // itself within seconds of etcd, not after an orchestrator's crash-loop
 // back-off. Any other error (a bad tool, a corrupt file) stops start-up.
-func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, sc StoreConfig, log *slog.Logger) error {
+func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, adm registry.Admission, sc StoreConfig, log *slog.Logger) error {
 	wait := sc.RetryFirst
 	for {
-		err := registry.Seed(ctx, store, tools)
+		err := registry.SeedWith(ctx, store, tools, adm)
 		if err != nil {
 			err = fmt.Errorf("loading tools: %w", err)
 		} else if err = reg.Start(ctx); err != nil {

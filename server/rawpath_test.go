@@ -70,6 +70,10 @@ func TestRawPath(t *testing.T) {
 	if gatewaytest.FastPathsOff() {
 		wantFast, wantDecoded = 0, 1
 	}
+	if env.Registry.FastPaths() == gatewaytest.FastPathsOff() {
+		t.Fatalf("registry fast paths %v with the gateway's fast paths off=%v: the switch must reach the schema engine",
+			env.Registry.FastPaths(), gatewaytest.FastPathsOff())
+	}
 
 	t.Run("repair-takes-the-decoding-path", func(t *testing.T) {
 		var resp *gatewayv1.InvokeToolResponse
