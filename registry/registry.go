@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/schema"
 )
@@ -55,11 +54,6 @@ func WithLogger(l *slog.Logger) Option {
 			r.log = l
 		}
 	}
-}
-
-// WithCompileOptions passes normalization options to every compilation.
-func WithCompileOptions(opts ...normalize.Option) Option {
-	return func(r *Registry) { r.compileOpts.Normalize = append(r.compileOpts.Normalize, opts...) }
 }
 
 // WithoutFastPaths compiles every tool without fast paths
@@ -367,18 +361,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// resync re-lists the store now (used by tests; run does the same after a lost watch).
-func (r *Registry) resync(ctx context.Context) error {
-	tools, rev, err := r.store.List(ctx)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.replaceAllLocked(tools, rev)
-	return nil
 }
 
 // replaceAllLocked publishes the store's full list at rev. Entries whose

@@ -94,7 +94,6 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 	stops  map[*int]context.CancelFunc // live watches, cancelled by Close
-	nextID int
 }
 
 var _ registry.Store = (*Store)(nil)
