@@ -1,7 +1,3 @@
-// Package etcdtest starts a real single-member etcd server in-process for
-// tests: 127.0.0.1 only, free ports, data in t.TempDir(), logs silenced. The
-// member can be stopped and restarted on the same data directory and ports,
-// so tests can exercise an etcd outage and recovery.
 package etcdtest
 
 import (

@@ -1,5 +1,3 @@
-// Package gatewaytest starts a real gateway and the example tool service on
-// 127.0.0.1 loopback for tests, and tears both down with t.Cleanup.
 package gatewaytest
 
 import (

@@ -1,6 +1,3 @@
-// Package loadgen drives unary gRPC load in a closed loop (fixed
-// concurrency) or an open loop (fixed rate, latency measured from the
-// intended send time) and summarizes throughput and latency percentiles.
 package loadgen
 
 import (

@@ -1,5 +1,3 @@
-// Package testca issues throwaway certificates for tests (mTLS to the
-// gateway, TLS to etcd): generated at test time, so no key is committed.
 package testca
 
 import (
