@@ -558,6 +558,29 @@ func rootSchema(t *rapid.T) (map[string]any, int) {
 }
 
 // instGen draws instances from the schema (near-valid), then mutates them.
+// newInstGen draws instances for root, whose definitions sit under $defs
+// (or definitions before draft 2019-09).
+func newInstGen(rt *rapid.T, root map[string]any, draft int) *instGen {
+	defs, _ := root["$defs"].(map[string]any)
+	if draft < 2019 {
+		defs, _ = root["definitions"].(map[string]any)
+	}
+	return &instGen{t: rt, defs: defs}
+}
+
+// args draws one instance of root, mutated half the time, as a Struct.
+func (g *instGen) args(root map[string]any) *structpb.Struct {
+	inst := deepCopy(g.value(root, 0)).(map[string]any)
+	if rapid.Bool().Draw(g.t, "mutate") {
+		inst = g.mutate(inst).(map[string]any)
+	}
+	args, err := structpb.NewStruct(inst)
+	if err != nil {
+		g.t.Fatalf("instance to structpb: %v", err)
+	}
+	return args
+}
+
 type instGen struct {
 	t    *rapid.T
 	defs map[string]any
@@ -743,20 +766,9 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 			_, why := compileFast(e.js)
 			rt.Fatalf("schema from the supported subset got no fast validator (%v):\n%s", why, mustJSON(root))
 		}
-		defs, _ := root["$defs"].(map[string]any)
-		if draft < 2019 {
-			defs, _ = root["definitions"].(map[string]any)
-		}
-		ig := &instGen{t: rt, defs: defs}
+		ig := newInstGen(rt, root, draft)
 		for range 20 {
-			inst := deepCopy(ig.value(root, 0)).(map[string]any)
-			if rapid.Bool().Draw(rt, "mutate") {
-				inst = ig.mutate(inst).(map[string]any)
-			}
-			args, err := structpb.NewStruct(inst)
-			if err != nil {
-				rt.Fatalf("instance to structpb: %v", err)
-			}
+			args := ig.args(root)
 			instances++
 			js := jsonschemaAccepts(e, args)
 			fast := e.fast.valid(args)

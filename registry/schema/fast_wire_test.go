@@ -28,20 +28,9 @@ func TestFastValidWireAgrees(t *testing.T) {
 		if cerr != nil {
 			return
 		}
-		defs, _ := root["$defs"].(map[string]any)
-		if draft < 2019 {
-			defs, _ = root["definitions"].(map[string]any)
-		}
-		ig := &instGen{t: rt, defs: defs}
+		ig := newInstGen(rt, root, draft)
 		for range 20 {
-			inst := deepCopy(ig.value(root, 0)).(map[string]any)
-			if rapid.Bool().Draw(rt, "mutate") {
-				inst = ig.mutate(inst).(map[string]any)
-			}
-			args, err := structpb.NewStruct(inst)
-			if err != nil {
-				rt.Fatalf("instance to structpb: %v", err)
-			}
+			args := ig.args(root)
 			b, err := proto.MarshalOptions{Deterministic: rapid.Bool().Draw(rt, "det")}.Marshal(args)
 			if err != nil {
 				rt.Fatal(err)

@@ -73,20 +73,9 @@ func TestFastPathsSwitch(t *testing.T) {
 		if err != nil {
 			rt.Fatalf("compiles with fast paths, not without: %v", err)
 		}
-		defs, _ := root["$defs"].(map[string]any)
-		if draft < 2019 {
-			defs, _ = root["definitions"].(map[string]any)
-		}
-		ig := &instGen{t: rt, defs: defs}
+		ig := newInstGen(rt, root, draft)
 		for range 10 {
-			inst := deepCopy(ig.value(root, 0)).(map[string]any)
-			if rapid.Bool().Draw(rt, "mutate") {
-				inst = ig.mutate(inst).(map[string]any)
-			}
-			args, err := structpb.NewStruct(inst)
-			if err != nil {
-				rt.Fatalf("instance to structpb: %v", err)
-			}
+			args := ig.args(root)
 			samePaths(rt, "schema "+mustJSON(root)+" args "+protoJSON(args), on, off, args)
 		}
 	})
