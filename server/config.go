@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -76,6 +77,11 @@ type Config struct {
 	// the gateway and tool backends, in bytes.
 	BackendMaxRecvMsgSize int
 	BackendMaxSendMsgSize int
+	// BackendReconnectMaxDelay caps the back-off between connection
+	// attempts to a backend that went away, so one that is back is reached
+	// within about this long (and at once by the first call that finds the
+	// connection failed).
+	BackendReconnectMaxDelay time.Duration
 
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
@@ -88,15 +94,16 @@ const DefaultMsgSize = 4 << 20
 // DefaultListenAddr, the bolt store, authentication off (DemoPolicy).
 func DefaultConfig() Config {
 	return Config{
-		ListenAddr:            DefaultListenAddr,
-		DefaultTimeout:        30 * time.Second,
-		ShutdownGrace:         10 * time.Second,
-		MaxRecvMsgSize:        DefaultMsgSize,
-		MaxSendMsgSize:        DefaultMsgSize,
-		BackendMaxRecvMsgSize: DefaultMsgSize,
-		BackendMaxSendMsgSize: DefaultMsgSize,
-		Store:                 DefaultStoreConfig(),
-		Policy:                DemoPolicy(),
+		ListenAddr:               DefaultListenAddr,
+		DefaultTimeout:           30 * time.Second,
+		ShutdownGrace:            10 * time.Second,
+		MaxRecvMsgSize:           DefaultMsgSize,
+		MaxSendMsgSize:           DefaultMsgSize,
+		BackendMaxRecvMsgSize:    DefaultMsgSize,
+		BackendMaxSendMsgSize:    DefaultMsgSize,
+		BackendReconnectMaxDelay: backend.DefaultReconnectMaxDelay,
+		Store:                    DefaultStoreConfig(),
+		Policy:                   DemoPolicy(),
 	}
 }
 
@@ -128,6 +135,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
+	}
+	if c.BackendReconnectMaxDelay < 0 {
+		bad("backend reconnect max delay must not be negative, got %v", c.BackendReconnectMaxDelay)
 	}
 	if c.ShutdownGrace < 0 {
 		bad("shutdown grace must not be negative, got %v", c.ShutdownGrace)

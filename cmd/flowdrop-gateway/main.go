@@ -113,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.MCP.ListenAddr, "mcp-listen", server.DefaultMCPListenAddr, `address of the MCP endpoint (streamable HTTP at `+server.MCPPath+`); "" turns it off`)
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
 	demoFlag := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
+	fs.DurationVar(&cfg.BackendReconnectMaxDelay, "backend-reconnect-max-delay", cfg.BackendReconnectMaxDelay, "longest wait between connection attempts to a backend that went away")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for calls in flight")
 	fs.IntVar(&cfg.MaxRecvMsgSize, "max-recv-msg-size", cfg.MaxRecvMsgSize, "largest request accepted from agents, bytes")

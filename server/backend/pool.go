@@ -28,6 +28,9 @@ type pooledConn struct {
 	refs      atomic.Int64
 	retired   atomic.Bool
 	closeOnce sync.Once
+	// lastKick is when a call last asked for a reconnect (unix ns; see
+	// reconnectIfFailed).
+	lastKick atomic.Int64
 }
 
 func (c *pooledConn) close() { c.closeOnce.Do(func() { c.cc.Close() }) }

@@ -49,6 +49,9 @@ type ToolServiceConfig struct {
 	// TracePropagated: a stats handler in DialOptions injects the trace
 	// context, so the incoming trace headers are not copied.
 	TracePropagated bool
+	// ReconnectMaxDelay caps the back-off between connection attempts to a
+	// backend that went away (0: DefaultReconnectMaxDelay).
+	ReconnectMaxDelay time.Duration
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
@@ -71,6 +74,7 @@ func NewToolService(cfg ToolServiceConfig) *ToolService {
 			// lists of a call that has both.
 			rawcodec.CallOption(),
 		),
+		connectParams(cfg.ReconnectMaxDelay),
 	}, cfg.DialOptions...)
 	return &ToolService{cfg: cfg, pool: newBackendPool(opts)}
 }
@@ -147,6 +151,7 @@ func (t *ToolService) call(ctx context.Context, c *pipeline.Call, req, resp any)
 		return t.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
 	}
 	defer conn.release()
+	conn.reconnectIfFailed(ctx)
 	ctx = metadata.NewOutgoingContext(ctx, t.outgoingMD(ctx, c))
 	if err := conn.cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp); err != nil {
 		return t.failure(c, budget, source, err)
