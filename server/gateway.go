@@ -41,13 +41,17 @@ type Gateway struct {
 
 	grpcLis, mcpLis, adminLis net.Listener
 
-	ready     atomic.Bool
-	failed    chan error // the first listener that stopped serving on its own
-	serving   sync.WaitGroup
-	stopPrune chan struct{}
-	pruneDone chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	// notReady is why /readyz answers 503 (nil: ready).
+	notReady atomic.Pointer[string]
+	// storeWaitStart is when Start began waiting for the registry store
+	// (unix ns; 0 once the registry is loaded).
+	storeWaitStart atomic.Int64
+	failed         chan error // the first listener that stopped serving on its own
+	serving        sync.WaitGroup
+	stopPrune      chan struct{}
+	pruneDone      chan struct{}
+	closeOnce      sync.Once
+	closeErr       error
 }
 
 // ErrStoppedWaiting is Start's error when ctx ended while it waited for an
@@ -73,6 +77,27 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}()
 
+	// The admin listener comes first, so probes and metrics are answered
+	// while the store is waited for: /healthz says the process is alive,
+	// /readyz says why it is not ready yet.
+	g.notReady.Store(&reasonWaitingForStore)
+	g.metrics = observe.NewMetrics()
+	g.metrics.TrackStoreWait(g.storeWaited)
+	if g.adminLis, err = listen(cfg.Listeners.Admin, cfg.Policy.Admin.ListenAddr, "admin listener (/metrics, /healthz, /readyz)"); err != nil {
+		return nil, err
+	}
+	if g.adminLis != nil {
+		g.admin = observe.NewAdmin(g.metrics, g.readiness)
+		log.Info("admin endpoints serving", "addr", g.adminLis.Addr().String())
+		g.serve("admin", func() error { return g.admin.Serve(g.adminLis) })
+		undo = append(undo, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			g.admin.Close(ctx)
+			g.serving.Wait()
+		})
+	}
+
 	tools := cfg.Tools
 	if cfg.ToolsFile != "" {
 		fileTools, err := registry.LoadFile(cfg.ToolsFile)
@@ -93,12 +118,15 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
 	// Seeded tools are admitted exactly as registered ones: strict lint too.
 	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions()}
-	if err := startRegistry(ctx, g.store, g.reg, tools, adm, cfg.Store, log); err != nil {
+	g.storeWaitStart.Store(time.Now().UnixNano())
+	err = startRegistry(ctx, g.store, g.reg, tools, adm, cfg.Store, log)
+	g.storeWaitStart.Store(0)
+	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { g.reg.Close() })
+	g.notReady.Store(&reasonStarting)
 
-	g.metrics = observe.NewMetrics()
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
 		return nil, err
 	}
@@ -145,13 +173,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { g.grpcLis.Close() })
-	if g.adminLis, err = listen(cfg.Listeners.Admin, cfg.Policy.Admin.ListenAddr, "admin listener (/metrics, /healthz, /readyz)"); err != nil {
-		return nil, err
-	}
-	if g.adminLis != nil {
-		undo = append(undo, func() { g.adminLis.Close() })
-		g.admin = observe.NewAdmin(g.metrics, g.ready.Load)
-	}
 	if g.mcpLis, err = listen(cfg.Listeners.MCP, cfg.MCP.ListenAddr, "MCP listener"); err != nil {
 		return nil, err
 	}
@@ -165,18 +186,38 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	go g.pruneLoop()
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
-	if g.admin != nil {
-		log.Info("admin endpoints serving", "addr", g.adminLis.Addr().String())
-		g.serve("admin", func() error { return g.admin.Serve(g.adminLis) })
-	}
 	if g.mcp != nil {
 		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
 		g.serve("MCP", func() error { return g.mcp.Serve(g.mcpLis) })
 	}
 	// Ready: the registry is loaded and gRPC serves; Close clears it.
-	g.ready.Store(true)
+	g.notReady.Store(nil)
 	log.Info("gateway serving", "addr", g.grpcLis.Addr().String(), "tools", g.reg.Snapshot().Len())
 	return g, nil
+}
+
+// Why /readyz answers 503.
+var (
+	reasonWaitingForStore = "waiting for the registry store"
+	reasonStarting        = "starting"
+	reasonShuttingDown    = "shutting down"
+)
+
+// readiness is /readyz's answer.
+func (g *Gateway) readiness() (bool, string) {
+	if r := g.notReady.Load(); r != nil {
+		return false, *r
+	}
+	return true, ""
+}
+
+// storeWaited is how long Start has been waiting for the registry store
+// (0 when it is not waiting).
+func (g *Gateway) storeWaited() time.Duration {
+	if t := g.storeWaitStart.Load(); t != 0 {
+		return time.Since(time.Unix(0, t))
+	}
+	return 0
 }
 
 // listen returns given, or a listener on addr ("" with no given listener:
@@ -324,7 +365,7 @@ func (g *Gateway) Failed() <-chan error { return g.failed }
 // connections. It returns ctx's error if calls had to be cut off.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
-		g.ready.Store(false)
+		g.notReady.Store(&reasonShuttingDown)
 		var errs []error
 		if g.mcp != nil {
 			errs = append(errs, g.mcp.Shutdown(ctx))

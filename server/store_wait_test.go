@@ -2,12 +2,16 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +133,86 @@ func TestRunStoppedWhileWaitingForTheStore(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestAdminAnswersWhileWaitingForTheStore: a replica started while etcd is
+// down serves its admin listener at once — /healthz 200 (alive: a liveness
+// probe must not kill it), /readyz 503 saying it waits for the registry
+// store, /metrics with how long it has waited — and turns ready by itself
+// once etcd is back.
+func TestAdminAnswersWhileWaitingForTheStore(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cluster.Stop()
+	var logs syncBuffer
+	cfg := waitingGatewayConfig(t, cluster.Endpoints(), &logs)
+	adminLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listeners.Admin = adminLis
+	admin := "http://" + adminLis.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg) }()
+
+	get := func(path string) (int, string, error) {
+		c := &http.Client{Timeout: time.Second}
+		resp, err := c.Get(admin + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	waitedGauge := regexp.MustCompile(`(?m)^flowdrop_registry_store_wait_seconds ([0-9.e+-]+)$`)
+	waited := func() (float64, error) {
+		code, body, err := get("/metrics")
+		if err != nil || code != http.StatusOK {
+			return 0, fmt.Errorf("/metrics: %d %v", code, err)
+		}
+		m := waitedGauge.FindStringSubmatch(body)
+		if m == nil {
+			return 0, errors.New("/metrics has no flowdrop_registry_store_wait_seconds")
+		}
+		return strconv.ParseFloat(m[1], 64)
+	}
+
+	// While etcd is down (it stays down until the checks below pass).
+	if err := poll(10*time.Second, func() error {
+		if n := strings.Count(logs.String(), "registry store unreachable"); n < 2 {
+			return fmt.Errorf("%d waiting lines so far", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("not waiting for the store: %v\n%s", err, logs.String())
+	}
+	if code, body, err := get("/healthz"); err != nil || code != http.StatusOK {
+		t.Errorf("/healthz while waiting for the store = %d %q %v; want 200", code, body, err)
+	}
+	if code, body, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the registry store") {
+		t.Errorf("/readyz while waiting for the store = %d %q %v; want 503 naming the registry store", code, body, err)
+	}
+	if w, err := waited(); err != nil || w <= 0 {
+		t.Errorf("store wait gauge while waiting = %v, %v; want > 0", w, err)
+	}
+
+	cluster.Restart()
+	if err := poll(recoveryGuard, func() error {
+		if code, body, err := get("/readyz"); err != nil || code != http.StatusOK {
+			return fmt.Errorf("/readyz = %d %q %v", code, body, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("not ready after etcd returned: %v\n%s", err, logs.String())
+	}
+	if w, err := waited(); err != nil || w != 0 {
+		t.Errorf("store wait gauge once loaded = %v, %v; want 0", w, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after shutdown: %v", err)
 	}
 }

@@ -12,9 +12,11 @@ import (
 )
 
 // Admin is the admin HTTP listener: /metrics (Prometheus), /healthz (the
-// process runs) and /readyz (ready reports true: the registry is loaded and
-// gRPC is serving; false once shutdown starts, so a load balancer drains
-// the gateway first).
+// process runs) and /readyz (ready once the registry is loaded and gRPC is
+// serving; 503 with the reason before that — e.g. while the registry store
+// is waited for — and once shutdown starts, so a load balancer drains the
+// gateway first). It is served before the gateway waits for its store, so
+// a liveness probe does not kill a replica that is waiting to recover.
 type Admin struct {
 	handler http.Handler
 
@@ -23,16 +25,17 @@ type Admin struct {
 	closed  bool
 }
 
-// NewAdmin serves m's metrics and asks ready for /readyz.
-func NewAdmin(m *Metrics, ready func() bool) *Admin {
+// NewAdmin serves m's metrics and asks readiness for /readyz: ready, or
+// why not (the 503 body).
+func NewAdmin(m *Metrics, readiness func() (ready bool, reason string)) *Admin {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		if ok, reason := readiness(); !ok {
+			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

@@ -46,6 +46,14 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// TrackStoreWait exports waited (how long start-up has been waiting for the
+// registry store; 0 when not waiting) as flowdrop_registry_store_wait_seconds.
+func (m *Metrics) TrackStoreWait(waited func() time.Duration) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowdrop_registry_store_wait_seconds",
+		Help: "How long start-up has been waiting for an unreachable registry store (0 once the registry is loaded)."},
+		func() float64 { return waited().Seconds() }))
+}
+
 // Registry is the Prometheus registry the metrics live in (for /metrics).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
