@@ -223,6 +223,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 		return fail(err)
 	}
 	pc.Limits = cfg.Limits
+	pc.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
 	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
 	switch cfg.Audit.Path {
 	case "":
