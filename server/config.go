@@ -64,6 +64,10 @@ type Config struct {
 	// DefaultTimeout bounds a backend call when neither the caller's deadline
 	// nor the tool's own timeout applies.
 	DefaultTimeout time.Duration
+	// MaxCallTimeout caps every backend call, whatever the caller's
+	// deadline and the tool's timeout say: the effective deadline is the
+	// earliest of the three.
+	MaxCallTimeout time.Duration
 	// ShutdownGrace is how long Run lets in-flight calls finish on shutdown
 	// before it cuts them off (Close takes its own context).
 	ShutdownGrace time.Duration
@@ -81,6 +85,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxCallTimeout is the gateway's cap on any backend call.
+const DefaultMaxCallTimeout = 5 * time.Minute
+
 // DefaultMsgSize is gRPC's own default receive limit (4 MiB), made explicit.
 const DefaultMsgSize = 4 << 20
 
@@ -90,6 +97,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr:            DefaultListenAddr,
 		DefaultTimeout:        30 * time.Second,
+		MaxCallTimeout:        DefaultMaxCallTimeout,
 		ShutdownGrace:         10 * time.Second,
 		MaxRecvMsgSize:        DefaultMsgSize,
 		MaxSendMsgSize:        DefaultMsgSize,
@@ -128,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
+	}
+	if c.MaxCallTimeout <= 0 {
+		bad("max call timeout must be positive, got %v", c.MaxCallTimeout)
 	}
 	if c.ShutdownGrace < 0 {
 		bad("shutdown grace must not be negative, got %v", c.ShutdownGrace)

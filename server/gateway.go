@@ -116,7 +116,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 
-	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout,
+	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxCallTimeout,
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}

@@ -114,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
 	demoFlag := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
+	fs.DurationVar(&cfg.MaxCallTimeout, "max-call-timeout", cfg.MaxCallTimeout, "cap on every backend call: the effective deadline is the earliest of the caller's, the tool's timeout and this")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for calls in flight")
 	fs.IntVar(&cfg.MaxRecvMsgSize, "max-recv-msg-size", cfg.MaxRecvMsgSize, "largest request accepted from agents, bytes")
 	fs.IntVar(&cfg.MaxSendMsgSize, "max-send-msg-size", cfg.MaxSendMsgSize, "largest response sent to agents, bytes")
