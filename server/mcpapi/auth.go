@@ -127,7 +127,7 @@ func (m *Server) authenticateHTTP(r *http.Request) (policy.Caller, error) {
 		tok = strings.TrimSpace(tok)
 		if !ok || !strings.EqualFold(scheme, "bearer") || tok == "" {
 			return policy.Caller{}, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
-				Message: `authorization header must be "Bearer <token>"`}
+				Message: `authorization header must be "Bearer <api key or JWT>"`}
 		}
 		c.Bearer = tok
 	}
