@@ -105,6 +105,7 @@ func DefaultConfig() Config {
 		BackendMaxSendMsgSize: DefaultMsgSize,
 		Store:                 DefaultStoreConfig(),
 		Policy:                DemoPolicy(),
+		MCP:                   MCPConfig{HTTP: DefaultMCPHTTPLimits()},
 	}
 }
 
@@ -133,6 +134,9 @@ func (c *Config) Validate() error {
 		if msg := checkListenAddr(c.Policy.Admin.ListenAddr, true); msg != "" {
 			bad("policy: admin.listen_addr %q: %s", c.Policy.Admin.ListenAddr, msg)
 		}
+	}
+	if err := c.MCP.HTTP.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
@@ -211,6 +215,19 @@ type MCPConfig struct {
 	// ListenAddr is the host:port of the HTTP listener serving MCPPath;
 	// empty turns MCP off (unless Listeners.MCP is given).
 	ListenAddr string
+	// HTTP bounds the endpoint's connections: header, body and per-write
+	// timeouts, the idle timeout and the connection cap (zero fields take
+	// mcpapi's defaults).
+	HTTP MCPHTTPLimits
+}
+
+// MCPHTTPLimits bound the MCP endpoint's HTTP connections.
+type MCPHTTPLimits = mcpapi.HTTPLimits
+
+// DefaultMCPHTTPLimits are the MCP endpoint's connection bounds by default.
+func DefaultMCPHTTPLimits() MCPHTTPLimits {
+	return MCPHTTPLimits{ReadHeaderTimeout: mcpapi.DefaultReadHeaderTimeout, ReadTimeout: mcpapi.DefaultReadTimeout,
+		WriteTimeout: mcpapi.DefaultWriteTimeout, IdleTimeout: mcpapi.DefaultIdleTimeout, MaxConnections: mcpapi.DefaultMaxConnections}
 }
 
 // Listeners are listeners the caller opened (tests: on port 0, so the

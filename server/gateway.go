@@ -158,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth,
-			MaxRequestBytes: cfg.MaxRecvMsgSize, Log: log}); err != nil {
+			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log}); err != nil {
 			return nil, err
 		}
 	}
