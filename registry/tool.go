@@ -15,7 +15,8 @@ type Tool struct {
 	InputSchema *structpb.Struct
 	// Backend is the gRPC dial target of the service that runs the tool.
 	Backend string
-	// Timeout applies when the caller sets no deadline; zero means the gateway default.
+	// Timeout bounds every call of the tool (a caller's deadline may be
+	// shorter, never longer); zero means the gateway default.
 	Timeout time.Duration
 	// Revision is assigned by the store on every write.
 	Revision int64

@@ -65,6 +65,10 @@ type Config struct {
 	// DefaultTimeout bounds a backend call when neither the caller's deadline
 	// nor the tool's own timeout applies.
 	DefaultTimeout time.Duration
+	// MaxCallTimeout caps every backend call, whatever the caller's
+	// deadline and the tool's timeout say: the effective deadline is the
+	// earliest of the three.
+	MaxCallTimeout time.Duration
 	// ShutdownGrace is how long Run lets in-flight calls finish on shutdown
 	// before it cuts them off (Close takes its own context).
 	ShutdownGrace time.Duration
@@ -87,6 +91,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxCallTimeout is the gateway's cap on any backend call.
+const DefaultMaxCallTimeout = 5 * time.Minute
+
 // DefaultMsgSize is gRPC's own default receive limit (4 MiB), made explicit.
 const DefaultMsgSize = 4 << 20
 
@@ -96,6 +103,7 @@ func DefaultConfig() Config {
 	return Config{
 		ListenAddr:               DefaultListenAddr,
 		DefaultTimeout:           30 * time.Second,
+		MaxCallTimeout:           DefaultMaxCallTimeout,
 		ShutdownGrace:            10 * time.Second,
 		MaxRecvMsgSize:           DefaultMsgSize,
 		MaxSendMsgSize:           DefaultMsgSize,
@@ -104,6 +112,7 @@ func DefaultConfig() Config {
 		BackendReconnectMaxDelay: backend.DefaultReconnectMaxDelay,
 		Store:                    DefaultStoreConfig(),
 		Policy:                   DemoPolicy(),
+		MCP:                      MCPConfig{HTTP: DefaultMCPHTTPLimits()},
 	}
 }
 
@@ -133,11 +142,17 @@ func (c *Config) Validate() error {
 			bad("policy: admin.listen_addr %q: %s", c.Policy.Admin.ListenAddr, msg)
 		}
 	}
+	if err := c.MCP.HTTP.Validate(); err != nil {
+		bad("%v", err)
+	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
 	}
 	if c.BackendReconnectMaxDelay < 0 {
 		bad("backend reconnect max delay must not be negative, got %v", c.BackendReconnectMaxDelay)
+	}
+	if c.MaxCallTimeout <= 0 {
+		bad("max call timeout must be positive, got %v", c.MaxCallTimeout)
 	}
 	if c.ShutdownGrace < 0 {
 		bad("shutdown grace must not be negative, got %v", c.ShutdownGrace)
@@ -210,6 +225,19 @@ type MCPConfig struct {
 	// ListenAddr is the host:port of the HTTP listener serving MCPPath;
 	// empty turns MCP off (unless Listeners.MCP is given).
 	ListenAddr string
+	// HTTP bounds the endpoint's connections: header, body and per-write
+	// timeouts, the idle timeout and the connection cap (zero fields take
+	// mcpapi's defaults).
+	HTTP MCPHTTPLimits
+}
+
+// MCPHTTPLimits bound the MCP endpoint's HTTP connections.
+type MCPHTTPLimits = mcpapi.HTTPLimits
+
+// DefaultMCPHTTPLimits are the MCP endpoint's connection bounds by default.
+func DefaultMCPHTTPLimits() MCPHTTPLimits {
+	return MCPHTTPLimits{ReadHeaderTimeout: mcpapi.DefaultReadHeaderTimeout, ReadTimeout: mcpapi.DefaultReadTimeout,
+		WriteTimeout: mcpapi.DefaultWriteTimeout, IdleTimeout: mcpapi.DefaultIdleTimeout, MaxConnections: mcpapi.DefaultMaxConnections}
 }
 
 // Listeners are listeners the caller opened (tests: on port 0, so the

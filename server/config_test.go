@@ -27,6 +27,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad-store", reason: "store problems are reported with the rest", edit: func(c *Config) { c.Store.Kind = "disk" }, wantErr: []string{`store: unknown kind "disk"`}},
 		{name: "zero-timeout", reason: "a zero default timeout would fail every call", edit: func(c *Config) { c.DefaultTimeout = 0 }, wantErr: []string{"default timeout"}},
 		{name: "negative-grace", reason: "negative grace is meaningless", edit: func(c *Config) { c.ShutdownGrace = -1 }, wantErr: []string{"shutdown grace"}},
+		{name: "zero-max-call-timeout", reason: "the gateway maximum caps every call; zero would fail them all", edit: func(c *Config) { c.MaxCallTimeout = 0 }, wantErr: []string{"max call timeout"}},
+		{name: "negative-mcp-read-timeout", reason: "a negative MCP timeout is a mistake (zero takes the default)", edit: func(c *Config) { c.MCP.HTTP.ReadTimeout = -1 }, wantErr: []string{"mcp read_timeout"}},
+		{name: "negative-mcp-max-connections", reason: "a negative connection cap is a mistake", edit: func(c *Config) { c.MCP.HTTP.MaxConnections = -1 }, wantErr: []string{"mcp max_connections"}},
 		{
 			name:    "several-problems",
 			reason:  "every problem is reported at once, each naming its setting",

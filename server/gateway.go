@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 
-	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout,
+	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxCallTimeout,
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
@@ -179,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth,
-			MaxRequestBytes: cfg.MaxRecvMsgSize, Log: log}); err != nil {
+			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log}); err != nil {
 			return nil, err
 		}
 	}
@@ -264,6 +264,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 		return fail(err)
 	}
 	pc.Limits = cfg.Limits
+	pc.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
 	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
 	switch cfg.Audit.Path {
 	case "":

@@ -30,6 +30,22 @@ type PolicyConfig struct {
 	// TLS serves gRPC over TLS; with ClientCAFile, verified client
 	// certificates identify callers (auth.mtls).
 	TLS TLSConfig
+	// Normalize is what the normalize stage does beyond RT-TOOL-8.
+	Normalize NormalizeConfig
+}
+
+// What the normalize stage does with an argument still changing when
+// entity decoding reached its pass bound.
+const (
+	EntityBoundRefuse  = "refuse"  // InvalidArgument naming the path (the default)
+	EntityBoundForward = "forward" // forward the value as left after the last pass
+)
+
+// NormalizeConfig is the normalize stage's policy.
+type NormalizeConfig struct {
+	// OnEntityBound is EntityBoundRefuse (also when empty) or
+	// EntityBoundForward.
+	OnEntityBound string
 }
 
 // TLSConfig is the gRPC listener's TLS. Empty CertFile: plaintext.
@@ -108,6 +124,11 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	switch c.Normalize.OnEntityBound {
+	case "", EntityBoundRefuse, EntityBoundForward:
+	default:
+		bad(`normalize.on_entity_bound %q: must be "refuse" or "forward"`, c.Normalize.OnEntityBound)
 	}
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
@@ -203,6 +224,9 @@ type policyFile struct {
 		Endpoint string `json:"endpoint"`
 		Insecure bool   `json:"insecure"`
 	} `json:"tracing"`
+	Normalize struct {
+		OnEntityBound string `json:"on_entity_bound"`
+	} `json:"normalize"`
 }
 
 type toolAccess struct {
@@ -264,6 +288,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Audit:     AuditConfig(f.Audit),
 		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
+		Normalize: NormalizeConfig(f.Normalize),
 	}
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})

@@ -197,9 +197,10 @@ func (a *Authenticator) Close() {
 }
 
 // Authenticate identifies the caller. Precedence: an API key header, then a
-// bearer token (a JWT when JWT is configured, otherwise an API key), then a
-// verified client certificate. A credential that is present but invalid is
-// refused; it never falls through to a weaker one.
+// bearer token (an API key when it is one of the configured keys, else a
+// JWT when JWT is configured), then a verified client certificate. A
+// credential that is present but invalid is refused; it never falls
+// through to a weaker one.
 func (a *Authenticator) Authenticate(ctx context.Context, c Credentials) (Caller, error) {
 	if a.off {
 		// Shared, not cloned: Roles is read-only (Caller), and this runs on
@@ -210,7 +211,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, c Credentials) (Caller
 	case c.APIKey != "":
 		return a.apiKey(c.APIKey)
 	case c.Bearer != "" && a.jwt != nil:
-		return a.jwt.authenticate(ctx, c.Bearer)
+		// The README promises "Bearer <api key or JWT>": the key lookup is
+		// constant-time over every key, so trying it first reveals nothing.
+		if caller, ok := a.lookupKey(c.Bearer); ok {
+			return caller, nil
+		}
+		caller, err := a.jwt.authenticate(ctx, c.Bearer)
+		if pe, ok := AsError(err); ok && pe.Reason == ReasonJWTMalformed && len(a.keys) > 0 {
+			pe.Message = "bearer token is neither a recognised API key nor a well-formed JWT"
+		}
+		return caller, err
 	case c.Bearer != "":
 		return a.apiKey(c.Bearer)
 	case len(c.PeerCerts) > 0 && a.mtls != nil:
@@ -223,6 +233,14 @@ func (a *Authenticator) apiKey(key string) (Caller, error) {
 	if len(a.keys) == 0 {
 		return Caller{}, unauthenticated(ReasonAuthMethodDisabled, "API key authentication is not enabled")
 	}
+	if caller, ok := a.lookupKey(key); ok {
+		return caller, nil
+	}
+	return Caller{}, unauthenticated(ReasonAPIKeyUnknown, "API key not recognised")
+}
+
+// lookupKey finds the configured key whose hash is key's.
+func (a *Authenticator) lookupKey(key string) (Caller, bool) {
 	sum := sha256.Sum256([]byte(key))
 	// Compare against every key without stopping early, so timing does not
 	// reveal which (or whether a) configured hash shares a prefix.
@@ -233,10 +251,10 @@ func (a *Authenticator) apiKey(key string) (Caller, error) {
 		}
 	}
 	if match < 0 {
-		return Caller{}, unauthenticated(ReasonAPIKeyUnknown, "API key not recognised")
+		return Caller{}, false
 	}
 	k := a.keys[match]
-	return Caller{Subject: k.name, Method: MethodAPIKey, Roles: k.roles}, nil // shared: Roles is read-only
+	return Caller{Subject: k.name, Method: MethodAPIKey, Roles: k.roles}, true // shared: Roles is read-only
 }
 
 func (a *Authenticator) cert(leaf *x509.Certificate) (Caller, error) {

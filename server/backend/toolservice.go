@@ -42,6 +42,9 @@ type ToolServiceConfig struct {
 	// DefaultTimeout bounds a call when neither the caller's deadline nor
 	// the tool's timeout applies.
 	DefaultTimeout time.Duration
+	// MaxTimeout caps every call's budget, whatever the caller's deadline
+	// or the tool's timeout say (0: no cap).
+	MaxTimeout time.Duration
 	// MaxRecvMsgSize and MaxSendMsgSize limit messages to and from backends.
 	MaxRecvMsgSize, MaxSendMsgSize int
 	// DialOptions are added to every backend connection (e.g. tracing).
@@ -135,6 +138,7 @@ const (
 	deadlineCaller  = "the caller's deadline"
 	deadlineTool    = "the tool's timeout"
 	deadlineDefault = "the gateway's default timeout"
+	deadlineMax     = "the gateway's maximum call timeout"
 )
 
 // call is the one backend call: the deadline budget, the pooled
@@ -159,16 +163,26 @@ func (t *ToolService) call(ctx context.Context, c *pipeline.Call, req, resp any)
 	return nil
 }
 
-// budget picks the call's deadline: the caller's, else the tool's timeout,
-// else the default.
+// budget picks the call's deadline and names where it came from: the
+// earliest of the caller's deadline, the tool's timeout and the gateway's
+// maximum. A caller's deadline may not outlast the tool's timeout (the
+// tool's owner set it); it does replace the gateway's default, which only
+// applies when neither the caller nor the tool says anything.
 func (t *ToolService) budget(ctx context.Context, c *pipeline.Call) (time.Duration, string) {
+	budget, source := t.cfg.DefaultTimeout, deadlineDefault
+	toolTimeout := c.Entry.Tool.Timeout
+	if toolTimeout > 0 {
+		budget, source = toolTimeout, deadlineTool
+	}
 	if d, ok := ctx.Deadline(); ok {
-		return max(time.Until(d), 0), deadlineCaller
+		if left := max(time.Until(d), 0); toolTimeout <= 0 || left <= budget {
+			budget, source = left, deadlineCaller
+		}
 	}
-	if to := c.Entry.Tool.Timeout; to > 0 {
-		return to, deadlineTool
+	if m := t.cfg.MaxTimeout; m > 0 && m < budget {
+		budget, source = m, deadlineMax
 	}
-	return t.cfg.DefaultTimeout, deadlineDefault
+	return budget, source
 }
 
 // failure classifies a failed backend call honestly: unreachable →

@@ -87,7 +87,7 @@ func credentialsFromContext(ctx context.Context, authOff bool) (policy.Credentia
 		tok, err := auth.AuthFromMD(ctx, "bearer")
 		if err != nil || tok == "" {
 			return c, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
-				Message: `authorization header must be "Bearer <token>"`}
+				Message: `authorization header must be "Bearer <api key or JWT>"`}
 		}
 		c.Bearer = tok
 	}

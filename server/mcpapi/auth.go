@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -19,7 +20,10 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := m.authenticateHTTP(r)
 		if err != nil {
-			m.auditAuthFailure(r, err)
+			m.auditAuthFailure(w, r, err)
+			// Whatever of the body is still unread stays so: close rather
+			// than let net/http drain it to reuse the connection.
+			w.Header().Set("Connection", "close")
 			msg, code := "authentication failed", http.StatusUnauthorized
 			challenge := `Bearer realm="flowdrop"`
 			if pe, ok := policy.AsError(err); ok {
@@ -41,9 +45,10 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // mcpPeekBytes bounds how much of a refused request's body is read to find
-// its JSON-RPC method and tool name: enough for any ordinary tools/call, and
-// small, since the caller is unauthenticated.
-const mcpPeekBytes = 64 << 10
+// its JSON-RPC method and tool name: enough for the head of an ordinary
+// tools/call, and small, since the caller is unauthenticated (read within
+// unauthenticatedPeekTimeout too).
+const mcpPeekBytes = 4 << 10
 
 // auditAuthFailure writes the audit line (and counts the denial) for a
 // tools/call that failed authentication, as the gRPC audit interceptor does
@@ -51,16 +56,14 @@ const mcpPeekBytes = 64 << 10
 // Other methods (initialize, tools/list, …) are not tool calls and, as on
 // gRPC, are not audited. The caller is unknown; the credential is never
 // read into the record (AuditRecord has no field for it).
-func (m *Server) auditAuthFailure(r *http.Request, err error) {
+func (m *Server) auditAuthFailure(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return
 	}
+	// A slow sender gets no more time than this: what arrived by then is
+	// what the audit line can name.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(min(unauthenticatedPeekTimeout, m.limits.ReadTimeout)))
 	peek, _ := io.ReadAll(io.LimitReader(r.Body, mcpPeekBytes))
-	// Put back what was read, so whatever reads the body next sees all of it.
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(peek), r.Body), r.Body}
 	isCall, tool, callID := peekToolCall(peek)
 	if !isCall {
 		return
@@ -127,7 +130,7 @@ func (m *Server) authenticateHTTP(r *http.Request) (policy.Caller, error) {
 		tok = strings.TrimSpace(tok)
 		if !ok || !strings.EqualFold(scheme, "bearer") || tok == "" {
 			return policy.Caller{}, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
-				Message: `authorization header must be "Bearer <token>"`}
+				Message: `authorization header must be "Bearer <api key or JWT>"`}
 		}
 		c.Bearer = tok
 	}

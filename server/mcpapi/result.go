@@ -86,8 +86,8 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 	case pipeline.ReasonDeadlineExceeded:
 		return nil, context.DeadlineExceeded
 	case pipeline.ReasonBackendDeadline:
-		return errorResult(fmt.Sprintf("tool %q did not answer within %v; it may be slow or stuck: try again later or another way",
-			tool, e.Timeout.Round(time.Millisecond)), "backend-deadline", report), nil
+		return errorResult(fmt.Sprintf("tool %q did not answer within %v (%s); it may be slow or stuck: try again later or another way",
+			tool, e.Timeout.Round(time.Millisecond), e.DeadlineSource), "backend-deadline", report), nil
 	case pipeline.ReasonBackendUnavailable:
 		return errorResult(fmt.Sprintf("tool %q is unavailable right now; try again later", tool),
 			"backend-unavailable", report), nil

@@ -34,13 +34,13 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/netutil"
 )
 
 // Path is the URL path of the MCP endpoint.
@@ -78,9 +78,11 @@ type Config struct {
 	Registry *registry.Registry
 	// Auth authenticates every HTTP request (nil: every request is refused).
 	Auth *policy.Authenticator
-	// MaxRequestBytes bounds a request body.
+	// MaxRequestBytes bounds a request body (0: the SDK's default, 4 MiB).
 	MaxRequestBytes int
-	Log             *slog.Logger
+	// HTTP bounds the HTTP connections (timeouts, connection cap).
+	HTTP HTTPLimits
+	Log  *slog.Logger
 }
 
 // Server serves the MCP endpoint over HTTP at Path.
@@ -91,6 +93,9 @@ type Server struct {
 	log  *slog.Logger
 	sdk  *mcp.Server
 	hs   *http.Server
+
+	limits  HTTPLimits
+	maxBody int
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -118,8 +123,15 @@ func New(cfg Config) (*Server, error) {
 		log = slog.Default()
 	}
 	reg := cfg.Registry
+	if err := cfg.HTTP.Validate(); err != nil {
+		return nil, err
+	}
 	m := &Server{pipe: cfg.Pipeline, auth: cfg.Auth, reg: reg, log: log.With("component", "mcp"),
-		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{})}
+		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
+		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes}
+	if m.maxBody <= 0 {
+		m.maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
 	m.sdk = mcp.NewServer(&mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}, &mcp.ServerOptions{
 		// Tools only; advertise tools with listChanged even while the
@@ -141,15 +153,19 @@ func New(cfg Config) (*Server, error) {
 
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.sdk }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
-		MaxRequestBodyBytes: int64(cfg.MaxRequestBytes),
+		MaxRequestBodyBytes: int64(m.maxBody),
 		Logger:              m.log,
 		// An agent that hangs up cancels its tool call, backend included,
 		// as on gRPC (MCP 2026-07-28 requests; older ones cannot be tied).
 		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle(Path, m.authenticate(h))
-	m.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// Authentication reads headers only; the body is read (bounded) after it.
+	mux.Handle(Path, m.authenticate(m.readBody(h)))
+	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
+	// request, and says why.
+	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
+		ReadHeaderTimeout: m.limits.ReadHeaderTimeout, IdleTimeout: m.limits.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn), ConnState: m.trackConn}
 	m.newConns = map[net.Conn]bool{}
 	m.hs.RegisterOnShutdown(m.closeNewConns)
@@ -159,7 +175,8 @@ func New(cfg Config) (*Server, error) {
 // Serve accepts HTTP connections on lis until Shutdown; it returns nil after
 // a Shutdown.
 func (m *Server) Serve(lis net.Listener) error {
-	if err := m.hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// Over the cap, connections wait in the listen backlog until one closes.
+	if err := m.hs.Serve(netutil.LimitListener(lis, m.limits.MaxConnections)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -310,6 +327,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	p := req.Params
 	if p == nil || p.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
+	}
+	if err := checkArgumentText(p.Arguments); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", p.Name, err)}
 	}
 	args, err := parseMCPArguments(p.Arguments)
 	if err != nil {

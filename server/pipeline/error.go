@@ -71,6 +71,7 @@ const (
 const (
 	ReasonArgumentsInvalid     = "arguments-invalid"
 	ReasonArgumentsUndecodable = "arguments-undecodable"
+	ReasonEntityBound          = "entity-bound"
 	ReasonToolNotFound         = "tool-not-found"
 	ReasonBackendUnavailable   = "backend-unavailable"
 	ReasonBackendDeadline      = "backend-deadline"

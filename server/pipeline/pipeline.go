@@ -31,6 +31,13 @@ type Config struct {
 	Rules         *policy.Rules
 	InFlight      *policy.InFlight
 
+	// ForwardEntityBound lets a call through whose argument was still
+	// changing when entity decoding reached its pass bound (the value is
+	// forwarded as left after the last pass). Off (the default), such a
+	// call is refused: a rule judged the still-escaped text, not what the
+	// tool may decode from it.
+	ForwardEntityBound bool
+
 	// Recorders receive every call's outcome (audit, metrics).
 	Recorders []Recorder
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -140,7 +141,35 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	out, rep := e.Plan.Apply(args)
 	c.SetArgs(out)
 	c.Report = rep
+	if !p.cfg.ForwardEntityBound {
+		return refuseEntityBound(c)
+	}
 	return nil
+}
+
+// refuseEntityBound refuses a call whose argument was still changing when
+// entity decoding stopped at its bound: RT-TOOL-8 lets normalization stop
+// there, but the value is still escaped, so a rule such as
+// !args.command.contains("&&") would judge "&amp;&amp;" and pass what the
+// tool may decode to "&&".
+func refuseEntityBound(c *Call) error {
+	for _, r := range c.Report.Repairs {
+		if r.BoundHit {
+			return &Error{Code: InvalidArgument, Kind: KindPolicy, Reason: ReasonEntityBound, Tool: c.Tool,
+				Limit: "max_entity_passes", Repairs: c.Report.Repairs,
+				Message: fmt.Sprintf("argument %s is still HTML-escaped after %d entity-decoding passes (the bound): refused, since policy could not judge its decoded value",
+					pointerOrRoot(r.Path), r.Passes)}
+		}
+	}
+	return nil
+}
+
+// pointerOrRoot is a JSON Pointer for a message ("" is the root).
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	return p
 }
 
 // validate checks the normalized arguments against the tool's full schema;
