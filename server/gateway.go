@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout,
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
-		TracePropagated: g.tracing.On}
+		TracePropagated: g.tracing.On, PassDebugInfo: cfg.Policy.BackendErrors.PassDebugInfo}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
 	if creds != nil {
 		sopts = append(sopts, grpc.Creds(creds))

@@ -30,6 +30,15 @@ type PolicyConfig struct {
 	// TLS serves gRPC over TLS; with ClientCAFile, verified client
 	// certificates identify callers (auth.mtls).
 	TLS TLSConfig
+	// BackendErrors is what of a backend's error status reaches callers.
+	BackendErrors BackendErrorsConfig
+}
+
+// BackendErrorsConfig is what of a backend's error status reaches callers.
+type BackendErrorsConfig struct {
+	// PassDebugInfo keeps the backend's google.rpc.DebugInfo details
+	// (default false: removed, since they carry stacks and internals).
+	PassDebugInfo bool
 }
 
 // TLSConfig is the gRPC listener's TLS. Empty CertFile: plaintext.
@@ -203,6 +212,9 @@ type policyFile struct {
 		Endpoint string `json:"endpoint"`
 		Insecure bool   `json:"insecure"`
 	} `json:"tracing"`
+	BackendErrors struct {
+		PassDebugInfo bool `json:"pass_debug_info"`
+	} `json:"backend_errors"`
 }
 
 type toolAccess struct {
@@ -265,6 +277,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
 	}
+	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}
