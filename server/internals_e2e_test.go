@@ -210,4 +210,3 @@ func fill(t *testing.T, path string) {
 	}
 	t.Fatal("the tmpfs never filled up")
 }
-
