@@ -11,6 +11,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -207,10 +208,12 @@ func checkListenAddr(addr string, optional bool) string {
 }
 
 func (c *Config) logger() *slog.Logger {
-	if c.Logger != nil {
-		return c.Logger
+	l := c.Logger
+	if l == nil {
+		l = slog.Default()
 	}
-	return slog.Default()
+	// Every record bounded, whatever caller input reached it.
+	return observe.BoundedLogger(l)
 }
 
 // DefaultMCPListenAddr is where cmd/flowdrop-gateway serves MCP by default

@@ -38,6 +38,7 @@ type Gateway struct {
 	auth    *policy.Authenticator
 	audit   *policy.AuditSink
 	auditor *pipeline.AuditRecorder
+	limiter *policy.RateLimiter
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -146,7 +147,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxCallTimeout,
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
-		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay}
+		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay,
+		PassDebugInfo: cfg.Policy.BackendErrors.PassDebugInfo}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
 	if creds != nil {
 		sopts = append(sopts, grpc.Creds(creds))
@@ -263,6 +265,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit); err != nil {
 		return fail(err)
 	}
+	g.limiter = pc.RateLimit
 	pc.Limits = cfg.Limits
 	pc.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
 	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
@@ -353,6 +356,10 @@ func (g *Gateway) PathCounts() (forwarded, decodedArgs, decodedWhole int64) {
 	st := g.pipe.Stats()
 	return st.Forwarded, st.Decoded, g.grpc.DecodedWhole()
 }
+
+// RateLimitBuckets is the number of live rate-limit buckets (tests hold
+// it bounded by the registry, whatever names callers send).
+func (g *Gateway) RateLimitBuckets() int { return g.limiter.Len() }
 
 // StageNames lists the pipeline's stages in order.
 func (g *Gateway) StageNames() []string { return g.pipe.StageNames() }

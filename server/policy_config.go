@@ -32,6 +32,15 @@ type PolicyConfig struct {
 	TLS TLSConfig
 	// Normalize is what the normalize stage does beyond RT-TOOL-8.
 	Normalize NormalizeConfig
+	// BackendErrors is what of a backend's error status reaches callers.
+	BackendErrors BackendErrorsConfig
+}
+
+// BackendErrorsConfig is what of a backend's error status reaches callers.
+type BackendErrorsConfig struct {
+	// PassDebugInfo keeps the backend's google.rpc.DebugInfo details
+	// (default false: removed, since they carry stacks and internals).
+	PassDebugInfo bool
 }
 
 // What the normalize stage does with an argument still changing when
@@ -227,6 +236,9 @@ type policyFile struct {
 	Normalize struct {
 		OnEntityBound string `json:"on_entity_bound"`
 	} `json:"normalize"`
+	BackendErrors struct {
+		PassDebugInfo bool `json:"pass_debug_info"`
+	} `json:"backend_errors"`
 }
 
 type toolAccess struct {
@@ -290,6 +302,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
 		Normalize: NormalizeConfig(f.Normalize),
 	}
+	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}

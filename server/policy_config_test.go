@@ -32,6 +32,10 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"admin", p.Admin.ListenAddr == "127.0.0.1:9090"},
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
+		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
+	}
+	if q, err := ParsePolicy([]byte("auth: {mode: off}\nbackend_errors: {pass_debug_info: true}\n"), "inline"); err != nil || !q.BackendErrors.PassDebugInfo {
+		t.Errorf("backend_errors.pass_debug_info: true = %+v, %v; want it set", q.BackendErrors, err)
 	}
 	for _, c := range checks {
 		if !c.ok {

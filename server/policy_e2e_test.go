@@ -427,12 +427,13 @@ func TestPolicyRegistryShowsOnlyInvocableTools(t *testing.T) {
 	}
 	// A tool the limited caller may not call, then a change it may see.
 	secret := proto.Clone(note.GetTool()).(*gatewayv1.Tool)
-	secret.Name, secret.Revision = "secret_report", 0
+	// Invokers read no backend targets: the admin gives it.
+	secret.Name, secret.Revision, secret.Backend = "secret_report", 0, env.BackendAddr
 	if _, err := reg.RegisterTool(withKey(keyAdmin), &gatewayv1.RegisterToolRequest{Tool: secret}); err != nil {
 		t.Fatal(err)
 	}
 	update := proto.Clone(note.GetTool()).(*gatewayv1.Tool)
-	update.Description, update.Revision = "Create a note (updated).", 0
+	update.Description, update.Revision, update.Backend = "Create a note (updated).", 0, env.BackendAddr
 	if _, err := reg.RegisterTool(withKey(keyAdmin), &gatewayv1.RegisterToolRequest{Tool: update}); err != nil {
 		t.Fatal(err)
 	}

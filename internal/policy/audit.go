@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +84,38 @@ func redactedJSON(red *Redactor, s *structpb.Struct) (json.RawMessage, error) {
 		return nil, fmt.Errorf("audit: encoding arguments: %w", err)
 	}
 	return b, nil
+}
+
+// maxAuditViolations bounds the violations one record lists (the count
+// of the rest is noted): a model can make every element of a huge array
+// fail.
+const maxAuditViolations = 16
+
+// bound cuts the caller-supplied strings of the record to bounded
+// prefixes (Bound), so one call writes a bounded line. The arguments are
+// bounded by the argument limits, not here.
+func (a *AuditRecord) bound() {
+	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
+	if n := len(a.Violations); n > 0 {
+		keep := min(n, maxAuditViolations)
+		vs := make([]string, keep, keep+1)
+		for i := range keep {
+			vs[i] = BoundTo(a.Violations[i], 4*MaxRecordedBytes)
+		}
+		if n > keep {
+			vs = append(vs, "… and "+strconv.Itoa(n-keep)+" more")
+		}
+		a.Violations = vs
+	}
+	cloned := false
+	for i, r := range a.Repairs {
+		if len(r.Path) > MaxRecordedBytes {
+			if !cloned { // the caller's slice stays as it was
+				a.Repairs, cloned = slices.Clone(a.Repairs), true
+			}
+			a.Repairs[i].Path = Bound(r.Path)
+		}
+	}
 }
 
 // MarshalJSON writes Time as RFC 3339 with nanoseconds in UTC.
@@ -169,6 +203,7 @@ func startSink(s *AuditSink, opt AuditSinkOptions) *AuditSink {
 
 // Write queues one record. It never blocks.
 func (s *AuditSink) Write(rec AuditRecord) error {
+	rec.bound()
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("audit: encoding record: %w", err)

@@ -12,7 +12,7 @@
 // The gateway's call pipeline (server/pipeline, stages.go) decides the
 // order; for one InvokeTool call it is:
 //
-//	Authenticator.Authenticate (the face) → Authorizer.AllowMethod → RateLimiter.Allow
+//	Authenticator.Authenticate (the face) → Authorizer.AllowMethod → (tool name) → RateLimiter.Allow
 //	→ Authorizer.AllowTool, Limits.Check(args as sent) → normalize → validate
 //	→ Limits.Check(normalized args), Rules.Evaluate → InFlight.Acquire → backend
 //

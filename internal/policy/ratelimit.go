@@ -91,10 +91,16 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 	return r, nil
 }
 
+// On reports whether any limit is configured (nil: none).
+func (r *RateLimiter) On() bool { return r != nil && (r.cfg.Rate > 0 || len(r.cfg.Tools) > 0) }
+
 // Allow takes one token from the caller × tool bucket or refuses with
 // ResourceExhausted and RetryAfter set to when a token will be available.
+// tool is a registered tool the caller is offered, or a method name: the
+// pipeline sends every other name to AllowUnoffered, so the buckets stay bounded by the
+// registry, not by what callers send.
 func (r *RateLimiter) Allow(c Caller, tool string) error {
-	if r == nil || r.cfg.Rate <= 0 && len(r.cfg.Tools) == 0 {
+	if !r.On() {
 		return nil
 	}
 	if r.cfg.Rate <= 0 {
@@ -103,8 +109,29 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 			return nil
 		}
 	}
+	return r.take(c, bucketKey{subject: c.Subject, method: c.Method, tool: tool}, tool)
+}
+
+// AllowUnoffered takes one token from the caller's one bucket shared by
+// every name it is not offered (unregistered, or refused by its allow/deny
+// lists), at the default rate; per-tool overrides do not apply, so the
+// answer is the same whether such a tool exists or not. tool only names the
+// call in the refusal.
+func (r *RateLimiter) AllowUnoffered(c Caller, tool string) error {
+	if r == nil || r.cfg.Rate <= 0 {
+		return nil
+	}
+	return r.take(c, bucketKey{subject: c.Subject, method: c.Method, tool: unofferedTools}, tool)
+}
+
+// unofferedTools is the bucket key of AllowUnoffered's shared bucket: no
+// tool has an empty name.
+const unofferedTools = ""
+
+// take takes a token from the bucket k, making it if needed (with the
+// tool's limit; the default one for the shared bucket).
+func (r *RateLimiter) take(c Caller, k bucketKey, tool string) error {
 	now := r.now()
-	k := bucketKey{subject: c.Subject, method: c.Method, tool: tool}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evictIdle(now)
@@ -116,7 +143,10 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		// The tool's limit is fixed by the configuration, so it is looked up
 		// once, when the pair's bucket is made (it is positive here: above
 		// 0 by default, or an override, validated positive).
-		lim, burst := r.limitFor(tool)
+		lim, burst := r.cfg.Rate, r.cfg.Burst
+		if k.tool != unofferedTools {
+			lim, burst = r.limitFor(k.tool)
+		}
 		if r.lru.Len() >= r.cfg.MaxBuckets {
 			r.remove(r.lru.Back())
 		}
@@ -129,7 +159,7 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 		res.CancelAt(now) // a refused call must not consume the future token
 		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
 			Message: fmt.Sprintf("caller %q is over the rate limit for tool %q (%g/s, burst %d); retry after %s",
-				c.Subject, tool, float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
+				Bound(c.Subject), Bound(tool), float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
 	}
 	return nil
 }

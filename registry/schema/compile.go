@@ -80,7 +80,7 @@ func Compile(doc *structpb.Struct, opts ...Option) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	s := &Schema{js: v, fastPaths: !o.noFastPaths}
+	s := &Schema{js: v, fastPaths: !o.noFastPaths, sens: NewSensitivity(doc)}
 	if s.fastPaths {
 		s.fast, _ = compileFast(v) // unsupported schema: jsonschema alone
 	}

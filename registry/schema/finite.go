@@ -18,7 +18,7 @@ import (
 // nonFiniteViolations returns a violation for each NaN or ±Infinity number
 // in args, in document order for lists and key order for objects, so the
 // message is stable. Arguments without any cost one allocation-free walk.
-func nonFiniteViolations(args *structpb.Struct) []Violation {
+func nonFiniteViolations(args *structpb.Struct, sens *Sensitivity) []Violation {
 	if structFinite(args) {
 		return nil
 	}
@@ -30,11 +30,11 @@ func nonFiniteViolations(args *structpb.Struct) []Violation {
 		switch k := v.GetKind().(type) {
 		case *structpb.Value_NumberValue:
 			if !finite(k.NumberValue) {
-				out = append(out, Violation{
-					Pointer: pointer(path),
-					Message: fieldName(path, isArr) + " must be a finite number; got " +
-						strconv.FormatFloat(k.NumberValue, 'g', -1, 64) + ", which JSON cannot express",
-				})
+				got := "; got " + strconv.FormatFloat(k.NumberValue, 'g', -1, 64) + ", which JSON cannot express"
+				if sens.At(path, isArr) {
+					got = " (JSON cannot express NaN or infinities)"
+				}
+				out = append(out, Violation{Pointer: pointer(path), Message: fieldName(path, isArr) + " must be a finite number" + got})
 			}
 		case *structpb.Value_StructValue:
 			fields := k.StructValue.GetFields()

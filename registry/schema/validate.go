@@ -24,6 +24,8 @@ type Schema struct {
 	// uses keywords it does not cover (see fast.go) or fast paths are off.
 	fast      *fastSchema
 	fastPaths bool
+	// sens says which values messages must not show.
+	sens *Sensitivity
 }
 
 // Option configures Compile.
@@ -40,6 +42,10 @@ func WithoutFastPaths() Option { return func(o *options) { o.noFastPaths = true 
 // may still decline a schema they do not cover; see HasFastValidator).
 func (s *Schema) FastPaths() bool { return s.fastPaths }
 
+// Sensitivity is which argument values the schema marks sensitive (the
+// audit log's redaction uses the same).
+func (s *Schema) Sensitivity() *Sensitivity { return s.sens }
+
 // HasFastValidator reports whether a fast validator covers this schema.
 func (s *Schema) HasFastValidator() bool { return s.fast != nil }
 
@@ -54,7 +60,7 @@ var printer = message.NewPrinter(language.English)
 // the engine could not judge them — never the caller's fault, never to be
 // shown to a model as a violation.
 func (s *Schema) Validate(args *structpb.Struct, rep *normalize.Report) error {
-	if v := nonFiniteViolations(args); len(v) > 0 { // finite.go
+	if v := nonFiniteViolations(args, s.sens); len(v) > 0 { // finite.go
 		ve := &ValidationError{Violations: v}
 		if rep != nil {
 			ve.Repairs = rep.Repairs
@@ -97,7 +103,7 @@ func (s *Schema) Validate(args *structpb.Struct, rep *normalize.Report) error {
 	all := make([]ranked, 0, len(leaves))
 	seen := make(map[Violation]bool, len(leaves))
 	for _, l := range leaves {
-		for _, v := range describe(l, inst, rep) {
+		for _, v := range describe(l, inst, rep, s.sens) {
 			if !seen[v] {
 				seen[v] = true
 				all = append(all, ranked{v, kindRank(l.ErrorKind)})
@@ -145,12 +151,22 @@ func collectLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationE
 
 // describe turns one leaf error into violations with model-facing messages.
 // String values are never echoed (they may hold secrets); numbers, booleans
-// and null are.
-func describe(l *jsonschema.ValidationError, inst map[string]any, rep *normalize.Report) []Violation {
+// and null are, except where sens marks the value (or an ancestor)
+// sensitive: then no message shows the value, its length, or the schema's
+// allowed values, which could be the secret itself.
+func describe(l *jsonschema.ValidationError, inst map[string]any, rep *normalize.Report, sens *Sensitivity) []Violation {
 	ptr := pointer(l.InstanceLocation)
 	val, isArr := lookup(inst, l.InstanceLocation)
 	name := fieldName(l.InstanceLocation, isArr)
 	one := func(msg string) []Violation { return []Violation{{Pointer: ptr, Message: msg}} }
+	secret := sens.At(l.InstanceLocation, isArr)
+	// got is "; got <what was sent>", or nothing for a sensitive value.
+	got := func(what string) string {
+		if secret {
+			return ""
+		}
+		return "; got " + what
+	}
 	switch k := l.ErrorKind.(type) {
 	case *kind.Required:
 		out := make([]Violation, 0, len(k.Missing))
@@ -175,33 +191,42 @@ func describe(l *jsonschema.ValidationError, inst map[string]any, rep *normalize
 		}
 		return out
 	case *kind.Type:
+		if secret {
+			return one(fmt.Sprintf("%s must be %s; got %s", name, wantTypes(k.Want), kindOf(val)))
+		}
 		return one(fmt.Sprintf("%s must be %s; got %s", name, wantTypes(k.Want), gotValue(ptr, val, rep)))
 	case *unsafeInteger:
-		return one(fmt.Sprintf("%s must be an integer between -2^53 and 2^53; got %s", name, formatNumber(k.Got)))
+		return one(fmt.Sprintf("%s must be an integer between -2^53 and 2^53%s", name, got(formatNumber(k.Got))))
 	case *kind.Enum:
+		if secret {
+			return one(fmt.Sprintf("%s must be one of the values the tool allows", name))
+		}
 		return one(fmt.Sprintf("%s must be one of %s", name, displayValues(k.Want)))
 	case *kind.Const:
+		if secret {
+			return one(fmt.Sprintf("%s must be the value the tool requires", name))
+		}
 		return one(fmt.Sprintf("%s must be %s", name, displayValue(k.Want)))
 	case *kind.Pattern:
 		return one(fmt.Sprintf("%s must match the pattern %q", name, k.Want))
 	case *kind.Format:
 		return one(fmt.Sprintf("%s must be a valid %s", name, k.Want))
 	case *kind.MinLength:
-		return one(fmt.Sprintf("%s must be at least %d characters long; got %d", name, k.Want, k.Got))
+		return one(fmt.Sprintf("%s must be at least %d characters long%s", name, k.Want, got(fmt.Sprint(k.Got))))
 	case *kind.MaxLength:
-		return one(fmt.Sprintf("%s must be at most %d characters long; got %d", name, k.Want, k.Got))
+		return one(fmt.Sprintf("%s must be at most %d characters long%s", name, k.Want, got(fmt.Sprint(k.Got))))
 	case *kind.MinItems:
-		return one(fmt.Sprintf("%s must have at least %d items; got %d", name, k.Want, k.Got))
+		return one(fmt.Sprintf("%s must have at least %d items%s", name, k.Want, got(fmt.Sprint(k.Got))))
 	case *kind.MaxItems:
-		return one(fmt.Sprintf("%s must have at most %d items; got %d", name, k.Want, k.Got))
+		return one(fmt.Sprintf("%s must have at most %d items%s", name, k.Want, got(fmt.Sprint(k.Got))))
 	case *kind.Minimum:
-		return one(fmt.Sprintf("%s must be >= %s; got %s", name, ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("%s must be >= %s%s", name, ratString(k.Want), got(ratString(k.Got))))
 	case *kind.Maximum:
-		return one(fmt.Sprintf("%s must be <= %s; got %s", name, ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("%s must be <= %s%s", name, ratString(k.Want), got(ratString(k.Got))))
 	case *kind.ExclusiveMinimum:
-		return one(fmt.Sprintf("%s must be > %s; got %s", name, ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("%s must be > %s%s", name, ratString(k.Want), got(ratString(k.Got))))
 	case *kind.ExclusiveMaximum:
-		return one(fmt.Sprintf("%s must be < %s; got %s", name, ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("%s must be < %s%s", name, ratString(k.Want), got(ratString(k.Got))))
 	case *kind.FalseSchema:
 		if len(l.InstanceLocation) == 1 {
 			return one(fmt.Sprintf("unknown argument %s: remove it", name))
@@ -214,7 +239,39 @@ func describe(l *jsonschema.ValidationError, inst map[string]any, rep *normalize
 	case *kind.UniqueItems:
 		return one(fmt.Sprintf("%s must have unique items; items %d and %d are equal", name, k.Duplicates[0], k.Duplicates[1]))
 	}
+	if secret {
+		// jsonschema's own wording may quote the value (multipleOf does).
+		return one(fmt.Sprintf("%s does not satisfy the schema's %s keyword", name, keywordName(l.ErrorKind)))
+	}
 	return one(fmt.Sprintf("%s: %s", name, l.ErrorKind.LocalizedString(printer)))
+}
+
+// keywordName is the failing keyword of k ("multipleOf"), for a message
+// that must not quote the value.
+func keywordName(k jsonschema.ErrorKind) string {
+	if p := k.KeywordPath(); len(p) > 0 {
+		return "`" + p[len(p)-1] + "`"
+	}
+	return "constraints"
+}
+
+// kindOf names a value's JSON type without its value.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return "a value"
 }
 
 // lookup finds the instance value at tokens; isArr reports for each token

@@ -55,6 +55,10 @@ type ToolServiceConfig struct {
 	// ReconnectMaxDelay caps the back-off between connection attempts to a
 	// backend that went away (0: DefaultReconnectMaxDelay).
 	ReconnectMaxDelay time.Duration
+	// PassDebugInfo keeps google.rpc.DebugInfo details (stack entries, a
+	// backend's internals) in the backend errors callers receive; by default
+	// they are removed (policy file: backend_errors.pass_debug_info).
+	PassDebugInfo bool
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
@@ -188,10 +192,15 @@ func (t *ToolService) budget(ctx context.Context, c *pipeline.Call) (time.Durati
 // failure classifies a failed backend call honestly: unreachable →
 // Unavailable naming the tool, deadline → DeadlineExceeded naming the tool
 // and the budget, cancellation → Canceled, anything else is the backend's
-// own status (code and message; its details ride in Cause).
+// own status (code and message; its details ride in Cause, without
+// DebugInfo unless PassDebugInfo). Messages never name the backend's
+// target, and an unreachable backend's transport message (which does) is
+// not passed on: the target and the cause are for the logs (Cause).
 func (t *ToolService) failure(c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
 	st := status.Convert(err)
-	target := c.Entry.Tool.Backend
+	if !t.cfg.PassDebugInfo {
+		err = withoutDebugInfo(st, err)
+	}
 	e := &pipeline.Error{Code: pipeline.Code(st.Code()), Reason: pipeline.ReasonBackendError, Tool: c.Tool,
 		Message: st.Message(), Timeout: budget, DeadlineSource: source, Cause: err}
 	switch {
@@ -199,12 +208,32 @@ func (t *ToolService) failure(c *pipeline.Call, budget time.Duration, source str
 		e.Code, e.Reason, e.Message = pipeline.Canceled, pipeline.ReasonBackendCanceled, fmt.Sprintf("tool %q: call canceled", c.Tool)
 	case errors.Is(err, context.DeadlineExceeded) || st.Code() == codes.DeadlineExceeded:
 		e.Code, e.Reason = pipeline.DeadlineExceeded, pipeline.ReasonBackendDeadline
-		e.Message = fmt.Sprintf("tool %q: backend %s did not answer within %v (%v)", c.Tool, target, budget.Round(time.Millisecond), source)
+		e.Message = fmt.Sprintf("tool %q: backend did not answer within %v (%v)", c.Tool, budget.Round(time.Millisecond), source)
 	case st.Code() == codes.Unavailable:
 		e.Reason = pipeline.ReasonBackendUnavailable
-		e.Message = fmt.Sprintf("tool %q: backend %s unavailable: %s", c.Tool, target, st.Message())
+		e.Message = fmt.Sprintf("tool %q: backend unavailable; try again later", c.Tool)
 	}
 	return e
+}
+
+// debugInfoType is google.rpc.DebugInfo's Any type URL.
+const debugInfoType = "type.googleapis.com/google.rpc.DebugInfo"
+
+// withoutDebugInfo is err with st's DebugInfo details removed (err itself
+// when it has none).
+func withoutDebugInfo(st *status.Status, err error) error {
+	p := st.Proto()
+	kept := p.Details[:0]
+	for _, d := range p.Details {
+		if d.GetTypeUrl() != debugInfoType {
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) == len(p.Details) {
+		return err
+	}
+	p.Details = kept
+	return status.FromProto(p).Err()
 }
 
 func (t *ToolService) outgoingMD(ctx context.Context, c *pipeline.Call) metadata.MD {

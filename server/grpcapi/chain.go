@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -85,16 +86,30 @@ func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
 			ctx = pipeline.WithCall(ctx, c)
 		}
 		// The logging interceptor (outside us) reads these when the call ends.
-		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", c.Tool, "flowdrop.call_id", c.CallID})
+		// Bounded prefixes: both are whatever the caller sent.
+		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", policy.Bound(c.Tool), "flowdrop.call_id", policy.Bound(c.CallID)})
 		p.Begin(c)
 		defer func() {
 			if n := len(c.Report.Repairs); n > 0 {
 				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
 			}
+			if f := c.Failure(); f != nil && c.Entry != nil && pipeline.IsBackendFailure(f) {
+				// The caller's message names neither; the operator's line does.
+				logging.AddFields(ctx, backendFields(c.Entry.Tool.Backend, f))
+			}
 			p.Finish(ctx, c, err)
 		}()
 		return handler(ctx, req)
 	}
+}
+
+// backendFields are a failed backend call's target and cause, for the log.
+func backendFields(target string, f *pipeline.Error) logging.Fields {
+	fields := logging.Fields{"flowdrop.backend", target}
+	if f.Cause != nil {
+		fields = append(fields, "flowdrop.cause", f.Cause.Error())
+	}
+	return fields
 }
 
 // stageInterceptor is THE adapter of a pipeline stage to gRPC: it runs

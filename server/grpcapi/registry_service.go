@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -56,6 +57,13 @@ func WithToolFilter(visible func(ctx context.Context, name string) bool) registr
 	return func(s *registryService) { s.visible = visible }
 }
 
+// WithBackendFilter blanks the backend target of every tool GetTool,
+// ListTools and WatchTools return to a caller for whom shows returns false
+// (pipeline.SeesBackends: callers without the admin role).
+func WithBackendFilter(shows func(ctx context.Context) bool) registryServiceOption {
+	return func(s *registryService) { s.showBackend = shows }
+}
+
 // registryService implements ToolRegistryService over a started registry.
 // Reads (Get) and writes go to the registry's store; ListTools is served
 // from the live snapshot; WatchTools streams the store's events.
@@ -66,6 +74,7 @@ type registryService struct {
 	strictLint   bool
 	lintProfiles []lint.Profile
 	visible      func(ctx context.Context, name string) bool
+	showBackend  func(ctx context.Context) bool
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once
@@ -129,7 +138,7 @@ func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.Regis
 		StrictLint: s.strictLint || req.GetStrictLint(), LintProfiles: s.lintProfiles,
 	})
 	if err != nil {
-		return nil, statusError(err)
+		return nil, failed(ctx, err)
 	}
 	return &gatewayv1.RegisterToolResponse{
 		Tool:               toolProto(res.Tool),
@@ -150,9 +159,9 @@ func (s *registryService) GetTool(ctx context.Context, req *gatewayv1.GetToolReq
 	}
 	t, err := s.reg.Get(ctx, name)
 	if err != nil {
-		return nil, statusError(notFoundAsTool(name, err))
+		return nil, failed(ctx, notFoundAsTool(name, err))
 	}
-	return &gatewayv1.GetToolResponse{Tool: toolProto(t)}, nil
+	return &gatewayv1.GetToolResponse{Tool: s.readProto(t, s.showsBackend(ctx))}, nil
 }
 
 // DeleteTool removes a tool, optionally only at an expected revision.
@@ -170,7 +179,7 @@ func (s *registryService) DeleteTool(ctx context.Context, req *gatewayv1.DeleteT
 		expected = &e
 	}
 	if err := s.reg.Delete(ctx, name, expected); err != nil {
-		return nil, statusError(notFoundAsTool(name, err))
+		return nil, failed(ctx, notFoundAsTool(name, err))
 	}
 	return &gatewayv1.DeleteToolResponse{}, nil
 }
@@ -182,7 +191,7 @@ func checkNameField(name string) error {
 		return &requestFieldError{field: "name", reason: "is required"}
 	}
 	if registry.ValidateName(name) != nil {
-		return &requestFieldError{field: "name", reason: fmt.Sprintf("%q is not a tool name: must match %s", name, registry.NamePattern)}
+		return &requestFieldError{field: "name", reason: fmt.Sprintf("%q is not a tool name: must match %s", policy.Bound(name), registry.NamePattern)}
 	}
 	return nil
 }
@@ -227,6 +236,7 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 		return n > after && n >= from
 	})
 	resp := &gatewayv1.ListToolsResponse{}
+	backends := s.showsBackend(ctx)
 	for ; i < len(entries); i++ {
 		t := entries[i].Tool
 		if !strings.HasPrefix(t.Name, prefix) {
@@ -240,7 +250,7 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 			resp.NextPageToken = encodePageToken(resp.Tools[size-1].GetName())
 			break
 		}
-		resp.Tools = append(resp.Tools, toolProto(t))
+		resp.Tools = append(resp.Tools, s.readProto(t, backends))
 	}
 	return resp, nil
 }
@@ -286,18 +296,19 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 	// Subscribe before reading so a registry Close during the list is seen.
 	changes, unsubscribe := s.reg.Changes()
 	defer unsubscribe()
+	backends := s.showsBackend(ctx)
 
 	if after == 0 {
 		tools, rev, err := s.reg.List(ctx)
 		if err != nil {
-			return statusError(err)
+			return failed(ctx, err)
 		}
 		for _, t := range tools {
 			if !s.shows(ctx, t.Name) {
 				continue
 			}
 			if err := stream.Send(&gatewayv1.WatchToolsResponse{
-				Type: gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT, Tool: toolProto(t), Revision: t.Revision,
+				Type: gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT, Tool: s.readProto(t, backends), Revision: t.Revision,
 			}); err != nil {
 				return err
 			}
@@ -333,7 +344,7 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 				return resume("registry store watch lost")
 			}
 			if s.shows(ctx, ev.Tool.Name) {
-				if err := stream.Send(watchEventProto(ev)); err != nil {
+				if err := stream.Send(watchEventProto(ev, backends)); err != nil {
 					return err
 				}
 			}
@@ -347,12 +358,31 @@ func (s *registryService) shows(ctx context.Context, name string) bool {
 	return s.visible == nil || s.visible(ctx, name)
 }
 
-func watchEventProto(ev registry.Event) *gatewayv1.WatchToolsResponse {
+// showsBackend reports whether the caller in ctx sees backend targets
+// (WithBackendFilter).
+func (s *registryService) showsBackend(ctx context.Context) bool {
+	return s.showBackend == nil || s.showBackend(ctx)
+}
+
+// readProto is a tool as a registry read returns it: without its backend
+// target unless the caller may see it.
+func (s *registryService) readProto(t registry.Tool, backend bool) *gatewayv1.Tool {
+	p := toolProto(t)
+	if !backend {
+		p.Backend = ""
+	}
+	return p
+}
+
+func watchEventProto(ev registry.Event, backend bool) *gatewayv1.WatchToolsResponse {
 	out := &gatewayv1.WatchToolsResponse{Revision: ev.Revision}
 	switch ev.Type {
 	case registry.EventPut:
 		out.Type = gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT
 		out.Tool = toolProto(ev.Tool)
+		if !backend {
+			out.Tool.Backend = ""
+		}
 	case registry.EventDelete:
 		out.Type = gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE
 		out.Tool = &gatewayv1.Tool{Name: ev.Tool.Name, Revision: ev.Revision}

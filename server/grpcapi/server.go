@@ -64,7 +64,8 @@ func New(cfg Config) *Server {
 	gs := grpc.NewServer(opts...)
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline)}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
-	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithToolFilter(cfg.Pipeline.Visible))
+	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithToolFilter(cfg.Pipeline.Visible),
+		WithBackendFilter(cfg.Pipeline.SeesBackends))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

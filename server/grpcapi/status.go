@@ -1,10 +1,12 @@
 package grpcapi
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
@@ -67,6 +70,9 @@ func Status(e *pipeline.Error) *status.Status {
 		return policyStatus(code, e)
 	case e.Kind == pipeline.KindValidation:
 		return invalidArgumentsStatus(e)
+	case e.Reason == pipeline.ReasonToolNameInvalid:
+		return withDetails(status.New(code, e.Message), &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: "tool", Description: "must match " + registry.NamePattern}}})
 	case strings.HasPrefix(e.Reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message
@@ -160,7 +166,9 @@ func registryStatus(err error) *status.Status {
 	switch {
 	case errors.As(err, &te):
 		field := "tool." + te.Field + te.Pointer
-		return withDetails(status.New(codes.InvalidArgument, te.Error()),
+		bounded := *te // the name may be anything a client sent
+		bounded.Tool = policy.Bound(te.Tool)
+		return withDetails(status.New(codes.InvalidArgument, bounded.Error()),
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: te.Reason}}})
 	case errors.As(err, &rfe):
 		return withDetails(status.New(codes.InvalidArgument, rfe.Error()),
@@ -198,12 +206,27 @@ func registryStatus(err error) *status.Status {
 		return status.New(codes.NotFound, err.Error())
 	case errors.Is(err, registry.ErrCompacted):
 		return status.New(codes.OutOfRange, err.Error())
-	case errors.Is(err, registry.ErrUnavailable):
-		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())
-	case errors.Is(err, registry.ErrClosed):
-		return status.New(codes.Unavailable, "registry store unavailable: "+err.Error())
+	case errors.Is(err, registry.ErrUnavailable), errors.Is(err, registry.ErrClosed):
+		// The cause names endpoints or files: it goes to the log (failed).
+		return status.New(codes.Unavailable, storeUnavailable)
 	}
 	return nil
+}
+
+// storeUnavailable is the message of every store outage.
+const storeUnavailable = "registry store unavailable; try again later"
+
+// failed is statusError for a registry method with ctx: a failure that is
+// not the caller's (a store outage, our own fault) answers without its
+// cause, which may name files and endpoints, and the cause goes to the
+// call's access log line (flowdrop.cause).
+func failed(ctx context.Context, err error) error {
+	st := statusError(err)
+	switch status.Code(st) {
+	case codes.Internal, codes.Unavailable, codes.Unknown, codes.DataLoss:
+		logging.AddFields(ctx, logging.Fields{"flowdrop.cause", err.Error()})
+	}
+	return st
 }
 
 // withDetails attaches details, or keeps the bare status if they cannot be

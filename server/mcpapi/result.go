@@ -79,6 +79,8 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 	switch e.Reason {
 	case pipeline.ReasonToolNotFound:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", tool)}
+	case pipeline.ReasonToolNameInvalid:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
 	case pipeline.ReasonArgumentsUndecodable:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
 	case pipeline.ReasonBackendCanceled, pipeline.ReasonCanceled:
@@ -94,7 +96,7 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 	case pipeline.ReasonBackendError:
 		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
 	}
-	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", tool, "error", e.Error())
+	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", policy.Bound(tool), "error", e.Error())
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 

@@ -333,12 +333,16 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	args, err := parseMCPArguments(p.Arguments)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", p.Name, err)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
 	callID, _ := p.Meta[MCPMetaCallID].(string)
 	c := pipeline.NewCall(p.Name, callID, args)
 	res, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {
+		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
+			// The result names neither the target nor the cause; the log does.
+			m.log.WarnContext(ctx, "MCP tools/call: backend failed", "tool", c.Tool, "backend", c.Entry.Tool.Backend, "error", perr.Error())
+		}
 		return m.callError(ctx, perr, c.Report)
 	}
 	return toolResult(res, c.Report)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/schema"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -73,6 +74,7 @@ const (
 	ReasonArgumentsUndecodable = "arguments-undecodable"
 	ReasonEntityBound          = "entity-bound"
 	ReasonToolNotFound         = "tool-not-found"
+	ReasonToolNameInvalid      = "tool-name-invalid"
 	ReasonBackendUnavailable   = "backend-unavailable"
 	ReasonBackendDeadline      = "backend-deadline"
 	ReasonBackendCanceled      = "backend-canceled"
@@ -162,10 +164,28 @@ func policyCode(c policy.Code) Code {
 	return PermissionDenied
 }
 
+// IsBackendFailure reports whether e is a backend call's failure
+// (unavailable, deadline, canceled, or the backend's own error).
+func IsBackendFailure(e *Error) bool {
+	switch e.Reason {
+	case ReasonBackendUnavailable, ReasonBackendDeadline, ReasonBackendCanceled, ReasonBackendError:
+		return true
+	}
+	return false
+}
+
 // ToolNotFound is the error for a tool the registry does not have.
 func ToolNotFound(tool string) *Error {
 	return &Error{Code: NotFound, Reason: ReasonToolNotFound, Tool: tool,
 		Message: fmt.Sprintf("tool %q is not registered", tool)}
+}
+
+// ToolNameInvalid is the error for a name no tool can have; it quotes
+// only a bounded prefix of the name.
+func ToolNameInvalid(tool string) *Error {
+	bounded := policy.Bound(tool)
+	return &Error{Code: InvalidArgument, Reason: ReasonToolNameInvalid, Tool: bounded,
+		Message: fmt.Sprintf("%q is not a tool name: must match %s", bounded, registry.NamePattern)}
 }
 
 // unauthenticated is the refusal of a call no face authenticated.

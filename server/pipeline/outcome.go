@@ -38,8 +38,9 @@ type AuditRecorder struct {
 	sink *policy.AuditSink
 	log  func(msg string, err error)
 
-	// redactors caches one Redactor per registry entry (a tool revision):
-	// building one walks the schema, so never per call.
+	// redactors caches one Redactor per registry entry (a tool revision),
+	// over the compiled schema's Sensitivity (the one notion of sensitive,
+	// which validation messages follow too).
 	redactors sync.Map // *registry.Entry -> *policy.Redactor
 }
 
@@ -98,7 +99,7 @@ func (a *AuditRecorder) redactor(e *registry.Entry) *policy.Redactor {
 	if r, ok := a.redactors.Load(e); ok {
 		return r.(*policy.Redactor)
 	}
-	r, _ := a.redactors.LoadOrStore(e, policy.NewRedactor(e.Tool.InputSchema))
+	r, _ := a.redactors.LoadOrStore(e, policy.RedactorFor(e.Schema.Sensitivity()))
 	return r.(*policy.Redactor)
 }
 

@@ -196,3 +196,20 @@ func (p *Pipeline) Visible(ctx context.Context, tool string) bool {
 	caller, ok := policy.CallerFrom(ctx)
 	return ok && az.AllowMethod(caller, InvokeMethod) == nil && az.AllowTool(caller, tool) == nil
 }
+
+// registerMethod is RegisterTool's full gRPC method name.
+const registerMethod = "/" + policy.RegistryService + "/RegisterTool"
+
+// SeesBackends is who sees a tool's backend target in registry reads
+// (GetTool, ListTools, WatchTools): only a caller that may register tools
+// (the admin role), who chose the targets anyway. Invokers see an empty
+// backend: an address tells a model nothing it needs and an attacker where
+// to go around the gateway. Without authorization, everyone.
+func (p *Pipeline) SeesBackends(ctx context.Context) bool {
+	az := p.cfg.Authz
+	if az == nil {
+		return true
+	}
+	caller, ok := policy.CallerFrom(ctx)
+	return ok && az.AllowMethod(caller, registerMethod) == nil
+}

@@ -184,8 +184,12 @@ func TestStageHookSeesTheStagesInOrder(t *testing.T) {
 	if !slices.Equal(append(seen, "dispatch"), want) {
 		t.Errorf("stages ran %v, want %v", seen, want)
 	}
-	if want[4] != "normalize" || want[5] != "validate" || want[6] != "rules" {
+	at := func(name string) int { return slices.Index(want, name) }
+	if !(at("normalize") >= 0 && at("normalize") < at("validate") && at("validate") < at("rules")) {
 		t.Errorf("stage order %v: normalization must come before validation and before the rules", want)
+	}
+	if !(at("tool-name") >= 0 && at("tool-name") < at("rate-limit")) {
+		t.Errorf("stage order %v: the tool name must be checked before a rate-limit bucket is keyed by it", want)
 	}
 }
 

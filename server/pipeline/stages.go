@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 )
 
 // Stage is one step of a tool call: it reads and fills the Call, and
@@ -31,6 +32,7 @@ func (p *Pipeline) stageList() []Stage {
 	return []Stage{
 		{"caller", p.identify},      // the face's authenticated caller, or Unauthenticated
 		{"role", p.checkRole},       // the caller holds a role for InvokeTool
+		{"tool-name", p.checkName},  // the name matches registry.NamePattern
 		{"rate-limit", p.rateLimit}, // caller × tool token bucket
 		{"screen", p.screen},        // tool allow/deny; size limits on the arguments as sent
 		{"normalize", p.normalize},  // RT-TOOL-8 against the tool's schema
@@ -75,8 +77,35 @@ func (p *Pipeline) checkRole(_ context.Context, c *Call) error {
 	return p.cfg.Authz.AllowMethod(c.Caller, InvokeMethod)
 }
 
+// checkName refuses a tool name no tool can have, before anything is keyed
+// by it (rate-limit buckets, in-flight counters, metric labels) or looks
+// it up; messages and logs quote only a bounded prefix of it.
+func (p *Pipeline) checkName(_ context.Context, c *Call) error {
+	if registry.ValidName(c.Tool) {
+		return nil
+	}
+	return ToolNameInvalid(c.Tool)
+}
+
+// rateLimit takes a token from the caller's bucket for the tool when the
+// tool is offered to the caller (registered, and passing its allow/deny
+// lists); every other name shares the caller's one bucket for tools it is
+// not offered. So buckets exist only for registered tools (a model
+// inventing names cannot grow the limiter), and a denied caller sees the
+// same thing for a registered tool it may not call as for a name that does
+// not exist: a bucket per registered-but-denied tool would tell them apart
+// (exhaust the shared bucket, then see which names still pass).
 func (p *Pipeline) rateLimit(_ context.Context, c *Call) error {
-	return p.cfg.RateLimit.Allow(c.Caller, c.Tool)
+	rl := p.cfg.RateLimit
+	if !rl.On() {
+		return nil
+	}
+	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok {
+		if az := p.cfg.Authz; az == nil || az.AllowTool(c.Caller, c.Tool) == nil {
+			return rl.Allow(c.Caller, c.Tool)
+		}
+	}
+	return rl.AllowUnoffered(c.Caller, c.Tool)
 }
 
 // screen: the tool allow/deny lists (deny early: cheaper, and a denied
