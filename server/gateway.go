@@ -134,9 +134,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics}
-	if g.auditor != nil {
-		pc.Recorders = append(pc.Recorders, g.auditor)
-	}
+	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
 		RateLimit: pc.RateLimit, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
@@ -150,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	if g.adminLis != nil {
 		undo = append(undo, func() { g.adminLis.Close() })
-		g.admin = observe.NewAdmin(g.metrics, g.ready.Load)
+		g.admin = observe.NewAdmin(g.metrics, g.readiness)
 	}
 	if g.mcpLis, err = listen(cfg.Listeners.MCP, cfg.MCP.ListenAddr, "MCP listener"); err != nil {
 		return nil, err
@@ -224,19 +222,53 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	}
 	pc.Limits = cfg.Limits
 	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
+	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
+		OnDrop: g.metrics.CountAuditDropped,
+		// The sink's error names the file: logs only, never a caller.
+		OnError: func(err error, suppressed int64) {
+			g.log.Error("audit log write failed; records are being lost", "error", err.Error(),
+				"suppressed_since_last_report", suppressed, "on_failure", auditMode(cfg.Audit))
+		},
+		OnRecover: func(dropped int64) {
+			g.log.Info("audit log writable again", "records_dropped", dropped)
+		}}
 	switch cfg.Audit.Path {
 	case "":
 	case "-":
-		g.audit = policy.NewWriterSink(os.Stdout, policy.AuditSinkOptions{})
+		g.audit = policy.NewWriterSink(os.Stdout, opt)
 	default:
-		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes}); err != nil {
+		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, opt); err != nil {
 			return fail(err)
 		}
 	}
 	if g.audit != nil {
-		g.auditor = pipeline.NewAuditRecorder(g.audit, func(msg string, err error) { g.log.Warn(msg, "error", err.Error()) })
+		g.auditor = pipeline.NewAuditRecorder(g.audit, auditMode(cfg.Audit) == AuditFailClosed,
+			func(msg string, err error) { g.log.Debug(msg, "error", err.Error()) })
 	}
 	return pc, nil
+}
+
+// auditMode is audit.on_failure with its default: fail-closed.
+func auditMode(c AuditConfig) string {
+	if c.OnFailure == "" {
+		return AuditFailClosed
+	}
+	return c.OnFailure
+}
+
+// errAuditUnwritable is /readyz's reason while fail-closed audit cannot
+// write (no path: the log line has it).
+var errAuditUnwritable = errors.New("audit log cannot be written (audit.on_failure: fail-closed); calls are refused")
+
+// readiness is /readyz: serving, and not refusing every call for audit.
+func (g *Gateway) readiness() error {
+	if !g.ready.Load() {
+		return errors.New("not serving (starting or shutting down)")
+	}
+	if g.auditor != nil && !g.auditor.Writable() {
+		return errAuditUnwritable
+	}
+	return nil
 }
 
 // closePolicy releases the JWKS refresh and flushes the audit log.

@@ -46,7 +46,17 @@ type AuditConfig struct {
 	Path string
 	// RotateBytes rotates the file past this size (0: never).
 	RotateBytes int64
+	// OnFailure is what a write failure (a full disk) does: AuditFailClosed
+	// (the default: calls are refused while the log cannot be written) or
+	// AuditFailOpen (calls go on; the loss is logged and counted).
+	OnFailure string
 }
+
+// Audit failure modes (audit.on_failure).
+const (
+	AuditFailClosed = "fail-closed"
+	AuditFailOpen   = "fail-open"
+)
 
 // AdminConfig is the HTTP admin listener (/metrics, /healthz, /readyz).
 type AdminConfig struct {
@@ -108,6 +118,11 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	switch c.Audit.OnFailure {
+	case "", AuditFailClosed, AuditFailOpen:
+	default:
+		bad(`audit.on_failure %q: must be "fail-closed" or "fail-open"`, c.Audit.OnFailure)
 	}
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
@@ -189,6 +204,7 @@ type policyFile struct {
 	Audit struct {
 		Path        string `json:"path"`
 		RotateBytes int64  `json:"rotate_bytes"`
+		OnFailure   string `json:"on_failure"`
 	} `json:"audit"`
 	Admin struct {
 		ListenAddr *string `json:"listen_addr"`

@@ -91,7 +91,9 @@ func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
 			if n := len(c.Report.Repairs); n > 0 {
 				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
 			}
-			p.Finish(ctx, c, err)
+			if e := p.Finish(ctx, c, err); e != nil {
+				resp, err = nil, Status(e).Err() // fail-closed audit withholds the result
+			}
 		}()
 		return handler(ctx, req)
 	}

@@ -59,6 +59,8 @@ func isPipelineError(err error) bool {
 //     flowdrop.gateway.v1.Repair details;
 //   - backend failures: the backend's (or the transport's) status with its
 //     details kept, under the pipeline's code and message;
+//   - fail-closed audit that cannot write: Unavailable with an ErrorInfo
+//     (AUDIT_UNAVAILABLE) and a RetryInfo;
 //   - anything else: the code and the caller-safe message.
 func Status(e *pipeline.Error) *status.Status {
 	code := codes.Code(e.Code)
@@ -67,6 +69,12 @@ func Status(e *pipeline.Error) *status.Status {
 		return policyStatus(code, e)
 	case e.Kind == pipeline.KindValidation:
 		return invalidArgumentsStatus(e)
+	case e.Reason == pipeline.ReasonAuditUnavailable:
+		// Unavailable with the wait; the sink's error (which names the
+		// file) is logged, never sent.
+		return withDetails(status.New(code, e.Message),
+			&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
 	case strings.HasPrefix(e.Reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message

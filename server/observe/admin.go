@@ -12,9 +12,10 @@ import (
 )
 
 // Admin is the admin HTTP listener: /metrics (Prometheus), /healthz (the
-// process runs) and /readyz (ready reports true: the registry is loaded and
-// gRPC is serving; false once shutdown starts, so a load balancer drains
-// the gateway first).
+// process runs) and /readyz (200 while ready reports nil: the registry is
+// loaded and gRPC is serving; 503 with ready's reason otherwise — once
+// shutdown starts, so a load balancer drains the gateway first, and while
+// fail-closed audit cannot write).
 type Admin struct {
 	handler http.Handler
 
@@ -23,16 +24,17 @@ type Admin struct {
 	closed  bool
 }
 
-// NewAdmin serves m's metrics and asks ready for /readyz.
-func NewAdmin(m *Metrics, ready func() bool) *Admin {
+// NewAdmin serves m's metrics and asks ready for /readyz (its error is the
+// reason in the 503 body: it must name no path or secret).
+func NewAdmin(m *Metrics, ready func() error) *Admin {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

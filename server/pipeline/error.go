@@ -79,6 +79,7 @@ const (
 	ReasonCanceled             = "canceled"
 	ReasonDeadlineExceeded     = "deadline-exceeded"
 	ReasonInternal             = "internal"
+	ReasonAuditUnavailable     = "audit-unavailable"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure
@@ -170,4 +171,11 @@ func ToolNotFound(tool string) *Error {
 // unauthenticated is the refusal of a call no face authenticated.
 func unauthenticated() error {
 	return &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing, Message: "call was not authenticated"}
+}
+
+// auditUnavailable refuses a call (or withholds its result) because
+// fail-closed audit cannot write: no path, no cause for the caller.
+func auditUnavailable(tool string) *Error {
+	return &Error{Code: Unavailable, Reason: ReasonAuditUnavailable, Tool: tool, RetryAfter: time.Second,
+		Message: "audit log unavailable: the gateway records every call and cannot right now; try again later"}
 }
