@@ -173,9 +173,18 @@ func unauthenticated() error {
 	return &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing, Message: "call was not authenticated"}
 }
 
-// auditUnavailable refuses a call (or withholds its result) because
-// fail-closed audit cannot write: no path, no cause for the caller.
+// auditUnavailable refuses a call up front because fail-closed audit
+// cannot write: nothing ran, so retrying later is safe (RetryAfter). No
+// path, no cause for the caller.
 func auditUnavailable(tool string) *Error {
 	return &Error{Code: Unavailable, Reason: ReasonAuditUnavailable, Tool: tool, RetryAfter: time.Second,
 		Message: "audit log unavailable: the gateway records every call and cannot right now; try again later"}
+}
+
+// auditWithheld replaces the answer of a call that ran but whose audit line
+// could not be written. No RetryAfter: the tool has run, so a blind retry
+// would run it again.
+func auditWithheld(tool string) *Error {
+	return &Error{Code: Unavailable, Reason: ReasonAuditUnavailable, Tool: tool,
+		Message: "audit log unavailable: the call's result is withheld because it could not be recorded; the tool may have run"}
 }

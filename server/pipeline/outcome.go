@@ -42,7 +42,8 @@ type Recorder interface {
 //     "audit log unavailable"), so no backend runs unaudited;
 //   - a call that reached its backend waits for its own line to be written;
 //     if that fails (or the call's context ends first) its result is
-//     withheld: the caller gets Unavailable instead.
+//     withheld: the caller gets Unavailable saying the tool may have run
+//     (without RetryInfo: a blind retry would run it again).
 //
 // What it does not guarantee: the backend of a call whose line then failed
 // HAS run (its effects happened; the line is missing and counted as
@@ -134,7 +135,7 @@ func (a *AuditRecorder) finish(ctx context.Context, c *Call, o Outcome) *Error {
 		return nil
 	}
 	if a.record(ctx, c, o, true) != nil {
-		return auditUnavailable(c.Tool)
+		return auditWithheld(c.Tool)
 	}
 	return nil
 }
