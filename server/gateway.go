@@ -38,6 +38,8 @@ type Gateway struct {
 	auth    *policy.Authenticator
 	audit   *policy.AuditSink
 	auditor *pipeline.AuditRecorder
+	// registryRate limits the registry service's calls (caller × method).
+	registryRate *policy.RateLimiter
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -137,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
-		RateLimit: pc.RateLimit, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+		RateLimit: g.registryRate, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -218,6 +220,11 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 		return fail(err)
 	}
 	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit); err != nil {
+		return fail(err)
+	}
+	// Registry calls get buckets of their own: paging ListTools must not
+	// spend (or be refused by) the invocation buckets.
+	if g.registryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit); err != nil {
 		return fail(err)
 	}
 	pc.Limits = cfg.Limits

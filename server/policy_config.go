@@ -200,6 +200,10 @@ type policyFile struct {
 		} `json:"tools"`
 		MaxBuckets  int      `json:"max_buckets"`
 		IdleTimeout duration `json:"idle_timeout"`
+		Registry    struct {
+			Rate  float64 `json:"rate"`
+			Burst int     `json:"burst"`
+		} `json:"registry"`
 	} `json:"rate_limit"`
 	Audit struct {
 		Path        string `json:"path"`
@@ -275,11 +279,12 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Auth: policy.AuthConfig{Mode: string(f.Auth.Mode), AnonymousRoles: f.Auth.AnonymousRoles},
 		Authz: policy.AuthzConfig{MethodRoles: f.Authz.MethodRoles,
 			Default: policy.ToolAccess(f.Authz.Default)},
-		Limits:    policy.Limits(f.Limits),
-		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout)},
-		Audit:     AuditConfig(f.Audit),
-		TLS:       TLSConfig(f.TLS),
-		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
+		Limits: policy.Limits(f.Limits),
+		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
+			Registry: policy.MethodRate(f.RateLimit.Registry)},
+		Audit:   AuditConfig(f.Audit),
+		TLS:     TLSConfig(f.TLS),
+		Tracing: TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
 	}
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
