@@ -101,6 +101,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, func() { g.reg.Close() })
 
 	g.metrics = observe.NewMetrics()
+	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
 		return nil, err
 	}

@@ -77,6 +77,15 @@ func (m *Metrics) RecordBackend(tool, code string, d time.Duration) {
 	m.backendH.WithLabelValues(tool, code).Observe(d.Seconds())
 }
 
+// WatchRegistryStaleness exports staleFor (seconds the registry snapshot may
+// have been out of date; 0 when current) as flowdrop_registry_stale_seconds,
+// read at each scrape.
+func (m *Metrics) WatchRegistryStaleness(staleFor func() time.Duration) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowdrop_registry_stale_seconds",
+		Help: "Seconds since the registry snapshot was last known current (0: current). Non-zero while the store (etcd) is unreachable; tools are served from the snapshot meanwhile."},
+		func() float64 { return staleFor().Seconds() }))
+}
+
 // CountAuditDropped counts one lost audit record.
 func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
 
