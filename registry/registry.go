@@ -90,6 +90,17 @@ func WithBackoff(min, max time.Duration) Option {
 	}
 }
 
+// WithStaleProbe sets how often a store that can be unreachable while its
+// watch stays open (a Pinger: etcd) is pinged to know whether the snapshot
+// is current (default 1s).
+func WithStaleProbe(every time.Duration) Option {
+	return func(r *Registry) {
+		if every > 0 {
+			r.probeEvery = every
+		}
+	}
+}
+
 // Registry serves compiled tools lock-free from a copy-on-write snapshot
 // kept current from a Store. Writers (Register, Delete, the watch) are
 // serialized by a mutex; readers only load an atomic pointer.
@@ -101,8 +112,16 @@ type Registry struct {
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
+	probeEvery  time.Duration
 
 	snap atomic.Pointer[Snapshot]
+
+	// Staleness: currentAt is when the snapshot was last known current
+	// (unix ns); stale is set while the store is unreachable or the watch is
+	// down; watching while a watch is established.
+	currentAt atomic.Int64
+	stale     atomic.Bool
+	watching  atomic.Bool
 
 	mu sync.Mutex // serializes snapshot writers and guards the fields below
 	// tombs holds deletions published locally (name → deletion revision)
@@ -126,6 +145,7 @@ func New(store Store, opts ...Option) *Registry {
 		fastPaths:  true,
 		backoffMin: 50 * time.Millisecond,
 		backoffMax: 5 * time.Second,
+		probeEvery: time.Second,
 		tombs:      make(map[string]int64),
 		subs:       make(map[chan struct{}]struct{}),
 	}
@@ -166,6 +186,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		return errors.New("registry: closed during Start")
 	}
 	r.replaceAllLocked(tools, rev)
+	r.currentAt.Store(time.Now().UnixNano())
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	r.done = make(chan struct{})
@@ -307,27 +328,39 @@ func (r *Registry) Delete(ctx context.Context, name string, expected *int64) err
 
 // run keeps the snapshot current until ctx ends: watch from rev; when the
 // watch is lost or cannot start, wait (bounded backoff), re-list, re-watch.
-// The last snapshot keeps serving meanwhile.
+// The last snapshot keeps serving meanwhile, and is marked stale
+// (StaleFor) until the store answers again.
 func (r *Registry) run(ctx context.Context, rev int64) {
 	defer close(r.done)
+	if p, ok := r.store.(Pinger); ok {
+		probed := make(chan struct{})
+		go r.probe(ctx, p, probed)
+		defer func() { <-probed }()
+	}
 	backoff := r.backoffMin
 	for {
 		ch, err := r.store.Watch(ctx, rev)
 		if err == nil {
+			r.watching.Store(true)
+			r.markCurrent()
 			for ev := range ch {
 				r.mu.Lock()
 				r.applyLocked(ev)
 				r.mu.Unlock()
 				rev = ev.Revision
 				backoff = r.backoffMin
+				r.markCurrent()
 			}
+			r.watching.Store(false)
 			if ctx.Err() != nil {
 				return
 			}
+			r.stale.Store(true) // until the re-list: the snapshot may miss events
 			r.log.Warn("registry: store watch lost; re-listing", "after_revision", rev)
 		} else if ctx.Err() != nil {
 			return
 		} else if !errors.Is(err, ErrCompacted) {
+			r.markStale(err)
 			r.log.Warn("registry: store watch failed; re-listing", "after_revision", rev, "error", err)
 		}
 		for {
@@ -340,6 +373,7 @@ func (r *Registry) run(ctx context.Context, rev int64) {
 				if ctx.Err() != nil {
 					return
 				}
+				r.markStale(err)
 				r.log.Warn("registry: store list failed", "error", err)
 				continue
 			}
@@ -347,9 +381,64 @@ func (r *Registry) run(ctx context.Context, rev int64) {
 			r.replaceAllLocked(tools, lrev)
 			r.mu.Unlock()
 			rev = lrev
+			r.markCurrent()
 			break
 		}
 	}
+}
+
+// probe pings p every probeEvery until ctx ends: a failure marks the
+// snapshot stale (etcd's client keeps a watch open through an outage, so
+// the watch alone never says so); a success while the watch runs marks it
+// current again.
+func (r *Registry) probe(ctx context.Context, p Pinger, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(r.probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := p.Ping(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.markStale(err)
+		case r.watching.Load():
+			r.markCurrent()
+		}
+	}
+}
+
+// markStale records that the store is unreachable; the first time per
+// outage it logs a WARN line.
+func (r *Registry) markStale(err error) {
+	if r.stale.CompareAndSwap(false, true) {
+		r.log.Warn("registry: store unreachable; serving the last snapshot, which may be stale until it answers",
+			"current_as_of", time.Unix(0, r.currentAt.Load()).UTC().Format(time.RFC3339), "error", err)
+	}
+}
+
+// markCurrent records that the snapshot is current; after an outage it
+// logs an INFO line.
+func (r *Registry) markCurrent() {
+	since := r.currentAt.Swap(time.Now().UnixNano())
+	if r.stale.CompareAndSwap(true, false) {
+		r.log.Info("registry: store reachable again; snapshot current", "stale_for", time.Since(time.Unix(0, since)).Round(time.Millisecond))
+	}
+}
+
+// StaleFor is how long the snapshot may have been out of date: 0 while it
+// is current (the store answers and the watch runs), else the time since
+// it was last known current. Serving goes on from the snapshot either way.
+func (r *Registry) StaleFor() time.Duration {
+	if !r.stale.Load() {
+		return 0
+	}
+	return time.Since(time.Unix(0, r.currentAt.Load()))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

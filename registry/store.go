@@ -73,3 +73,11 @@ type Store interface {
 	Watch(ctx context.Context, after int64) (<-chan Event, error)
 	Close() error
 }
+
+// Pinger is a Store that can be unreachable while its watch stays open (a
+// networked store: etcd's client resumes a watch silently). Ping answers
+// nil when the store serves current reads; the registry pings it to know
+// whether its snapshot is current (Registry.StaleFor).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

@@ -39,6 +39,8 @@ type Gateway struct {
 	audit   *policy.AuditSink
 	auditor *pipeline.AuditRecorder
 	limiter *policy.RateLimiter
+	// registryRate limits the registry service's calls (caller × method).
+	registryRate *policy.RateLimiter
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -128,6 +130,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, func() { g.reg.Close() })
 	g.notReady.Store(&reasonStarting)
 
+	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
 		return nil, err
 	}
@@ -164,12 +167,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics}
-	if g.auditor != nil {
-		pc.Recorders = append(pc.Recorders, g.auditor)
-	}
+	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
-		RateLimit: pc.RateLimit, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+		RateLimit: g.registryRate, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -204,14 +205,6 @@ var (
 	reasonStarting        = "starting"
 	reasonShuttingDown    = "shutting down"
 )
-
-// readiness is /readyz's answer.
-func (g *Gateway) readiness() (bool, string) {
-	if r := g.notReady.Load(); r != nil {
-		return false, *r
-	}
-	return true, ""
-}
 
 // storeWaited is how long Start has been waiting for the registry store
 // (0 when it is not waiting).
@@ -266,22 +259,61 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 		return fail(err)
 	}
 	g.limiter = pc.RateLimit
+	// Registry calls get buckets of their own: paging ListTools must not
+	// spend (or be refused by) the invocation buckets.
+	if g.registryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit); err != nil {
+		return fail(err)
+	}
 	pc.Limits = cfg.Limits
 	pc.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
 	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
+	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
+		OnDrop: g.metrics.CountAuditDropped,
+		// The sink's error names the file: logs only, never a caller.
+		OnError: func(err error, suppressed int64) {
+			g.log.Error("audit log write failed; records are being lost", "error", err.Error(),
+				"suppressed_since_last_report", suppressed, "on_failure", auditMode(cfg.Audit))
+		},
+		OnRecover: func(dropped int64) {
+			g.log.Info("audit log writable again", "records_dropped", dropped)
+		}}
 	switch cfg.Audit.Path {
 	case "":
 	case "-":
-		g.audit = policy.NewWriterSink(os.Stdout, policy.AuditSinkOptions{})
+		g.audit = policy.NewWriterSink(os.Stdout, opt)
 	default:
-		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes}); err != nil {
+		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, opt); err != nil {
 			return fail(err)
 		}
 	}
 	if g.audit != nil {
-		g.auditor = pipeline.NewAuditRecorder(g.audit, func(msg string, err error) { g.log.Warn(msg, "error", err.Error()) })
+		g.auditor = pipeline.NewAuditRecorder(g.audit, auditMode(cfg.Audit) == AuditFailClosed,
+			func(msg string, err error) { g.log.Debug(msg, "error", err.Error()) })
 	}
 	return pc, nil
+}
+
+// auditMode is audit.on_failure with its default: fail-closed.
+func auditMode(c AuditConfig) string {
+	if c.OnFailure == "" {
+		return AuditFailClosed
+	}
+	return c.OnFailure
+}
+
+// errAuditUnwritable is /readyz's reason while fail-closed audit cannot
+// write (no path: the log line has it).
+var errAuditUnwritable = errors.New("audit log cannot be written (audit.on_failure: fail-closed); calls are refused")
+
+// readiness is /readyz: serving, and not refusing every call for audit.
+func (g *Gateway) readiness() error {
+	if r := g.notReady.Load(); r != nil {
+		return errors.New(*r)
+	}
+	if g.auditor != nil && !g.auditor.Writable() {
+		return errAuditUnwritable
+	}
+	return nil
 }
 
 // closePolicy releases the JWKS refresh and flushes the audit log.

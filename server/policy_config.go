@@ -71,7 +71,17 @@ type AuditConfig struct {
 	Path string
 	// RotateBytes rotates the file past this size (0: never).
 	RotateBytes int64
+	// OnFailure is what a write failure (a full disk) does: AuditFailClosed
+	// (the default: calls are refused while the log cannot be written) or
+	// AuditFailOpen (calls go on; the loss is logged and counted).
+	OnFailure string
 }
+
+// Audit failure modes (audit.on_failure).
+const (
+	AuditFailClosed = "fail-closed"
+	AuditFailOpen   = "fail-open"
+)
 
 // AdminConfig is the HTTP admin listener (/metrics, /healthz, /readyz).
 type AdminConfig struct {
@@ -138,6 +148,11 @@ func (c *PolicyConfig) validate() error {
 	case "", EntityBoundRefuse, EntityBoundForward:
 	default:
 		bad(`normalize.on_entity_bound %q: must be "refuse" or "forward"`, c.Normalize.OnEntityBound)
+	}
+	switch c.Audit.OnFailure {
+	case "", AuditFailClosed, AuditFailOpen:
+	default:
+		bad(`audit.on_failure %q: must be "fail-closed" or "fail-open"`, c.Audit.OnFailure)
 	}
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
@@ -215,10 +230,15 @@ type policyFile struct {
 		} `json:"tools"`
 		MaxBuckets  int      `json:"max_buckets"`
 		IdleTimeout duration `json:"idle_timeout"`
+		Registry    struct {
+			Rate  float64 `json:"rate"`
+			Burst int     `json:"burst"`
+		} `json:"registry"`
 	} `json:"rate_limit"`
 	Audit struct {
 		Path        string `json:"path"`
 		RotateBytes int64  `json:"rotate_bytes"`
+		OnFailure   string `json:"on_failure"`
 	} `json:"audit"`
 	Admin struct {
 		ListenAddr *string `json:"listen_addr"`
@@ -295,8 +315,9 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Auth: policy.AuthConfig{Mode: string(f.Auth.Mode), AnonymousRoles: f.Auth.AnonymousRoles},
 		Authz: policy.AuthzConfig{MethodRoles: f.Authz.MethodRoles,
 			Default: policy.ToolAccess(f.Authz.Default)},
-		Limits:    policy.Limits(f.Limits),
-		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout)},
+		Limits: policy.Limits(f.Limits),
+		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
+			Registry: policy.MethodRate(f.RateLimit.Registry)},
 		Audit:     AuditConfig(f.Audit),
 		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},

@@ -28,7 +28,8 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"limits", p.Limits.MaxDepth == 16 && p.Limits.MaxInFlightPerTool == 64},
 		{"rate limit", p.RateLimit.Rate == 10 && p.RateLimit.Burst == 20 && p.RateLimit.IdleTimeout == 10*time.Minute},
 		{"per-tool rate limit", len(p.RateLimit.Tools) == 1 && p.RateLimit.Tools[0] == policy.ToolRate{Match: "run_*", Rate: 1, Burst: 2}},
-		{"audit", p.Audit.RotateBytes == 104857600},
+		{"registry rate limit", p.RateLimit.Registry == policy.MethodRate{Rate: 50, Burst: 100}},
+		{"audit", p.Audit.RotateBytes == 104857600 && p.Audit.OnFailure == AuditFailClosed},
 		{"admin", p.Admin.ListenAddr == "127.0.0.1:9090"},
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
@@ -68,6 +69,10 @@ func TestParsePolicyErrors(t *testing.T) {
 			doc: "auth: {mode: off}\nrate_limit: {tools: [{match: run_command, rate: 1}]}\n", want: []string{"rate_limit.tools[0]", "run_command"}},
 		{name: "rate-without-burst", reason: "the default bucket needs a burst too (was only found at start-up)",
 			doc: "auth: {mode: off}\nrate_limit: {rate: 5}\n", want: []string{"rate_limit: burst"}},
+		{name: "registry-rate-without-burst", reason: "the registry bucket is a whole bucket: rate and burst",
+			doc: "auth: {mode: off}\nrate_limit: {registry: {rate: 5}}\n", want: []string{"rate_limit.registry"}},
+		{name: "bad-audit-on-failure", reason: "only the two audit failure modes; a typo must not mean fail-open",
+			doc: "auth: {mode: off}\naudit: {path: a.jsonl, on_failure: ignore}\n", want: []string{"audit.on_failure", "ignore"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

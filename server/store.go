@@ -259,9 +259,10 @@ func openStore(sc StoreConfig) (registry.Store, error) {
 	return nil, fmt.Errorf("config: store: unknown kind %q", sc.Kind) // unreachable after Validate
 }
 
-// clientClosingStore closes the etcd client the store does not own.
+// clientClosingStore closes the etcd client the store does not own. It
+// embeds the etcd store itself, so its Ping (registry.Pinger) shows.
 type clientClosingStore struct {
-	registry.Store
+	*etcdstore.Store
 	closeClient func() error
 }
 

@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		return 2
 	}
+	defer survivingHangups(cfg.Logger)()
 	setting, source := applyGCPercent(gcPercent, os.Getenv)
 	cfg.Logger.Info("garbage collector target", "gogc", setting, "from", source)
 	stopPprof, err := startPprof(pprofListen)

@@ -65,7 +65,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 
 // dial checks the connection flags and the credential variables and builds
 // the client connection (grpc.NewClient connects lazily, on the first
-// call). Its errors are bad usage or input (exit 2) and never contain a
+// call; unary calls honour the gateway's RetryInfo, retry.go). Its errors are bad usage or input (exit 2) and never contain a
 // credential. A credential about to travel in plaintext to a host other
 // than this one gets a warning on stderr.
 func (c *connFlags) dial(stderr io.Writer) (*grpc.ClientConn, error) {
@@ -82,7 +82,7 @@ func (c *connFlags) dial(stderr io.Writer) (*grpc.ClientConn, error) {
 		}
 		transport = credentials.NewTLS(cfg)
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport)}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(transport), grpc.WithChainUnaryInterceptor(retryOnRetryInfo(stderr))}
 	if secret != nil {
 		if !useTLS && !loopback(c.addr) {
 			fmt.Fprintf(stderr, "warning: sending the %s to %s without TLS (give --tls or --ca-file if the gateway serves TLS)\n", secret.kind, c.addr)

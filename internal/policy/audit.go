@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ type AuditRecord struct {
 	LatencyMS     float64         `json:"latency_ms"`
 	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
 	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
+	// RecordsDropped is set on a ReasonAuditGap line only.
+	RecordsDropped int64 `json:"records_dropped,omitempty"`
 }
 
 // AuditRepair is one normalization repair.
@@ -130,6 +133,16 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // ErrAuditDropped is returned by Write when the queue is full.
 var ErrAuditDropped = errors.New("audit: queue full, record dropped")
 
+// ErrAuditUnwritable is returned by WriteWait when the record could not be
+// written (the file's error is reported to OnError, never to a caller: it
+// names the path).
+var ErrAuditUnwritable = errors.New("audit: record not written")
+
+// ReasonAuditGap is the reason of the line a sink writes when writes work
+// again after failing: records_dropped says how many records are missing
+// before it.
+const ReasonAuditGap = "audit-gap"
+
 // AuditSinkOptions configures an AuditSink.
 type AuditSinkOptions struct {
 	// QueueSize bounds records waiting to be written (default 4096). Write
@@ -138,26 +151,60 @@ type AuditSinkOptions struct {
 	QueueSize int
 	// RotateBytes rotates a file sink when it grows past this size (0: never).
 	RotateBytes int64
-	// OnError is told about write, sync and rotation errors (never with record contents).
-	OnError func(error)
-	now     func() time.Time
+	// OnError is told about write, sync and rotation errors (never with
+	// record contents), at most once per 10 s: suppressed is how many
+	// failures were not reported since the last call, so a full disk under
+	// load makes one log line, not one per call.
+	OnError func(err error, suppressed int64)
+	// OnDrop is told each time a record is lost (queue full or write failed).
+	OnDrop func()
+	// OnRecover is told when a write succeeds after failures, with the
+	// number of records dropped meanwhile.
+	OnRecover func(dropped int64)
+
+	now        func() time.Time
+	errorEvery time.Duration // default 10s
+	retryEvery time.Duration // default 1s
 }
 
 // AuditSink writes AuditRecords as JSON lines from one goroutine. Safe for
 // concurrent use.
+//
+// Health: a failed write marks the sink failing (Healthy false) and drops
+// the record; a torn partial line is truncated away, so the file stays
+// whole lines. While failing, the sink tries every second (and before each
+// record) to write a ReasonAuditGap line; once that works it is healthy
+// again, and the gap line says how many records are missing.
 type AuditSink struct {
 	opt     AuditSinkOptions
-	q       chan []byte
+	q       chan auditItem
 	done    chan struct{}
 	closeMu sync.RWMutex
 	closed  bool
 	dropped atomic.Int64
+	failing atomic.Bool
 
 	w    io.Writer
 	f    *os.File // nil for a plain writer
 	path string
 	size int64
+
+	// Owned by the writer goroutine.
+	gapDropped int64 // records dropped since the sink started failing
+
+	errMu      sync.Mutex
+	lastReport time.Time
+	suppressed int64
 }
+
+// auditItem is one queued line; done, when set, hears the write's result.
+type auditItem struct {
+	line []byte
+	done chan error
+}
+
+// waiters recycles WriteWait's result channels (one per waiting call).
+var waiters = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // NewWriterSink writes to w (for example os.Stdout). Close does not close w.
 func NewWriterSink(w io.Writer, opt AuditSinkOptions) *AuditSink {
@@ -194,15 +241,49 @@ func startSink(s *AuditSink, opt AuditSinkOptions) *AuditSink {
 	if opt.now == nil {
 		opt.now = time.Now
 	}
+	if opt.errorEvery <= 0 {
+		opt.errorEvery = 10 * time.Second
+	}
+	if opt.retryEvery <= 0 {
+		opt.retryEvery = time.Second
+	}
 	s.opt = opt
-	s.q = make(chan []byte, opt.QueueSize)
+	s.q = make(chan auditItem, opt.QueueSize)
 	s.done = make(chan struct{})
 	go s.run()
 	return s
 }
 
+// Healthy reports whether the last write succeeded (an atomic load: cheap
+// enough to check before every call).
+func (s *AuditSink) Healthy() bool { return !s.failing.Load() }
+
 // Write queues one record. It never blocks.
 func (s *AuditSink) Write(rec AuditRecord) error {
+	return s.enqueue(rec, nil)
+}
+
+// WriteWait queues one record and waits until it is written: nil, or
+// ErrAuditUnwritable, ErrAuditDropped (queue full) or ctx's error. Written
+// means the write returned, not that it reached the disk (no fsync per
+// record).
+func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
+	done := waiters.Get().(chan error)
+	if err := s.enqueue(rec, done); err != nil {
+		waiters.Put(done)
+		return err
+	}
+	select {
+	case err := <-done:
+		waiters.Put(done)
+		return err
+	case <-ctx.Done():
+		// The writer still sends on done (buffered); it is not reused.
+		return ctx.Err()
+	}
+}
+
+func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
 	rec.bound()
 	line, err := json.Marshal(rec)
 	if err != nil {
@@ -215,16 +296,25 @@ func (s *AuditSink) Write(rec AuditRecord) error {
 		return errors.New("audit: sink closed")
 	}
 	select {
-	case s.q <- line:
+	case s.q <- auditItem{line: line, done: done}:
 		return nil
 	default:
-		s.dropped.Add(1)
+		s.drop()
+		s.report(ErrAuditDropped)
 		return ErrAuditDropped
 	}
 }
 
-// Dropped reports how many records were dropped because the queue was full.
+// Dropped reports how many records were lost: dropped because the queue was
+// full, or not written because the write failed.
 func (s *AuditSink) Dropped() int64 { return s.dropped.Load() }
+
+func (s *AuditSink) drop() {
+	s.dropped.Add(1)
+	if s.opt.OnDrop != nil {
+		s.opt.OnDrop()
+	}
+}
 
 // Close writes what is queued, fsyncs and closes a file sink.
 func (s *AuditSink) Close() error {
@@ -246,16 +336,78 @@ func (s *AuditSink) Close() error {
 
 func (s *AuditSink) run() {
 	defer close(s.done)
-	for line := range s.q {
-		n, err := s.w.Write(line)
-		s.size += int64(n)
-		if err != nil {
-			s.report(fmt.Errorf("audit: write: %w", err))
+	var retry <-chan time.Time
+	for {
+		select {
+		case it, ok := <-s.q:
+			if !ok {
+				return
+			}
+			err := s.writeRecord(it.line)
+			if it.done != nil {
+				it.done <- err
+			}
+		case <-retry:
+			retry = nil
+			s.writeGap()
 		}
-		if s.f != nil && s.opt.RotateBytes > 0 && s.size >= s.opt.RotateBytes {
-			s.rotate()
+		// Retry on a timer only while failing: a drained gateway (not
+		// ready, so sent no calls) must still notice the disk came back.
+		if !s.failing.Load() {
+			retry = nil
+		} else if retry == nil {
+			retry = time.After(s.opt.retryEvery)
 		}
 	}
+}
+
+// writeRecord writes one call's line, after the gap line when failing.
+func (s *AuditSink) writeRecord(line []byte) error {
+	if s.failing.Load() && !s.writeGap() {
+		s.gapDropped++
+		s.drop()
+		return ErrAuditUnwritable
+	}
+	if err := s.writeLine(line); err != nil {
+		s.gapDropped++
+		s.drop()
+		return ErrAuditUnwritable
+	}
+	return nil
+}
+
+// writeGap writes the ReasonAuditGap line; true when the sink is healthy again.
+func (s *AuditSink) writeGap() bool {
+	line, _ := json.Marshal(AuditRecord{Time: s.opt.now(), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: s.gapDropped})
+	if s.writeLine(append(line, '\n')) != nil {
+		return false
+	}
+	s.failing.Store(false)
+	if s.opt.OnRecover != nil {
+		s.opt.OnRecover(s.gapDropped)
+	}
+	s.gapDropped = 0
+	return true
+}
+
+// writeLine writes one whole line or nothing: a partial write (a full disk)
+// is truncated away so the file stays JSON lines.
+func (s *AuditSink) writeLine(line []byte) error {
+	n, err := s.w.Write(line)
+	if err != nil {
+		if n > 0 && s.f != nil && s.f.Truncate(s.size) == nil {
+			n = 0
+		}
+		s.size += int64(n)
+		s.failing.Store(true)
+		s.report(fmt.Errorf("audit: write: %w", err))
+		return err
+	}
+	s.size += int64(n)
+	if s.f != nil && s.opt.RotateBytes > 0 && s.size >= s.opt.RotateBytes {
+		s.rotate()
+	}
+	return nil
 }
 
 func (s *AuditSink) rotate() {
@@ -272,15 +424,33 @@ func (s *AuditSink) rotate() {
 	f, size, err := openAppend(s.path)
 	if err != nil {
 		s.report(err)
-		s.w = io.Discard // keep draining so Write stays non-blocking; errors are reported
+		s.w = failedWriter{err} // every later record fails (and is counted) until a restart
 		s.f = nil
 		return
 	}
 	s.w, s.f, s.size = f, f, size
 }
 
+// failedWriter stands for a file that could not be reopened after rotation.
+type failedWriter struct{ err error }
+
+func (w failedWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// report tells OnError about err, at most once per errorEvery; the
+// failures in between are counted and passed with the next report.
 func (s *AuditSink) report(err error) {
-	if s.opt.OnError != nil {
-		s.opt.OnError(err)
+	if s.opt.OnError == nil {
+		return
 	}
+	s.errMu.Lock()
+	now := s.opt.now()
+	if !s.lastReport.IsZero() && now.Sub(s.lastReport) < s.opt.errorEvery {
+		s.suppressed++
+		s.errMu.Unlock()
+		return
+	}
+	suppressed := s.suppressed
+	s.lastReport, s.suppressed = now, 0
+	s.errMu.Unlock()
+	s.opt.OnError(err, suppressed)
 }

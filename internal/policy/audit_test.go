@@ -200,7 +200,7 @@ func TestPolicyAuditRotation(t *testing.T) {
 	path := filepath.Join(dir, "audit.log")
 	var sinkErrs []error
 	tick := time.Unix(1_700_000_000, 0)
-	opt := AuditSinkOptions{RotateBytes: 300, OnError: func(err error) { sinkErrs = append(sinkErrs, err) },
+	opt := AuditSinkOptions{RotateBytes: 300, OnError: func(err error, _ int64) { sinkErrs = append(sinkErrs, err) },
 		now: func() time.Time { tick = tick.Add(time.Second); return tick }}
 	sink, err := OpenFileSink(path, opt)
 	if err != nil {

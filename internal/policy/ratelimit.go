@@ -28,7 +28,27 @@ type RateLimitConfig struct {
 	// bucket has refilled anyway, so dropping it changes no decision if
 	// IdleTimeout >= Burst/Rate.
 	IdleTimeout time.Duration
+	// Registry is the caller × method bucket of each registry call
+	// (ListTools, GetTool, RegisterTool, ...), kept apart from the tool
+	// buckets so paging a listing never spends invocation tokens and the
+	// other way round. Zero: DefaultRegistryRate/Burst, on even when tool
+	// calls are not limited.
+	Registry MethodRate
 }
+
+// MethodRate is a rate (tokens per second) and burst.
+type MethodRate struct {
+	Rate  float64
+	Burst int
+}
+
+// The registry calls' default bucket: generous for paging (`tools list
+// --page-size 2` over hundreds of tools) and for scripted registrations, but
+// a bound on a caller hammering the store.
+const (
+	DefaultRegistryRate  = 50
+	DefaultRegistryBurst = 100
+)
 
 // ToolRate is one per-tool override of RateLimitConfig.
 type ToolRate struct {
@@ -40,8 +60,9 @@ type ToolRate struct {
 // RateLimiter is a bounded set of token buckets keyed by caller subject and
 // tool, built on golang.org/x/time/rate. Safe for concurrent use.
 type RateLimiter struct {
-	cfg RateLimitConfig
-	now func() time.Time
+	cfg  RateLimitConfig
+	now  func() time.Time
+	what string // what a bucket limits, for messages: "tool" or "method"
 
 	mu  sync.Mutex
 	lru *list.List // front = most recently used; values are *bucket
@@ -84,7 +105,10 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
-	r := &RateLimiter{cfg: cfg, now: time.Now, lru: list.New(), m: map[bucketKey]*list.Element{}}
+	if err := checkMethodRate(cfg.Registry); err != nil {
+		return nil, err
+	}
+	r := &RateLimiter{cfg: cfg, now: time.Now, what: "tool", lru: list.New(), m: map[bucketKey]*list.Element{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -93,6 +117,35 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 
 // On reports whether any limit is configured (nil: none).
 func (r *RateLimiter) On() bool { return r != nil && (r.cfg.Rate > 0 || len(r.cfg.Tools) > 0) }
+
+func checkMethodRate(m MethodRate) error {
+	if m == (MethodRate{}) {
+		return nil
+	}
+	if !(m.Rate > 0) || math.IsInf(m.Rate, 0) || m.Burst < 1 {
+		return fmt.Errorf("rate_limit.registry: want a finite rate above 0 and a burst of at least 1, got rate %g, burst %d", m.Rate, m.Burst)
+	}
+	return nil
+}
+
+// NewRegistryRateLimiter is the limiter of registry calls: buckets per
+// caller × method, in a keyspace of their own, at cfg.Registry's rate
+// (default DefaultRegistryRate/Burst), with cfg's MaxBuckets and IdleTimeout.
+func NewRegistryRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter, error) {
+	m := cfg.Registry
+	if err := checkMethodRate(m); err != nil {
+		return nil, err
+	}
+	if m == (MethodRate{}) {
+		m = MethodRate{Rate: DefaultRegistryRate, Burst: DefaultRegistryBurst}
+	}
+	r, err := NewRateLimiter(RateLimitConfig{Rate: m.Rate, Burst: m.Burst, MaxBuckets: cfg.MaxBuckets, IdleTimeout: cfg.IdleTimeout}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.what = "method"
+	return r, nil
+}
 
 // Allow takes one token from the caller × tool bucket or refuses with
 // ResourceExhausted and RetryAfter set to when a token will be available.
@@ -158,8 +211,8 @@ func (r *RateLimiter) take(c Caller, k bucketKey, tool string) error {
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now) // a refused call must not consume the future token
 		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
-			Message: fmt.Sprintf("caller %q is over the rate limit for tool %q (%g/s, burst %d); retry after %s",
-				Bound(c.Subject), Bound(tool), float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
+			Message: fmt.Sprintf("caller %q is over the rate limit for %s %q (%g/s, burst %d); retry after %s",
+				Bound(c.Subject), r.what, Bound(tool), float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
 	}
 	return nil
 }

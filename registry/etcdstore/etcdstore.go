@@ -332,6 +332,17 @@ func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64
 	return rev, err
 }
 
+// Ping is a linearizable read of one key (count only): it needs a quorum,
+// so it fails while this replica cannot get current reads from etcd.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.call(ctx, "ping", func(ctx context.Context) error {
+		_, err := s.cli.Get(ctx, s.tools, clientv3.WithCountOnly())
+		return err
+	})
+}
+
+var _ registry.Pinger = (*Store)(nil)
+
 // Watch delivers the events under the prefix with Revision > after. The
 // channel closes when ctx ends, when the store is closed, or when the watch
 // fails (compaction, cancellation by etcd): the caller re-lists. While etcd

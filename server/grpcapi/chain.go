@@ -97,7 +97,9 @@ func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
 				// The caller's message names neither; the operator's line does.
 				logging.AddFields(ctx, backendFields(c.Entry.Tool.Backend, f))
 			}
-			p.Finish(ctx, c, err)
+			if e := p.Finish(ctx, c, err); e != nil {
+				resp, err = nil, Status(e).Err() // fail-closed audit withholds the result
+			}
 		}()
 		return handler(ctx, req)
 	}

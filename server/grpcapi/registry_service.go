@@ -148,7 +148,10 @@ func (s *registryService) RegisterTool(ctx context.Context, req *gatewayv1.Regis
 	}, nil
 }
 
-// GetTool reads a tool from the store, the source of truth.
+// GetTool answers from the registry's snapshot, like ListTools (and like
+// the calls it serves): it keeps answering while the store is unreachable,
+// and the snapshot holds every write this gateway acknowledged
+// (read-your-writes). flowdrop_registry_stale_seconds says how current it is.
 func (s *registryService) GetTool(ctx context.Context, req *gatewayv1.GetToolRequest) (*gatewayv1.GetToolResponse, error) {
 	name := req.GetName()
 	if err := checkNameField(name); err != nil {
@@ -157,11 +160,11 @@ func (s *registryService) GetTool(ctx context.Context, req *gatewayv1.GetToolReq
 	if !s.shows(ctx, name) {
 		return nil, statusError(pipeline.ToolNotFound(name))
 	}
-	t, err := s.reg.Get(ctx, name)
-	if err != nil {
-		return nil, failed(ctx, notFoundAsTool(name, err))
+	e, ok := s.reg.Lookup(name)
+	if !ok {
+		return nil, statusError(pipeline.ToolNotFound(name))
 	}
-	return &gatewayv1.GetToolResponse{Tool: s.readProto(t, s.showsBackend(ctx))}, nil
+	return &gatewayv1.GetToolResponse{Tool: s.readProto(e.Tool, s.showsBackend(ctx))}, nil
 }
 
 // DeleteTool removes a tool, optionally only at an expected revision.

@@ -25,7 +25,9 @@ type Config struct {
 	Registry *registry.Registry
 	// Auth authenticates every call (credentials from metadata and the
 	// verified client certificate); Authz and RateLimit cover the methods
-	// other than InvokeTool, whose policy is the pipeline's.
+	// other than InvokeTool, whose policy is the pipeline's. RateLimit is
+	// the registry calls' own limiter (policy.NewRegistryRateLimiter), not
+	// the pipeline's: its buckets are caller × method.
 	Auth      *policy.Authenticator
 	Authz     *policy.Authorizer
 	RateLimit *policy.RateLimiter

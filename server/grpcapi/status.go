@@ -62,6 +62,8 @@ func isPipelineError(err error) bool {
 //     flowdrop.gateway.v1.Repair details;
 //   - backend failures: the backend's (or the transport's) status with its
 //     details kept, under the pipeline's code and message;
+//   - fail-closed audit that cannot write: Unavailable with an ErrorInfo
+//     (AUDIT_UNAVAILABLE) and, for a call refused before it ran, a RetryInfo;
 //   - anything else: the code and the caller-safe message.
 func Status(e *pipeline.Error) *status.Status {
 	code := codes.Code(e.Code)
@@ -73,6 +75,14 @@ func Status(e *pipeline.Error) *status.Status {
 	case e.Reason == pipeline.ReasonToolNameInvalid:
 		return withDetails(status.New(code, e.Message), &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
 			{Field: "tool", Description: "must match " + registry.NamePattern}}})
+	case e.Reason == pipeline.ReasonAuditUnavailable:
+		// Unavailable with the wait; the sink's error (which names the
+		// file) is logged, never sent.
+		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain}}
+		if e.RetryAfter > 0 { // refused up front; a withheld result has none
+			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+		}
+		return withDetails(status.New(code, e.Message), details...)
 	case strings.HasPrefix(e.Reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message

@@ -41,6 +41,8 @@ import (
 //     execution errors. Unreachable/overloaded and deadline get a message that
 //     names the tool and the budget but not the backend's address; any other
 //     status the backend returned is its own message, passed on as gRPC does.
+//   - fail-closed audit cannot write → isError "audit log unavailable"
+//     (try later); never the file's path or error.
 //   - cancellation → the context error; anything else → JSON-RPC internal
 //     error "internal error" (logged, never sent).
 func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*mcp.CallToolResult, error) {
@@ -93,6 +95,8 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 	case pipeline.ReasonBackendUnavailable:
 		return errorResult(fmt.Sprintf("tool %q is unavailable right now; try again later", tool),
 			"backend-unavailable", report), nil
+	case pipeline.ReasonAuditUnavailable:
+		return errorResult(e.Message, pipeline.ReasonAuditUnavailable, report), nil
 	case pipeline.ReasonBackendError:
 		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
 	}

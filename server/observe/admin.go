@@ -12,11 +12,12 @@ import (
 )
 
 // Admin is the admin HTTP listener: /metrics (Prometheus), /healthz (the
-// process runs) and /readyz (ready once the registry is loaded and gRPC is
-// serving; 503 with the reason before that — e.g. while the registry store
-// is waited for — and once shutdown starts, so a load balancer drains the
-// gateway first). It is served before the gateway waits for its store, so
-// a liveness probe does not kill a replica that is waiting to recover.
+// process runs) and /readyz (200 while ready reports nil: the registry is
+// loaded and gRPC is serving; 503 with ready's reason otherwise — while the
+// registry store is waited for at start-up, once shutdown starts, so a load
+// balancer drains the gateway first, and while fail-closed audit cannot
+// write). It is served before the gateway waits for its store, so a
+// liveness probe does not kill a replica that is waiting to recover.
 type Admin struct {
 	handler http.Handler
 
@@ -25,17 +26,17 @@ type Admin struct {
 	closed  bool
 }
 
-// NewAdmin serves m's metrics and asks readiness for /readyz: ready, or
-// why not (the 503 body).
-func NewAdmin(m *Metrics, readiness func() (ready bool, reason string)) *Admin {
+// NewAdmin serves m's metrics and asks ready for /readyz (its error is the
+// reason in the 503 body: it must name no path or secret).
+func NewAdmin(m *Metrics, ready func() error) *Admin {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, reason := readiness(); !ok {
-			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

@@ -18,12 +18,13 @@ import (
 // Label values are bounded: tool is a registered tool's name or "_unknown"
 // (a model can send any tool name), reason a policy Reason, kind a repair kind.
 type Metrics struct {
-	reg      *prometheus.Registry
-	grpc     *grpcprom.ServerMetrics
-	repairs  *prometheus.CounterVec
-	invalid  *prometheus.CounterVec
-	denials  *prometheus.CounterVec
-	backendH *prometheus.HistogramVec
+	reg       *prometheus.Registry
+	grpc      *grpcprom.ServerMetrics
+	repairs   *prometheus.CounterVec
+	invalid   *prometheus.CounterVec
+	denials   *prometheus.CounterVec
+	backendH  *prometheus.HistogramVec
+	auditDrop prometheus.Counter
 }
 
 // NewMetrics registers the metrics in a registry of their own.
@@ -40,8 +41,10 @@ func NewMetrics() *Metrics {
 		backendH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_backend_latency_seconds",
 			Help:    "Latency of backend calls, by tool and gRPC status code.",
 			Buckets: prometheus.DefBuckets}, []string{"tool", "code"}),
+		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowdrop_audit_dropped_total",
+			Help: "Audit records lost: not written (the write failed, e.g. a full disk) or dropped (the queue was full)."}),
 	}
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.auditDrop,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,5 +84,17 @@ func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Out
 func (m *Metrics) RecordBackend(tool, code string, d time.Duration) {
 	m.backendH.WithLabelValues(tool, code).Observe(d.Seconds())
 }
+
+// WatchRegistryStaleness exports staleFor (seconds the registry snapshot may
+// have been out of date; 0 when current) as flowdrop_registry_stale_seconds,
+// read at each scrape.
+func (m *Metrics) WatchRegistryStaleness(staleFor func() time.Duration) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowdrop_registry_stale_seconds",
+		Help: "Seconds since the registry snapshot was last known current (0: current). Non-zero while the store (etcd) is unreachable; tools are served from the snapshot meanwhile."},
+		func() float64 { return staleFor().Seconds() }))
+}
+
+// CountAuditDropped counts one lost audit record.
+func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
 
 var _ pipeline.Recorder = (*Metrics)(nil)

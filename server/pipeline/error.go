@@ -82,6 +82,7 @@ const (
 	ReasonCanceled             = "canceled"
 	ReasonDeadlineExceeded     = "deadline-exceeded"
 	ReasonInternal             = "internal"
+	ReasonAuditUnavailable     = "audit-unavailable"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure
@@ -191,4 +192,20 @@ func ToolNameInvalid(tool string) *Error {
 // unauthenticated is the refusal of a call no face authenticated.
 func unauthenticated() error {
 	return &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing, Message: "call was not authenticated"}
+}
+
+// auditUnavailable refuses a call up front because fail-closed audit
+// cannot write: nothing ran, so retrying later is safe (RetryAfter). No
+// path, no cause for the caller.
+func auditUnavailable(tool string) *Error {
+	return &Error{Code: Unavailable, Reason: ReasonAuditUnavailable, Tool: tool, RetryAfter: time.Second,
+		Message: "audit log unavailable: the gateway records every call and cannot right now; try again later"}
+}
+
+// auditWithheld replaces the answer of a call that ran but whose audit line
+// could not be written. No RetryAfter: the tool has run, so a blind retry
+// would run it again.
+func auditWithheld(tool string) *Error {
+	return &Error{Code: Unavailable, Reason: ReasonAuditUnavailable, Tool: tool,
+		Message: "audit log unavailable: the call's result is withheld because it could not be recorded; the tool may have run"}
 }

@@ -34,9 +34,31 @@ type Recorder interface {
 
 // AuditRecorder writes one audit line per call to a policy.AuditSink, with
 // the arguments as sent and as repaired, redacted by the tool's schema.
+//
+// Fail-closed (audit.on_failure: fail-closed) means no call completes with
+// its result while its audit line is missing:
+//   - while the sink is failing (its last write failed), every call is
+//     refused before any policy stage runs (the "audit" stage: Unavailable,
+//     "audit log unavailable"), so no backend runs unaudited;
+//   - a call that reached its backend waits for its own line to be written;
+//     if that fails (or the call's context ends first) its result is
+//     withheld: the caller gets Unavailable saying the tool may have run
+//     (without RetryInfo: a blind retry would run it again).
+//
+// What it does not guarantee: the backend of a call whose line then failed
+// HAS run (its effects happened; the line is missing and counted as
+// dropped, and the sink's audit-gap line says how many are missing);
+// "written" means write(2) returned, not fsync (a crash can lose the last
+// lines); a refusal (nothing ran) is answered as it is even if its line
+// was not written; a disk that hangs instead of failing holds calls until
+// their deadline.
+//
+// Fail-open: lines are queued and never waited for; a failure is logged,
+// counted and the call proceeds.
 type AuditRecorder struct {
-	sink *policy.AuditSink
-	log  func(msg string, err error)
+	sink       *policy.AuditSink
+	failClosed bool
+	log        func(msg string, err error)
 
 	// redactors caches one Redactor per registry entry (a tool revision),
 	// over the compiled schema's Sensitivity (the one notion of sensitive,
@@ -44,16 +66,27 @@ type AuditRecorder struct {
 	redactors sync.Map // *registry.Entry -> *policy.Redactor
 }
 
-// NewAuditRecorder writes to sink; logf hears about records not written.
-func NewAuditRecorder(sink *policy.AuditSink, logf func(msg string, err error)) *AuditRecorder {
-	return &AuditRecorder{sink: sink, log: logf}
+// NewAuditRecorder writes to sink; failClosed makes the audit a condition
+// of every call (see AuditRecorder); logf hears about records not written.
+func NewAuditRecorder(sink *policy.AuditSink, failClosed bool, logf func(msg string, err error)) *AuditRecorder {
+	return &AuditRecorder{sink: sink, failClosed: failClosed, log: logf}
 }
+
+// Writable reports whether calls may start: always under fail-open; under
+// fail-closed, while the sink's last write succeeded.
+func (a *AuditRecorder) Writable() bool { return a == nil || !a.failClosed || a.sink.Healthy() }
 
 // RecordBackend is a no-op: the backend's code is in the call's line.
 func (a *AuditRecorder) RecordBackend(string, string, time.Duration) {}
 
-// RecordCall writes the call's audit line.
-func (a *AuditRecorder) RecordCall(_ context.Context, c *Call, o Outcome) {
+// RecordCall writes the call's audit line (it never waits).
+func (a *AuditRecorder) RecordCall(ctx context.Context, c *Call, o Outcome) {
+	a.record(ctx, c, o, false)
+}
+
+// record writes the call's audit line; with wait it waits until the line
+// is written and returns the sink's error.
+func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait bool) error {
 	rec := policy.AuditRecord{
 		Time:        c.start,
 		Tool:        c.Tool,
@@ -73,26 +106,39 @@ func (a *AuditRecorder) RecordCall(_ context.Context, c *Call, o Outcome) {
 	if c.HasCaller {
 		rec.CallerSubject, rec.CallerMethod = c.Caller.Subject, c.Caller.Method
 	}
-	if c.Entry == nil {
-		// No schema to say what is sensitive: log no values at all.
-		a.write(rec)
-		return
+	if c.Entry != nil {
+		sent := c.Sent()
+		repaired := c.args
+		if repaired == sent {
+			repaired = nil
+		}
+		if err := rec.SetArgs(a.redactor(c.Entry), sent, repaired); err != nil {
+			rec.ArgsSent, rec.ArgsRepaired = nil, nil
+		}
+	} // else: no schema to say what is sensitive: log no values at all.
+	var err error
+	if wait {
+		err = a.sink.WriteWait(ctx, rec)
+	} else {
+		err = a.sink.Write(rec)
 	}
-	sent := c.Sent()
-	repaired := c.args
-	if repaired == sent {
-		repaired = nil
-	}
-	if err := rec.SetArgs(a.redactor(c.Entry), sent, repaired); err != nil {
-		rec.ArgsSent, rec.ArgsRepaired = nil, nil
-	}
-	a.write(rec)
-}
-
-func (a *AuditRecorder) write(rec policy.AuditRecord) {
-	if err := a.sink.Write(rec); err != nil && a.log != nil {
+	if err != nil && a.log != nil {
 		a.log("audit record not written", err)
 	}
+	return err
+}
+
+// finish records the call's line; under fail-closed, a call that reached
+// its backend waits for it and gets an error back if it was not written.
+func (a *AuditRecorder) finish(ctx context.Context, c *Call, o Outcome) *Error {
+	if !a.failClosed || c.backend == "" {
+		a.record(ctx, c, o, false)
+		return nil
+	}
+	if a.record(ctx, c, o, true) != nil {
+		return auditWithheld(c.Tool)
+	}
+	return nil
 }
 
 func (a *AuditRecorder) redactor(e *registry.Entry) *policy.Redactor {

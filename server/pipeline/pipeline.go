@@ -38,8 +38,11 @@ type Config struct {
 	// tool may decode from it.
 	ForwardEntityBound bool
 
-	// Recorders receive every call's outcome (audit, metrics).
+	// Recorders receive every call's outcome (metrics).
 	Recorders []Recorder
+	// Audit writes every call's audit line (nil: no audit); under
+	// fail-closed it also gates calls (AuditRecorder).
+	Audit *AuditRecorder
 
 	// DisableFastPaths makes every call decode its arguments and take the
 	// general normalization and validation paths (the raw wire checks are
@@ -112,7 +115,11 @@ func (p *Pipeline) RunStage(ctx context.Context, i int, c *Call) *Error {
 // caller (policy.WithCaller on ctx). It records the outcome itself.
 func (p *Pipeline) Invoke(ctx context.Context, c *Call) (res Result, err *Error) {
 	p.Begin(c)
-	defer func() { p.Finish(ctx, c, err) }()
+	defer func() {
+		if e := p.Finish(ctx, c, err); e != nil {
+			res, err = Result{}, e
+		}
+	}()
 	for i := range p.stages {
 		if err := p.RunStage(ctx, i, c); err != nil {
 			return Result{}, err
@@ -149,12 +156,14 @@ func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
 // fail classifies err and records it as the call's outcome.
 func (p *Pipeline) fail(c *Call, err error) *Error { return c.Fail(err) }
 
-// Finish records the call's outcome, once per call, for every Recorder.
-// err is the error the face saw (nil on success); the one a stage recorded
-// wins, since a face may only have a mapped copy of it.
-func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) {
+// Finish records the call's outcome, once per call, for every Recorder
+// and the audit. err is the error the face saw (nil on success); the one a
+// stage recorded wins, since a face may only have a mapped copy of it.
+// A non-nil result replaces the call's answer: fail-closed audit could not
+// write the line of a call that reached its backend.
+func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 	if c.start.IsZero() {
-		return
+		return nil
 	}
 	e := c.err
 	if e == nil && err != nil {
@@ -182,6 +191,10 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) {
 	for _, r := range p.cfg.Recorders {
 		r.RecordCall(ctx, c, o)
 	}
+	if a := p.cfg.Audit; a != nil {
+		return a.finish(ctx, c, o)
+	}
+	return nil
 }
 
 // Visible is THE visibility rule: a caller sees a tool exactly when it

@@ -31,6 +31,7 @@ type Stage struct {
 func (p *Pipeline) stageList() []Stage {
 	return []Stage{
 		{"caller", p.identify},      // the face's authenticated caller, or Unauthenticated
+		{"audit", p.auditWritable},  // fail-closed audit can write, or Unavailable
 		{"role", p.checkRole},       // the caller holds a role for InvokeTool
 		{"tool-name", p.checkName},  // the name matches registry.NamePattern
 		{"rate-limit", p.rateLimit}, // caller × tool token bucket
@@ -67,6 +68,15 @@ func (p *Pipeline) identify(ctx context.Context, c *Call) error {
 		return unauthenticated()
 	}
 	c.Caller = policy.Caller{Subject: "anonymous", Method: policy.MethodNone}
+	return nil
+}
+
+// auditWritable refuses every call while fail-closed audit cannot write
+// (an atomic load; nothing else on the clean path).
+func (p *Pipeline) auditWritable(_ context.Context, c *Call) error {
+	if !p.cfg.Audit.Writable() {
+		return auditUnavailable(c.Tool)
+	}
 	return nil
 }
 

@@ -1,0 +1,235 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// smallTmpfs mounts a 64 KiB tmpfs on a fresh directory (unmounted at
+// cleanup, after everything registered later, such as the gateway). It
+// needs root: outside CI a non-root run skips; with CI=true it fails, so
+// CI (.ci/run runs as root) always runs it.
+func smallTmpfs(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test mounts a tmpfs to fill a real filesystem and needs root; CI must run it as root")
+		}
+		t.Skip("skipped: mounting a small tmpfs (a real full filesystem) needs root; run as root or in CI")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+			exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return dir
+}
+
+// fillUp writes filler into dir until the filesystem is full (ENOSPC).
+func fillUp(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := bytes.Repeat([]byte("x"), 1024)
+	for range 1024 { // 64 KiB fills in 64 writes; bounded anyway
+		if _, err := f.Write(chunk); err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return path
+			}
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("the tmpfs never filled up")
+	return ""
+}
+
+func readyz(t *testing.T, env *gatewaytest.Env) (int, string) {
+	t.Helper()
+	resp, err := http.Get(env.AdminURL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func auditDropped(t *testing.T, env *gatewaytest.Env) float64 {
+	t.Helper()
+	return sample(scrape(t, env.AdminURL), "flowdrop_audit_dropped_total", nil)
+}
+
+func auditEnv(t *testing.T, dir, onFailure string, logs io.Writer) *gatewaytest.Env {
+	t.Helper()
+	p := server.DemoPolicy()
+	p.Audit = server.AuditConfig{Path: filepath.Join(dir, "audit.jsonl"), OnFailure: onFailure}
+	return gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithAdmin(), gatewaytest.WithMCP(),
+		gatewaytest.WithLogOutput(logs))
+}
+
+func noteCall(t *testing.T, id string) *gatewayv1.InvokeToolRequest {
+	return &gatewayv1.InvokeToolRequest{Tool: "create_note", CallId: id, Arguments: gatewaytest.Args(t, map[string]any{"title": "t"})}
+}
+
+// TestAuditFailClosedOnFullDisk: with the audit file's filesystem full and
+// audit.on_failure left at its default (fail-closed), no call completes
+// unaudited: the call whose line fails has its result withheld, later calls
+// are refused before reaching a backend (gRPC and MCP), the loss is counted
+// and logged once, /readyz is 503 with the reason; after space is freed the
+// gateway recovers by itself and the file marks the gap.
+func TestAuditFailClosedOnFullDisk(t *testing.T) {
+	dir := smallTmpfs(t)
+	var logs syncBuffer
+	env := auditEnv(t, dir, "", &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	filler := fillUp(t, dir)
+
+	refused := func(what string, err error, wantRetry bool) {
+		t.Helper()
+		st := status.Convert(err)
+		if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "audit log unavailable") {
+			t.Fatalf("%s: %v; want Unavailable \"audit log unavailable\"", what, err)
+		}
+		if strings.Contains(st.Message(), dir) || strings.Contains(st.Message(), "no space") {
+			t.Errorf("%s: the message names the file or its error: %q", what, st.Message())
+		}
+		var retry bool
+		for _, d := range st.Details() {
+			_, ok := d.(*errdetails.RetryInfo)
+			retry = retry || ok
+		}
+		if retry != wantRetry {
+			t.Errorf("%s: RetryInfo present = %v, want %v (only a call that did not run may be retried blindly)", what, retry, wantRetry)
+		}
+	}
+	// The first call reaches its backend; its line cannot be written, so
+	// its result is withheld.
+	_, err := env.Client.InvokeTool(ctx, noteCall(t, "c-withheld"))
+	refused("call whose own line fails", err, false)
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "withheld") || !strings.Contains(msg, "may have run") {
+		t.Errorf("withheld result's message %q must say the tool may have run", msg)
+	}
+	if n := len(env.Backend.CallsFor("create_note")); n != 1 {
+		t.Fatalf("backend calls = %d, want 1 (the withheld call ran)", n)
+	}
+	// From now on calls are refused up front: the backend sees none.
+	for i := range 3 {
+		_, err := env.Client.InvokeTool(ctx, noteCall(t, "c-refused"))
+		refused("call while the audit log is failing #"+string(rune('1'+i)), err, true)
+	}
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "t"}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "audit log unavailable") {
+		t.Fatalf("MCP tools/call while failing = %v, %v; want isError \"audit log unavailable\"", resultText(res), err)
+	}
+	if n := len(env.Backend.CallsFor("create_note")); n != 1 {
+		t.Fatalf("backend calls = %d, want still 1: refused calls must not reach the backend", n)
+	}
+	if got := auditDropped(t, env); got < 5 {
+		t.Errorf("flowdrop_audit_dropped_total = %v, want >= 5 (every call's line was lost)", got)
+	}
+	if n := strings.Count(logs.String(), "audit log write failed"); n != 1 || !strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("want exactly one ERROR line for the failures (rate-limited), got %d:\n%s", n, logs.String())
+	}
+	code, body := readyz(t, env)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "audit log cannot be written") || strings.Contains(body, dir) {
+		t.Errorf("/readyz while failing = %d %q; want 503 with the reason and no path", code, body)
+	}
+
+	// Space comes back: the sink notices by itself (no call needed, a
+	// drained gateway gets none) and the gateway is ready again.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if code, _ := readyz(t, env); code == http.StatusOK {
+			break
+		}
+		if i == 100 {
+			t.Fatal("/readyz stayed 503 after space was freed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := env.Client.InvokeTool(ctx, noteCall(t, "c-after")); err != nil {
+		t.Fatalf("call after recovery: %v", err)
+	}
+	if !strings.Contains(logs.String(), "audit log writable again") {
+		t.Errorf("no recovery line logged:\n%s", logs.String())
+	}
+
+	lines, raw := auditLines(t, env, filepath.Join(dir, "audit.jsonl"))
+	var gap, after bool
+	for _, l := range lines {
+		if l["reason"] == policy.ReasonAuditGap {
+			gap = true
+			if n, _ := l["records_dropped"].(float64); n < 5 {
+				t.Errorf("audit-gap line records_dropped = %v, want >= 5", l["records_dropped"])
+			}
+		}
+		after = after || l["call_id"] == "c-after"
+		if l["call_id"] == "c-withheld" || l["call_id"] == "c-refused" {
+			t.Errorf("a line that failed to write appears after all: %v", l)
+		}
+	}
+	if !gap || !after {
+		t.Errorf("audit file lacks the gap line or the call after recovery:\n%s", raw)
+	}
+}
+
+// TestAuditFailOpenOnFullDisk: with audit.on_failure: fail-open calls go on
+// while the disk is full; the loss is counted and logged, /readyz stays 200.
+func TestAuditFailOpenOnFullDisk(t *testing.T) {
+	dir := smallTmpfs(t)
+	var logs syncBuffer
+	env := auditEnv(t, dir, server.AuditFailOpen, &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fillUp(t, dir)
+	for range 5 {
+		if _, err := env.Client.InvokeTool(ctx, noteCall(t, "c-open")); err != nil {
+			t.Fatalf("fail-open call with a full disk: %v; want OK", err)
+		}
+	}
+	// Writes are asynchronous under fail-open: wait (bounded) for the count.
+	for i := 0; auditDropped(t, env) < 5; i++ {
+		if i == 100 {
+			t.Fatalf("flowdrop_audit_dropped_total = %v, want 5", auditDropped(t, env))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := readyz(t, env); code != http.StatusOK {
+		t.Errorf("/readyz under fail-open = %d %q; want 200", code, body)
+	}
+	if !strings.Contains(logs.String(), "audit log write failed") {
+		t.Errorf("no ERROR line for the failed writes:\n%s", logs.String())
+	}
+}
