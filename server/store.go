@@ -75,6 +75,8 @@ type StoreConfig struct {
 
 	// RetryFirst and RetryMax pace Start's attempts to reach an
 	// unreachable store: the first wait, doubled each time up to the cap.
+	// The cap is how late a replica that started during an outage may
+	// notice etcd's return; one attempt a second costs etcd nothing.
 	RetryFirst, RetryMax time.Duration
 }
 
@@ -88,7 +90,7 @@ func DefaultStoreConfig() StoreConfig {
 		EtcdDialTimeout:    DefaultEtcdDialTimeout,
 		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
 		RetryFirst:         250 * time.Millisecond,
-		RetryMax:           10 * time.Second,
+		RetryMax:           time.Second,
 	}
 }
 

@@ -200,6 +200,7 @@ func TestAdminAnswersWhileWaitingForTheStore(t *testing.T) {
 	}
 
 	cluster.Restart()
+	back := time.Now()
 	if err := poll(recoveryGuard, func() error {
 		if code, body, err := get("/readyz"); err != nil || code != http.StatusOK {
 			return fmt.Errorf("/readyz = %d %q %v", code, body, err)
@@ -208,6 +209,7 @@ func TestAdminAnswersWhileWaitingForTheStore(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("not ready after etcd returned: %v\n%s", err, logs.String())
 	}
+	t.Logf("ready %v after etcd answered again (store retries every %v at most)", time.Since(back).Round(time.Millisecond), cfg.Store.RetryMax)
 	if w, err := waited(); err != nil || w != 0 {
 		t.Errorf("store wait gauge once loaded = %v, %v; want 0", w, err)
 	}
