@@ -1,7 +1,7 @@
 package registry
 
 // NamePattern is the rule every tool name must match: RegisterTool, the
-// stores, and every tool call (the pipeline's tool-name stage) check it
+// stores, and every tool call (the pipeline's identifiers stage) check it
 // with ValidName.
 const NamePattern = `^[a-zA-Z0-9_.-]{1,64}$`
 

@@ -159,3 +159,47 @@ func TestRateLimitSharedBucketHidesExistence(t *testing.T) {
 		t.Errorf("InvokeTool(create_note) = %v; want OK from its own bucket", err)
 	}
 }
+
+// TestUnusableCallIDIsRefused: a call id too long or not printable ASCII
+// (it would reach the backend as a header) is InvalidArgument on both
+// faces, before the backend; an ordinary id passes through to it.
+func TestUnusableCallIDIsRefused(t *testing.T) {
+	t.Parallel()
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)), gatewaytest.WithMCP())
+	ctx := testCtx(t)
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"X-Api-Key": {keyInvoker}}})
+	args := map[string]any{"title": "t"}
+	for _, row := range []struct {
+		name, id string
+		ok       bool
+		reason   string
+	}{
+		{"ordinary", "call_8f14e45f-ceea-467f-a0e6-1f2a3b4c5d6e", true, "a provider's tool-call id passes and reaches the backend"},
+		{"too-long", strings.Repeat("c", 257), false, "one byte over the 256-byte bound"},
+		{"newline", "call\n1", false, "a control character cannot travel as a header value"},
+		{"non-ascii", "call-é", false, "non-ASCII cannot travel as a plain header value"},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			before := len(env.Backend.CallsFor("create_note"))
+			_, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", CallId: row.id, Arguments: gatewaytest.Args(t, args)})
+			if row.ok != (err == nil) {
+				t.Errorf("gRPC: %v; want ok=%v (%s)", err, row.ok, row.reason)
+			}
+			if !row.ok && (status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "call id")) {
+				t.Errorf("gRPC: %v; want InvalidArgument about the call id (%s)", err, row.reason)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: args, Meta: mcp.Meta{"flowdrop/call_id": row.id}})
+			mcpOK := err == nil && !res.IsError
+			if row.ok != mcpOK {
+				t.Errorf("MCP: result %+v, error %v; want ok=%v (%s)", res, err, row.ok, row.reason)
+			}
+			wantCalls := before
+			if row.ok {
+				wantCalls += 2
+			}
+			if got := len(env.Backend.CallsFor("create_note")); got != wantCalls {
+				t.Errorf("backend calls %d → %d; want %d (%s)", before, got, wantCalls, row.reason)
+			}
+		})
+	}
+}

@@ -75,6 +75,7 @@ const (
 	ReasonEntityBound          = "entity-bound"
 	ReasonToolNotFound         = "tool-not-found"
 	ReasonToolNameInvalid      = "tool-name-invalid"
+	ReasonCallIDInvalid        = "call-id-invalid"
 	ReasonBackendUnavailable   = "backend-unavailable"
 	ReasonBackendDeadline      = "backend-deadline"
 	ReasonBackendCanceled      = "backend-canceled"
@@ -187,6 +188,13 @@ func ToolNameInvalid(tool string) *Error {
 	bounded := policy.Bound(tool)
 	return &Error{Code: InvalidArgument, Reason: ReasonToolNameInvalid, Tool: bounded,
 		Message: fmt.Sprintf("%q is not a tool name: must match %s", bounded, registry.NamePattern)}
+}
+
+// CallIDInvalid refuses a call id that is too long or not printable ASCII
+// (its message shows a bounded prefix).
+func CallIDInvalid(id string) *Error {
+	return &Error{Code: InvalidArgument, Reason: ReasonCallIDInvalid,
+		Message: fmt.Sprintf("call id %q is not usable: want at most %d bytes of printable ASCII, got %d bytes", policy.Bound(id), MaxCallIDBytes, len(id))}
 }
 
 // unauthenticated is the refusal of a call no face authenticated.

@@ -188,7 +188,7 @@ func TestStageHookSeesTheStagesInOrder(t *testing.T) {
 	if !(at("normalize") >= 0 && at("normalize") < at("validate") && at("validate") < at("rules")) {
 		t.Errorf("stage order %v: normalization must come before validation and before the rules", want)
 	}
-	if !(at("tool-name") >= 0 && at("tool-name") < at("rate-limit")) {
+	if !(at("identifiers") >= 0 && at("identifiers") < at("rate-limit")) {
 		t.Errorf("stage order %v: the tool name must be checked before a rate-limit bucket is keyed by it", want)
 	}
 }

@@ -30,15 +30,15 @@ type Stage struct {
 // denied caller nothing about the tool.
 func (p *Pipeline) stageList() []Stage {
 	return []Stage{
-		{"caller", p.identify},      // the face's authenticated caller, or Unauthenticated
-		{"audit", p.auditWritable},  // fail-closed audit can write, or Unavailable
-		{"role", p.checkRole},       // the caller holds a role for InvokeTool
-		{"tool-name", p.checkName},  // the name matches registry.NamePattern
-		{"rate-limit", p.rateLimit}, // caller × tool token bucket
-		{"screen", p.screen},        // tool allow/deny; size limits on the arguments as sent
-		{"normalize", p.normalize},  // RT-TOOL-8 against the tool's schema
-		{"validate", p.validate},    // the tool's full schema
-		{"rules", p.rules},          // size limits again on the normalized arguments; CEL rules
+		{"caller", p.identify},              // the face's authenticated caller, or Unauthenticated
+		{"audit", p.auditWritable},          // fail-closed audit can write, or Unavailable
+		{"role", p.checkRole},               // the caller holds a role for InvokeTool
+		{"identifiers", p.checkIdentifiers}, // tool name (registry.NamePattern) and call id
+		{"rate-limit", p.rateLimit},         // caller × tool token bucket
+		{"screen", p.screen},                // tool allow/deny; size limits on the arguments as sent
+		{"normalize", p.normalize},          // RT-TOOL-8 against the tool's schema
+		{"validate", p.validate},            // the tool's full schema
+		{"rules", p.rules},                  // size limits again on the normalized arguments; CEL rules
 	}
 }
 
@@ -90,11 +90,33 @@ func (p *Pipeline) checkRole(_ context.Context, c *Call) error {
 // checkName refuses a tool name no tool can have, before anything is keyed
 // by it (rate-limit buckets, in-flight counters, metric labels) or looks
 // it up; messages and logs quote only a bounded prefix of it.
-func (p *Pipeline) checkName(_ context.Context, c *Call) error {
-	if registry.ValidName(c.Tool) {
-		return nil
+func (p *Pipeline) checkIdentifiers(_ context.Context, c *Call) error {
+	if !registry.ValidName(c.Tool) {
+		return ToolNameInvalid(c.Tool)
 	}
-	return ToolNameInvalid(c.Tool)
+	if !validCallID(c.CallID) {
+		return CallIDInvalid(c.CallID)
+	}
+	return nil
+}
+
+// MaxCallIDBytes bounds a call id: room for any UUID, ULID or model
+// provider's tool-call id, far below a backend's header limits.
+const MaxCallIDBytes = 256
+
+// validCallID: at most MaxCallIDBytes of printable ASCII (empty is fine).
+// The id travels to the backend as gRPC metadata (x-flowdrop-call-id),
+// where a control or non-ASCII byte would fail the backend call.
+func validCallID(id string) bool {
+	if len(id) > MaxCallIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // rateLimit takes a token from the caller's bucket for the tool when the
