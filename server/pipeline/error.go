@@ -76,9 +76,15 @@ const (
 	ReasonBackendDeadline      = "backend-deadline"
 	ReasonBackendCanceled      = "backend-canceled"
 	ReasonBackendError         = "backend-error"
-	ReasonCanceled             = "canceled"
-	ReasonDeadlineExceeded     = "deadline-exceeded"
-	ReasonInternal             = "internal"
+	// ReasonGatewaySendLimit: the request to the backend would cross the
+	// gateway's backend send limit (it was never sent).
+	ReasonGatewaySendLimit = "gateway-send-limit"
+	// ReasonBackendResponseTooLarge: the backend's response crossed the
+	// gateway's receive limit for backend responses.
+	ReasonBackendResponseTooLarge = "backend-response-too-large"
+	ReasonCanceled                = "canceled"
+	ReasonDeadlineExceeded        = "deadline-exceeded"
+	ReasonInternal                = "internal"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure

@@ -41,6 +41,16 @@ type Response struct{ Buf []byte }
 // Frame is an undecoded received message (client side).
 type Frame struct{ Buf []byte }
 
+// Checked is a message to decode whose decode failure the handler reports
+// itself (server side): gRPC turns a codec error into Internal and writes
+// that status before the handler can say otherwise, but a request that
+// does not decode is the caller's error. Unmarshal decodes into Msg and
+// leaves a failure in Err instead of returning it.
+type Checked struct {
+	Msg any
+	Err error
+}
+
 // Codec moves the types above as bytes.
 type Codec struct{}
 
@@ -82,6 +92,9 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 			return nil
 		}
 		m.Buf = data.Materialize()
+		return nil
+	case *Checked:
+		m.Err = protoCodec.Unmarshal(data, m.Msg)
 		return nil
 	case *Frame:
 		if len(data) == 1 {
