@@ -17,7 +17,7 @@ func FuzzScan(f *testing.F) {
 	b, _ := proto.Marshal(s)
 	f.Add(b)
 	f.Add([]byte{})
-	f.Add([]byte{0x0a, 0x05, 0x0a, 0x01, 'k', 0x12, 0x00})       // kind-less value
+	f.Add([]byte{0x0a, 0x05, 0x0a, 0x01, 'k', 0x12, 0x00})             // kind-less value
 	f.Add([]byte{0x0a, 0x07, 0x0a, 0x01, 'k', 0x12, 0x02, 0x48, 0x01}) // unknown field in a Value
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = b[:min(len(b), 512)] // see normalize's maxFuzzInput: bounded minimization

@@ -20,23 +20,23 @@ import (
 // decodes its request itself, gateway_service.go, with the same answer.)
 
 // undecodableRequest is the InvalidArgument for a request that did not decode.
-func undecodableRequest(m any, err error) error {
-	name := "request"
-	if pm, ok := m.(proto.Message); ok {
-		name = string(pm.ProtoReflect().Descriptor().FullName())
-	}
-	return status.Errorf(codes.InvalidArgument, "request is not a valid %s: %v", name, err)
+func undecodableRequest(m proto.Message, err error) error {
+	return status.Errorf(codes.InvalidArgument, "request is not a valid %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
 }
 
 // checkedDecode decodes into m through dec, answering a decode failure
 // with InvalidArgument.
 func checkedDecode(dec func(any) error, m any) error {
-	c := &rawcodec.Checked{Msg: m}
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return dec(m)
+	}
+	c := &rawcodec.Checked{Msg: pm}
 	if err := dec(c); err != nil {
 		return err
 	}
 	if c.Err != nil {
-		return undecodableRequest(m, c.Err)
+		return undecodableRequest(pm, c.Err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec used for every other message
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Request is a message kept as received (server side).
@@ -47,9 +49,13 @@ type Frame struct{ Buf []byte }
 // does not decode is the caller's error. Unmarshal decodes into Msg and
 // leaves a failure in Err instead of returning it.
 type Checked struct {
-	Msg any
+	Msg proto.Message
 	Err error
 }
+
+// ProtoReflect is Msg's, so a server without this codec (a gateway
+// assembled by hand) decodes a Checked like the message itself.
+func (c *Checked) ProtoReflect() protoreflect.Message { return c.Msg.ProtoReflect() }
 
 // Codec moves the types above as bytes.
 type Codec struct{}
