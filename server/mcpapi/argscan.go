@@ -222,12 +222,9 @@ func (s *argScanner) str() (n int, ok bool) {
 				return 0, false
 			}
 			s.i += 6
-			switch {
-			case utf16.IsSurrogate(r) && r < 0xDC00:
-				n += 4 // with its low half, one 4-byte rune; alone, U+FFFD (3)
-			case utf16.IsSurrogate(r):
-				// the low half of a pair (counted with the high one) or a lone one
-			default:
+			if utf16.IsSurrogate(r) {
+				n += 3 // alone, U+FFFD (3 bytes); a pair, 4 bytes for two escapes: never undercounted
+			} else {
 				n += utf8.RuneLen(r)
 			}
 		case c < utf8.RuneSelf:
