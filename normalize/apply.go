@@ -89,6 +89,8 @@ type walker struct {
 	p    *Plan
 	path []byte
 	r    Report
+	// budget bounds JSON decoding (ApplyWithin); nil for Apply.
+	budget *budget
 }
 
 func appendToken(b []byte, tok string) []byte {
@@ -127,6 +129,10 @@ func (w *walker) top(args *structpb.Struct, inPlace bool) (*structpb.Struct, boo
 		v := args.Fields[k]
 		w.path = appendToken(w.path[:base], k)
 		nv, changed := w.param(k, v, inPlace)
+		if w.budget != nil && w.budget.err != nil {
+			w.path = w.path[:base]
+			return nil, false // stopped at a limit: nothing to return
+		}
 		if !changed {
 			continue
 		}
@@ -158,7 +164,11 @@ func (w *walker) param(name string, v *structpb.Value, inPlace bool) (*structpb.
 		return w.value(v, inPlace)
 	}
 	// Judged on the string as sent, before entity decoding (our reading).
-	parsed, reason, _ := parseStrictJSON(s.StringValue)
+	parsed, reason, _ := parseStrictJSONWithin(s.StringValue, w.budget, 1)
+	if reason == limitHit {
+		w.budget.finish(string(w.path))
+		return nil, false
+	}
 	got := ""
 	if reason == 0 {
 		switch parsed.GetKind().(type) {

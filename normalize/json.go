@@ -28,16 +28,31 @@ type jsonParser struct {
 	i      int
 	err    parseError
 	failed bool
+	// b, when set, bounds what the parse builds (ApplyWithin); base is the
+	// policy depth of the string being parsed.
+	b    *budget
+	base int
 }
+
+// limitHit is the failure reason of a parse stopped by its budget; it is
+// never reported as a skip (the budget holds the error).
+const limitHit SkipReason = 255
 
 // parseStrictJSON parses s as a single JSON text (surrounding JSON whitespace
 // allowed). On failure it returns the reason.
 func parseStrictJSON(s string) (*structpb.Value, SkipReason, int) {
+	return parseStrictJSONWithin(s, nil, 0)
+}
+
+// parseStrictJSONWithin is parseStrictJSON building at most what b allows
+// (nil: unbounded but for MaxJSONDepth); a string at policy depth base.
+// Crossing b fails with limitHit and b.err set.
+func parseStrictJSONWithin(s string, b *budget, base int) (*structpb.Value, SkipReason, int) {
 	if !utf8.ValidString(s) {
 		// RFC 8259 §8.1: JSON text exchanged between systems is UTF-8.
 		return nil, NotJSON, firstInvalidUTF8(s)
 	}
-	p := jsonParser{s: s}
+	p := jsonParser{s: s, b: b, base: base}
 	p.ws()
 	v := p.value(0)
 	if p.failed {
@@ -79,9 +94,20 @@ func (p *jsonParser) ws() {
 	}
 }
 
+// limited fails the parse when ok is false (a budget was crossed).
+func (p *jsonParser) limited(ok bool) bool {
+	if !ok {
+		p.fail(limitHit, p.i)
+	}
+	return !ok
+}
+
 // lit parses true, false or null (b == nil).
 func (p *jsonParser) lit(word string, b any) *structpb.Value {
 	if len(p.s)-p.i >= len(word) && p.s[p.i:p.i+len(word)] == word {
+		if p.b != nil && p.limited(p.b.addBytes(4)) {
+			return nil
+		}
 		p.i += len(word)
 		if b == nil {
 			return structpb.NewNullValue()
@@ -105,7 +131,7 @@ func (p *jsonParser) value(depth int) *structpb.Value {
 		return p.array(depth + 1)
 	case c == '"':
 		s, ok := p.str()
-		if !ok {
+		if !ok || p.b != nil && p.limited(p.b.str(len(s))) {
 			return nil
 		}
 		return newStringValue(s)
@@ -123,6 +149,9 @@ func (p *jsonParser) value(depth int) *structpb.Value {
 }
 
 func (p *jsonParser) object(depth int) *structpb.Value {
+	if p.b != nil && p.limited(p.b.depth(p.base, depth) && p.b.addBytes(4)) {
+		return nil
+	}
 	if depth > MaxJSONDepth {
 		p.fail(TooDeep, p.i)
 		return nil
@@ -145,6 +174,10 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 		if !ok {
 			return nil
 		}
+		if p.b != nil && p.limited(p.b.key() && p.b.str(len(k))) {
+			p.b.at(k)
+			return nil
+		}
 		p.ws()
 		if p.i >= len(p.s) || p.s[p.i] != ':' {
 			p.fail(NotJSON, p.i)
@@ -154,6 +187,9 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 		p.ws()
 		v := p.value(depth)
 		if p.failed {
+			if p.b != nil {
+				p.b.at(k)
+			}
 			return nil
 		}
 		// Compared after unescaping: "a" and "\u0061" are the same key.
@@ -181,6 +217,9 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 }
 
 func (p *jsonParser) array(depth int) *structpb.Value {
+	if p.b != nil && p.limited(p.b.depth(p.base, depth) && p.b.addBytes(4)) {
+		return nil
+	}
 	if depth > MaxJSONDepth {
 		p.fail(TooDeep, p.i)
 		return nil
@@ -194,8 +233,15 @@ func (p *jsonParser) array(depth int) *structpb.Value {
 	}
 	for {
 		p.ws()
+		if p.b != nil && p.limited(p.b.element()) {
+			p.b.at(indexToken(len(vals)))
+			return nil
+		}
 		v := p.value(depth)
 		if p.failed {
+			if p.b != nil {
+				p.b.at(indexToken(len(vals)))
+			}
 			return nil
 		}
 		vals = append(vals, v)
@@ -381,6 +427,9 @@ func (p *jsonParser) number() *structpb.Value {
 		}
 	}
 	p.i = i
+	if p.b != nil && p.limited(p.b.addBytes(11)) {
+		return nil
+	}
 	lit := s[start:i]
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) || !sameDecimal(lit, strconv.FormatFloat(f, 'g', -1, 64)) {

@@ -167,6 +167,8 @@ func (c *PolicyConfig) validate() error {
 		{"limits.max_argument_bytes", c.Limits.MaxArgumentBytes},
 		{"limits.max_string_length", c.Limits.MaxStringLength},
 		{"limits.max_depth", c.Limits.MaxDepth},
+		{"limits.max_list_elements", c.Limits.MaxListElements},
+		{"limits.max_object_keys", c.Limits.MaxObjectKeys},
 		{"limits.max_in_flight_per_tool", c.Limits.MaxInFlightPerTool},
 	} {
 		if l.v < 0 {
@@ -218,6 +220,8 @@ type policyFile struct {
 		MaxArgumentBytes   int `json:"max_argument_bytes"`
 		MaxStringLength    int `json:"max_string_length"`
 		MaxDepth           int `json:"max_depth"`
+		MaxListElements    int `json:"max_list_elements"`
+		MaxObjectKeys      int `json:"max_object_keys"`
 		MaxInFlightPerTool int `json:"max_in_flight_per_tool"`
 	} `json:"limits"`
 	RateLimit struct {

@@ -63,6 +63,9 @@ const (
 	ReasonLimitArgumentSize    = "limit-argument-size"
 	ReasonLimitStringLength    = "limit-string-length"
 	ReasonLimitDepth           = "limit-depth"
+	ReasonLimitListElements    = "limit-list-elements"
+	ReasonLimitObjectKeys      = "limit-object-keys"
+	ReasonValueWithoutKind     = "value-without-kind"
 	ReasonLimitInFlight        = "limit-in-flight"
 )
 

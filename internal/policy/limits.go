@@ -2,112 +2,247 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
+
+	"github.com/flowdrop/gateway/internal/structwire"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Limits bound one call's arguments and each tool's concurrency. Zero means
-// no limit for that field.
+// Limits bound one call's arguments and each tool's concurrency. The
+// argument limits are always on: a zero field takes its default
+// (WithDefaults); MaxInFlightPerTool zero means unlimited.
 type Limits struct {
-	// MaxArgumentBytes bounds the arguments' protobuf wire size (proto.Size).
+	// MaxArgumentBytes bounds the arguments' protobuf wire size (proto.Size),
+	// as sent and as normalized; a JSON-string repair stops building at it.
 	MaxArgumentBytes int
 	// MaxStringLength bounds every string — values and object keys — in bytes.
 	MaxStringLength int
 	// MaxDepth bounds container nesting; the top-level arguments object is depth 1.
 	MaxDepth int
+	// MaxListElements bounds the list elements in one call's arguments, in total.
+	MaxListElements int
+	// MaxObjectKeys bounds the object keys in one call's arguments, in total
+	// (the top-level parameters included).
+	MaxObjectKeys int
 	// MaxInFlightPerTool bounds concurrent calls per tool (see InFlight).
 	MaxInFlightPerTool int
 }
 
-// Check applies the size, string-length and depth limits. The server runs it
-// on the arguments as received (to bound normalization work) and again on
-// the normalized arguments (JSON decoding can deepen or grow them).
+// The default argument limits. They bound the memory one call can make the
+// gateway spend — decoded, a Value costs ~50–80 bytes however few bytes it
+// took on the wire, so counts matter more than bytes — while staying far
+// above what a model's tool call holds:
+//   - 4 MiB of arguments: the backend send limit (server.DefaultMsgSize);
+//     anything larger could never be forwarded.
+//   - 1 MiB per string: a large file's contents; larger strings are bulk
+//     data, not tool arguments.
+//   - depth 100: normalize.MaxJSONDepth, so a repaired value and a sent
+//     one nest alike.
+//   - 50,000 list elements and 10,000 keys in total: a few MB decoded per
+//     call, so 16 concurrent worst-case calls stay under 256 MB resident
+//     (BENCHMARKS.md, "Adversarial arguments").
+const (
+	DefaultMaxArgumentBytes = 4 << 20
+	DefaultMaxStringLength  = 1 << 20
+	DefaultMaxDepth         = 100
+	DefaultMaxListElements  = 50_000
+	DefaultMaxObjectKeys    = 10_000
+)
+
+// WithDefaults returns l with every zero argument limit set to its default.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxArgumentBytes, DefaultMaxArgumentBytes)
+	def(&l.MaxStringLength, DefaultMaxStringLength)
+	def(&l.MaxDepth, DefaultMaxDepth)
+	def(&l.MaxListElements, DefaultMaxListElements)
+	def(&l.MaxObjectKeys, DefaultMaxObjectKeys)
+	return l
+}
+
+// The limits' names, as in the policy file and in a refusal's Limit.
+const (
+	LimitMaxArgumentBytes = "max_argument_bytes"
+	LimitMaxStringLength  = "max_string_length"
+	LimitMaxDepth         = "max_depth"
+	LimitMaxListElements  = "max_list_elements"
+	LimitMaxObjectKeys    = "max_object_keys"
+)
+
+// Exceeded is the refusal of a call whose arguments cross the limit named
+// limit (one of the Limit* names) at path, an RFC 6901 pointer ("" is the
+// whole arguments object). repair says the limit stopped a JSON-string
+// repair (the arguments as sent were within it).
+func (l Limits) Exceeded(tool, limit, path string, repair bool) *Error {
+	at := path
+	if at == "" {
+		at = `""`
+	}
+	what := "arguments"
+	if repair {
+		what = "arguments decoded from a JSON string"
+	}
+	var reason, msg string
+	switch limit {
+	case LimitMaxArgumentBytes:
+		reason, msg = ReasonLimitArgumentSize, fmt.Sprintf("%s are over the max_argument_bytes limit of %d bytes at %s", what, l.MaxArgumentBytes, at)
+	case LimitMaxStringLength:
+		reason, msg = ReasonLimitStringLength, fmt.Sprintf("%s hold a string or key over the max_string_length limit of %d bytes at %s", what, l.MaxStringLength, at)
+	case LimitMaxDepth:
+		reason, msg = ReasonLimitDepth, fmt.Sprintf("%s nest deeper than the max_depth limit of %d at %s", what, l.MaxDepth, at)
+	case LimitMaxListElements:
+		reason, msg = ReasonLimitListElements, fmt.Sprintf("%s hold more than the max_list_elements limit of %d list elements in total, at %s", what, l.MaxListElements, at)
+	case LimitMaxObjectKeys:
+		reason, msg = ReasonLimitObjectKeys, fmt.Sprintf("%s hold more than the max_object_keys limit of %d object keys in total, at %s", what, l.MaxObjectKeys, at)
+	default:
+		reason, msg = ReasonLimitArgumentSize, fmt.Sprintf("%s cross the %s limit at %s", what, limit, at)
+	}
+	return &Error{Code: InvalidArgument, Reason: reason, Limit: limit, Tool: tool, Message: fmt.Sprintf("tool %q: %s", tool, msg)}
+}
+
+// WithoutKind is the refusal of a Value with no kind set at path: it
+// decodes, but means nothing a backend or a schema could check.
+func WithoutKind(tool, path string) *Error {
+	if path == "" {
+		path = `""`
+	}
+	return &Error{Code: InvalidArgument, Reason: ReasonValueWithoutKind, Tool: tool,
+		Message: fmt.Sprintf("tool %q: the argument at %s is a google.protobuf.Value with no kind set", tool, path)}
+}
+
+// CheckWire applies the argument limits to a Struct's wire bytes, before
+// they are decoded (structwire.Scan: no allocation, and the work stops at
+// the first limit crossed). It also refuses a kind-less Value. canonical
+// reports bytes that hold exactly what decoding them yields (see
+// structwire.ScanResult.Canonical); bytes that do not decode pass here and
+// are refused by their decode.
+func (l Limits) CheckWire(tool string, b []byte) (canonical bool, err error) {
+	l = l.WithDefaults()
+	if len(b) > l.MaxArgumentBytes {
+		return false, l.Exceeded(tool, LimitMaxArgumentBytes, "", false)
+	}
+	r := structwire.Scan(b, structwire.Limits{MaxDepth: l.MaxDepth, MaxStringLength: l.MaxStringLength,
+		MaxElements: l.MaxListElements, MaxKeys: l.MaxObjectKeys})
+	switch {
+	case r.Kindless:
+		return false, WithoutKind(tool, r.Path)
+	case r.Exceeded != 0:
+		return false, l.Exceeded(tool, wireLimitNames[r.Exceeded], r.Path, false)
+	}
+	return r.Canonical && !r.Malformed, nil
+}
+
+var wireLimitNames = [...]string{
+	structwire.LimitDepth:        LimitMaxDepth,
+	structwire.LimitStringLength: LimitMaxStringLength,
+	structwire.LimitElements:     LimitMaxListElements,
+	structwire.LimitKeys:         LimitMaxObjectKeys,
+}
+
+// Check applies the argument limits to decoded arguments and refuses a
+// kind-less Value. The server runs it on the arguments as received when
+// they came decoded (CheckWire when they came as bytes) and again on the
+// normalized arguments (JSON decoding can deepen or grow them).
 func (l Limits) Check(tool string, args *structpb.Struct) error {
 	if args == nil {
 		return nil
 	}
-	if l.MaxArgumentBytes > 0 {
-		if n := proto.Size(args); n > l.MaxArgumentBytes {
-			return &Error{Code: InvalidArgument, Reason: ReasonLimitArgumentSize, Limit: "max_argument_bytes", Tool: tool,
-				Message: fmt.Sprintf("tool %q: arguments are %d bytes, over the max_argument_bytes limit of %d", tool, n, l.MaxArgumentBytes)}
-		}
+	l = l.WithDefaults()
+	if n := proto.Size(args); n > l.MaxArgumentBytes {
+		return l.Exceeded(tool, LimitMaxArgumentBytes, "", false)
 	}
-	if l.MaxStringLength <= 0 && l.MaxDepth <= 0 {
+	w := limitWalker{l: l, tool: tool}
+	if w.object(args, 1) {
 		return nil
 	}
-	w := limitWalker{l: l, tool: tool, path: make([]byte, 0, 64)}
-	return w.object(args, 1)
+	return w.err(tool)
 }
 
+// limitWalker walks decoded arguments; on a failure it records what and,
+// while unwinding, the path (innermost token first).
 type limitWalker struct {
-	l    Limits
-	tool string
-	path []byte
+	l              Limits
+	tool           string
+	elements, keys int
+	limit          string // the limit crossed, or "" for a kind-less Value
+	tokens         []string
 }
 
-func (w *limitWalker) depth(d int) error {
-	if w.l.MaxDepth > 0 && d > w.l.MaxDepth {
-		return &Error{Code: InvalidArgument, Reason: ReasonLimitDepth, Limit: "max_depth", Tool: w.tool,
-			Message: fmt.Sprintf("tool %q: arguments nest deeper than the max_depth limit of %d at %s", w.tool, w.l.MaxDepth, w.at())}
+func (w *limitWalker) err(tool string) error {
+	var b []byte
+	for i := len(w.tokens) - 1; i >= 0; i-- {
+		b = appendToken(b, w.tokens[i])
 	}
-	return nil
-}
-
-func (w *limitWalker) str(s string, what string) error {
-	if w.l.MaxStringLength > 0 && len(s) > w.l.MaxStringLength {
-		return &Error{Code: InvalidArgument, Reason: ReasonLimitStringLength, Limit: "max_string_length", Tool: w.tool,
-			Message: fmt.Sprintf("tool %q: %s at %s is %d bytes, over the max_string_length limit of %d", w.tool, what, w.at(), len(s), w.l.MaxStringLength)}
+	if w.limit == "" {
+		return WithoutKind(tool, string(b))
 	}
-	return nil
+	return w.l.Exceeded(tool, w.limit, string(b), false)
 }
 
-func (w *limitWalker) at() string {
-	if len(w.path) == 0 {
-		return `""` // JSON Pointer to the whole arguments object
-	}
-	return string(w.path)
+func (w *limitWalker) fail(limit string) bool {
+	w.limit = limit
+	return false
 }
 
-func (w *limitWalker) object(s *structpb.Struct, d int) error {
-	if err := w.depth(d); err != nil {
-		return err
+func (w *limitWalker) object(s *structpb.Struct, d int) bool {
+	if d > w.l.MaxDepth {
+		return w.fail(LimitMaxDepth)
 	}
 	for k, v := range s.GetFields() {
-		n := len(w.path)
-		w.path = appendToken(w.path, k)
-		if err := w.str(k, "key"); err != nil {
-			return err
+		w.keys++
+		ok := true
+		switch {
+		case w.keys > w.l.MaxObjectKeys:
+			ok = w.fail(LimitMaxObjectKeys)
+		case len(k) > w.l.MaxStringLength:
+			ok = w.fail(LimitMaxStringLength)
+		default:
+			ok = w.value(v, d)
 		}
-		if err := w.value(v, d); err != nil {
-			return err
+		if !ok {
+			w.tokens = append(w.tokens, k)
+			return false
 		}
-		w.path = w.path[:n]
 	}
-	return nil
+	return true
 }
 
-func (w *limitWalker) value(v *structpb.Value, d int) error {
+func (w *limitWalker) value(v *structpb.Value, d int) bool {
 	switch k := v.GetKind().(type) {
+	case nil:
+		return w.fail("")
 	case *structpb.Value_StringValue:
-		return w.str(k.StringValue, "string")
+		if len(k.StringValue) > w.l.MaxStringLength {
+			return w.fail(LimitMaxStringLength)
+		}
 	case *structpb.Value_StructValue:
 		return w.object(k.StructValue, d+1)
 	case *structpb.Value_ListValue:
-		if err := w.depth(d + 1); err != nil {
-			return err
+		if d+1 > w.l.MaxDepth {
+			return w.fail(LimitMaxDepth)
 		}
 		for i, e := range k.ListValue.GetValues() {
-			n := len(w.path)
-			w.path = fmt.Appendf(append(w.path, '/'), "%d", i)
-			if err := w.value(e, d+1); err != nil {
-				return err
+			w.elements++
+			ok := true
+			if w.elements > w.l.MaxListElements {
+				ok = w.fail(LimitMaxListElements)
+			} else {
+				ok = w.value(e, d+1)
 			}
-			w.path = w.path[:n]
+			if !ok {
+				w.tokens = append(w.tokens, strconv.Itoa(i))
+				return false
+			}
 		}
 	}
-	return nil
+	return true
 }
 
 // appendToken appends "/" and the RFC 6901-escaped token.

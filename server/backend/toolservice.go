@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -109,6 +110,9 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("encoding the caller: %w", err)
 		}
+		if err := t.checkSendSize(c, len(rcv.Message)+len(callerField)); err != nil {
+			return pipeline.Result{}, err
+		}
 		fwd := &rawcodec.Forward{Head: rcv.Message, Tail: callerField}
 		if h, ok := rcv.Hold.(mem.Buffer); ok {
 			fwd.Held = h
@@ -119,7 +123,11 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		if err != nil {
 			return pipeline.Result{}, err
 		}
-		req = &gatewayv1.InvokeRequest{Tool: c.Tool, Arguments: args, CallId: c.CallID, Caller: callerProto(c)}
+		ir := &gatewayv1.InvokeRequest{Tool: c.Tool, Arguments: args, CallId: c.CallID, Caller: callerProto(c)}
+		if err := t.checkSendSize(c, proto.Size(ir)); err != nil {
+			return pipeline.Result{}, err
+		}
+		req = ir
 	}
 	resp := new(rawcodec.Frame)
 	if err := t.call(ctx, c, req, resp); err != nil {
@@ -135,6 +143,25 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		return pipeline.Result{}, t.failure(c, 0, "", status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err))
 	}
 	return pipeline.Result{Value: ir.GetResult(), IsError: ir.GetIsError()}, nil
+}
+
+// checkSendSize refuses, before sending, a backend request over the
+// gateway's backend send limit: gRPC's own refusal ("trying to send message
+// larger than max") reads like the backend's failure, and it is not.
+// ResourceExhausted, as gRPC answers an oversized message: it is a limit of
+// the gateway's, named, that the caller's arguments (as normalized) cross.
+func (t *ToolService) checkSendSize(c *pipeline.Call, n int) error {
+	if max := t.cfg.MaxSendMsgSize; max > 0 && n > max {
+		return &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonGatewaySendLimit, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q: the request to the backend would be %d bytes, over the gateway's backend send limit of %d bytes; send smaller arguments", c.Tool, n, max)}
+	}
+	return nil
+}
+
+// responseTooLarge reports gRPC's refusal of a received message over the
+// client's receive limit (the backend's response).
+func responseTooLarge(st *status.Status) bool {
+	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "received message larger than max")
 }
 
 // Deadline sources, for the DeadlineExceeded message.
@@ -209,6 +236,13 @@ func (t *ToolService) failure(c *pipeline.Call, budget time.Duration, source str
 	case errors.Is(err, context.DeadlineExceeded) || st.Code() == codes.DeadlineExceeded:
 		e.Code, e.Reason = pipeline.DeadlineExceeded, pipeline.ReasonBackendDeadline
 		e.Message = fmt.Sprintf("tool %q: backend did not answer within %v (%v)", c.Tool, budget.Round(time.Millisecond), source)
+	case responseTooLarge(st):
+		// Our receive limit, not the backend's failure: say which tool and
+		// that it was the response. ResourceExhausted, gRPC's code for an
+		// oversized message (Internal would blame a bug; the limit is
+		// configured and named). No backend details pass on.
+		e.Reason, e.Cause = pipeline.ReasonBackendResponseTooLarge, nil
+		e.Message = fmt.Sprintf("tool %q: the backend's response is over the gateway's limit of %d bytes for backend responses", c.Tool, t.cfg.MaxRecvMsgSize)
 	case st.Code() == codes.Unavailable:
 		e.Reason = pipeline.ReasonBackendUnavailable
 		e.Message = fmt.Sprintf("tool %q: backend unavailable; try again later", c.Tool)

@@ -108,7 +108,9 @@ func (g *gatewayService) request(rc *rawCall) (*gatewayv1.InvokeToolRequest, err
 	}
 	g.decodedWhole.Add(1)
 	req := &rc.req
-	if err := proto.Unmarshal(rc.raw.Buf, req); err != nil {
+	// Unknown fields are dropped, in the arguments too: only what the
+	// stages checked reaches the backend.
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(rc.raw.Buf, req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "request is not a valid InvokeToolRequest: %v", err)
 	}
 	rc.call.Init(req.GetTool(), req.GetCallId(), req.GetArguments())

@@ -93,7 +93,7 @@ func newRegistryService(reg *registry.Registry, opts ...registryServiceOption) *
 // end on their own, and GracefulStop waits for every stream.
 func registerRegistryService(gs grpc.ServiceRegistrar, reg *registry.Registry, opts ...registryServiceOption) *registryService {
 	s := newRegistryService(reg, opts...)
-	gatewayv1.RegisterToolRegistryServiceServer(gs, s)
+	gs.RegisterService(decodeFailuresAreInvalid(&gatewayv1.ToolRegistryService_ServiceDesc), s)
 	return s
 }
 

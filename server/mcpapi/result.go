@@ -99,6 +99,10 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 		return errorResult(e.Message, pipeline.ReasonAuditUnavailable, report), nil
 	case pipeline.ReasonBackendError:
 		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
+	case pipeline.ReasonGatewaySendLimit, pipeline.ReasonBackendResponseTooLarge:
+		// The gateway's own size limits: the message names the tool and
+		// which side (request or response) crossed it.
+		return errorResult(e.Message, e.Reason, report), nil
 	}
 	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", policy.Bound(tool), "error", e.Error())
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}

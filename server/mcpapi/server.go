@@ -329,13 +329,22 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
 	}
 	if err := checkArgumentText(p.Arguments); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", p.Name, err)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
+	}
+	callID, _ := p.Meta[MCPMetaCallID].(string)
+	if err := scanArgumentLimits(p.Name, p.Arguments, m.pipe.Limits()); err != nil {
+		// Refused before decoding, with the pipeline's own limit refusal:
+		// recorded like any other call's outcome, mapped by callError.
+		c := pipeline.NewCall(p.Name, callID, nil)
+		m.pipe.Begin(c)
+		perr := c.Fail(err)
+		m.pipe.Finish(ctx, c, perr)
+		return m.callError(ctx, perr, c.Report)
 	}
 	args, err := parseMCPArguments(p.Arguments)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
-	callID, _ := p.Meta[MCPMetaCallID].(string)
 	c := pipeline.NewCall(p.Name, callID, args)
 	res, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {

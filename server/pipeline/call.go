@@ -60,6 +60,10 @@ type Call struct {
 	sent        *structpb.Struct // the arguments as sent, once decoded
 	args        *structpb.Struct // the arguments to forward (normalized)
 	decodeErr   *Error
+	// rewrite: the received bytes hold more than their decoded form
+	// (unknown fields, repeated kinds or entry fields), so they are never
+	// forwarded as they came: the backend gets the decoded form re-encoded.
+	rewrite bool
 
 	start      time.Time
 	validation string // "ok" | "failed" | "" (not reached)
@@ -105,7 +109,8 @@ func (c *Call) Args() (*structpb.Struct, error) {
 		return nil, c.decodeErr
 	}
 	s := new(structpb.Struct)
-	if err := proto.Unmarshal(c.received.Args, s); err != nil {
+	// Unknown fields are dropped: what goes on is only what was checked.
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(c.received.Args, s); err != nil {
 		c.decodeErr = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: c.Tool,
 			Message: "arguments are not a valid google.protobuf.Struct", Cause: err}
 		return nil, c.decodeErr
@@ -133,7 +138,7 @@ func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
 // backend must receive: never decoded, or decoded and left unchanged. With
 // the pipeline's fast paths off it reports false: the backend re-encodes.
 func (c *Call) Forwardable() (Received, bool) {
-	if !c.hasReceived || (c.args != nil && c.args != c.sent) || (c.p != nil && !c.p.fast) {
+	if !c.hasReceived || c.rewrite || (c.args != nil && c.args != c.sent) || (c.p != nil && !c.p.fast) {
 		return Received{}, false
 	}
 	return c.received, true

@@ -80,10 +80,16 @@ const (
 	ReasonBackendDeadline      = "backend-deadline"
 	ReasonBackendCanceled      = "backend-canceled"
 	ReasonBackendError         = "backend-error"
-	ReasonCanceled             = "canceled"
-	ReasonDeadlineExceeded     = "deadline-exceeded"
-	ReasonInternal             = "internal"
-	ReasonAuditUnavailable     = "audit-unavailable"
+	// ReasonGatewaySendLimit: the request to the backend would cross the
+	// gateway's backend send limit (it was never sent).
+	ReasonGatewaySendLimit = "gateway-send-limit"
+	// ReasonBackendResponseTooLarge: the backend's response crossed the
+	// gateway's receive limit for backend responses.
+	ReasonBackendResponseTooLarge = "backend-response-too-large"
+	ReasonCanceled                = "canceled"
+	ReasonDeadlineExceeded        = "deadline-exceeded"
+	ReasonInternal                = "internal"
+	ReasonAuditUnavailable        = "audit-unavailable"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure

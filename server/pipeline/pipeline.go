@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
 
@@ -62,7 +63,9 @@ type Pipeline struct {
 	cfg    Config
 	stages []Stage
 	fast   bool
-	stats  struct{ forwarded, decoded atomic.Int64 }
+	// repairLimits is cfg.Limits as normalize bounds a repair.
+	repairLimits normalize.Limits
+	stats        struct{ forwarded, decoded atomic.Int64 }
 }
 
 // New builds a pipeline.
@@ -70,10 +73,18 @@ func New(cfg Config) *Pipeline {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	// The argument limits are always on (policy.Limits.WithDefaults).
+	cfg.Limits = cfg.Limits.WithDefaults()
 	p := &Pipeline{cfg: cfg, fast: !cfg.DisableFastPaths}
+	p.repairLimits = normalize.Limits{MaxBytes: cfg.Limits.MaxArgumentBytes, MaxStringLength: cfg.Limits.MaxStringLength,
+		MaxDepth: cfg.Limits.MaxDepth, MaxElements: cfg.Limits.MaxListElements, MaxKeys: cfg.Limits.MaxObjectKeys}
 	p.stages = p.stageList()
 	return p
 }
+
+// Limits returns the argument limits in force (defaults filled in), for a
+// face that parses arguments itself (MCP's JSON).
+func (p *Pipeline) Limits() policy.Limits { return p.cfg.Limits }
 
 // Stages returns the stage list (for faces that run one stage at a time).
 func (p *Pipeline) Stages() []Stage { return p.stages }

@@ -2,11 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
 
@@ -142,42 +142,43 @@ func (p *Pipeline) rateLimit(_ context.Context, c *Call) error {
 
 // screen: the tool allow/deny lists (deny early: cheaper, and a denied
 // caller learns nothing about the tool, not even whether it exists) and
-// the size limits on the arguments as sent (to bound normalization's work).
-// The size limit reads the received bytes' length; only the string and
-// depth limits need the decoded arguments.
+// the argument limits on the arguments as sent. Received bytes are scanned
+// on the wire (policy.Limits.CheckWire), so arguments over a limit are
+// refused before anything decodes them; bytes holding more than their
+// decoded form are decoded here, dropping the rest, and never forwarded
+// as they came.
 func (p *Pipeline) screen(_ context.Context, c *Call) error {
 	if az := p.cfg.Authz; az != nil {
 		if err := az.AllowTool(c.Caller, c.Tool); err != nil {
 			return err
 		}
 	}
-	return p.checkLimits(c)
-}
-
-// checkLimits applies the argument limits to the call's current arguments.
-func (p *Pipeline) checkLimits(c *Call) error {
-	l := p.cfg.Limits
-	if l.MaxStringLength > 0 || l.MaxDepth > 0 {
-		args, err := c.Args()
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() {
+		canonical, err := p.cfg.Limits.CheckWire(c.Tool, b)
 		if err != nil {
 			return err
 		}
-		return l.Check(c.Tool, args)
-	}
-	if l.MaxArgumentBytes > 0 {
-		if n := c.ArgSize(); n > l.MaxArgumentBytes {
-			// The same refusal Check makes, measured without decoding.
-			return l.Check(c.Tool, mustArgs(c))
+		if !canonical {
+			c.rewrite = true
+			if _, err := c.Args(); err != nil {
+				return err
+			}
+			// Unknown fields are gone; a kind-less Value (only unknown
+			// fields) is refused by the decoded check.
+			return p.checkLimits(c)
 		}
+		return nil
 	}
-	return nil
+	return p.checkLimits(c)
 }
 
-// mustArgs is the decoded arguments for a refusal's message (an
-// undecodable body is refused by its own error first).
-func mustArgs(c *Call) *structpb.Struct {
-	args, _ := c.Args()
-	return args
+// checkLimits applies the argument limits to the call's decoded arguments.
+func (p *Pipeline) checkLimits(c *Call) error {
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	return p.cfg.Limits.Check(c.Tool, args)
 }
 
 // normalize looks the tool up and applies its RT-TOOL-8 plan. Arguments
@@ -196,10 +197,14 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	// Apply never mutates the model's arguments (they stay available for
-	// audit) and returns them as they are, allocation-free, when nothing
-	// changed.
-	out, rep := e.Plan.Apply(args)
+	// ApplyWithin never mutates the model's arguments (they stay available
+	// for audit) and returns them as they are, allocation-free, when nothing
+	// changed. The limits stop a JSON-string repair while it parses.
+	out, rep, err := e.Plan.ApplyWithin(args, p.repairLimits)
+	if err != nil {
+		c.Report = rep
+		return p.repairRefusal(c.Tool, err)
+	}
 	c.SetArgs(out)
 	c.Report = rep
 	if !p.cfg.ForwardEntityBound {
@@ -268,4 +273,23 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 		return err
 	}
 	return p.cfg.Rules.Evaluate(ctx, c.Caller, c.Tool, args)
+}
+
+// repairLimitNames are the policy limits behind normalize's limits.
+var repairLimitNames = map[normalize.LimitKind]string{
+	normalize.LimitBytes:        policy.LimitMaxArgumentBytes,
+	normalize.LimitStringLength: policy.LimitMaxStringLength,
+	normalize.LimitDepth:        policy.LimitMaxDepth,
+	normalize.LimitElements:     policy.LimitMaxListElements,
+	normalize.LimitKeys:         policy.LimitMaxObjectKeys,
+}
+
+// repairRefusal is the refusal of a repair a limit stopped: the policy's
+// limit refusal, naming the limit and the path.
+func (p *Pipeline) repairRefusal(tool string, err error) error {
+	var le *normalize.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	return p.cfg.Limits.Exceeded(tool, repairLimitNames[le.Kind], le.Path, true)
 }

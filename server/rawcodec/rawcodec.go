@@ -5,6 +5,8 @@ import (
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec used for every other message
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Request is a message kept as received (server side).
@@ -40,6 +42,20 @@ type Response struct{ Buf []byte }
 
 // Frame is an undecoded received message (client side).
 type Frame struct{ Buf []byte }
+
+// Checked is a message to decode whose decode failure the handler reports
+// itself (server side): gRPC turns a codec error into Internal and writes
+// that status before the handler can say otherwise, but a request that
+// does not decode is the caller's error. Unmarshal decodes into Msg and
+// leaves a failure in Err instead of returning it.
+type Checked struct {
+	Msg proto.Message
+	Err error
+}
+
+// ProtoReflect is Msg's, so a server without this codec (a gateway
+// assembled by hand) decodes a Checked like the message itself.
+func (c *Checked) ProtoReflect() protoreflect.Message { return c.Msg.ProtoReflect() }
 
 // Codec moves the types above as bytes.
 type Codec struct{}
@@ -82,6 +98,9 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 			return nil
 		}
 		m.Buf = data.Materialize()
+		return nil
+	case *Checked:
+		m.Err = protoCodec.Unmarshal(data, m.Msg)
 		return nil
 	case *Frame:
 		if len(data) == 1 {
