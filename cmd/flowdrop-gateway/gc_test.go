@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -46,6 +47,55 @@ func TestGCPercent(t *testing.T) {
 			})
 			if got := debug.SetGCPercent(100); got != tc.want {
 				t.Errorf("collector at %d%%, want %d%%", got, tc.want)
+			}
+			if !strings.Contains(src, tc.wantSrc) {
+				t.Errorf("source %q, want it to name %q", src, tc.wantSrc)
+			}
+		})
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	// The limit is process-wide: put back what the test found.
+	orig := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
+
+	for _, tc := range []struct {
+		reason  string
+		args    []string
+		env     string // GOMEMLIMIT in the environment
+		want    int64  // the runtime's limit afterwards
+		wantSrc string
+		wantErr string
+	}{
+		{reason: "no flag: the gateway's default", want: defaultMemoryLimit, wantSrc: "--memory-limit"},
+		{reason: "the flag sets it, with GOMEMLIMIT's units", args: []string{"--memory-limit", "2GiB"}, want: 2 << 30, wantSrc: "--memory-limit"},
+		{reason: "plain bytes", args: []string{"--memory-limit", "314572800"}, want: 300 << 20, wantSrc: "--memory-limit"},
+		{reason: "off is no limit", args: []string{"--memory-limit", "off"}, want: math.MaxInt64, wantSrc: "--memory-limit"},
+		{reason: "GOMEMLIMIT in the environment wins over the flag", args: []string{"--memory-limit", "2GiB"}, env: "300MiB", want: 12345 << 20, wantSrc: "GOMEMLIMIT"},
+		{reason: "a limit under 1MiB would collect all the time", args: []string{"--memory-limit", "512KiB"}, wantErr: "at least 1MiB"},
+		{reason: "not a size", args: []string{"--memory-limit", "lots"}, wantErr: "at least 1MiB"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			debug.SetMemoryLimit(12345 << 20)
+			_, _, err := parseFlags(append([]string{"--auth-off"}, tc.args...), io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, src := applyMemoryLimit(memoryLimit, func(k string) string {
+				if k == "GOMEMLIMIT" {
+					return tc.env
+				}
+				return ""
+			})
+			if got := debug.SetMemoryLimit(-1); got != tc.want {
+				t.Errorf("limit %d, want %d", got, tc.want)
 			}
 			if !strings.Contains(src, tc.wantSrc) {
 				t.Errorf("source %q, want it to name %q", src, tc.wantSrc)
