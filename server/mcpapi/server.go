@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -323,7 +324,16 @@ func (m *Server) visibleTools(ctx context.Context, tools []*mcp.Tool) []*mcp.Too
 
 // callTool is tools/call: the MCP request becomes a call and runs the whole
 // InvokeTool pipeline; the outcome becomes an MCP result or error.
-func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	// A panic anywhere in the call is this call's Internal error, as on
+	// the gRPC face (its recovery interceptor): the stack goes to the log,
+	// the caller gets "internal error", the gateway keeps serving.
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("panic in tools/call", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+	}()
 	p := req.Params
 	if p == nil || p.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
@@ -346,7 +356,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
 	c := pipeline.NewCall(p.Name, callID, args)
-	res, perr := m.pipe.Invoke(ctx, c)
+	out, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
 			// The result names neither the target nor the cause; the log does.
@@ -354,5 +364,5 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 		return m.callError(ctx, perr, c.Report)
 	}
-	return toolResult(res, c.Report)
+	return toolResult(out, c.Report)
 }
