@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -104,8 +105,21 @@ func TestSensitiveValuesNeverInMessages(t *testing.T) {
 		}
 	}
 
+	// A number MCP cannot carry exactly is refused while the arguments are
+	// read, before the schema says whether the field is sensitive: the
+	// refusal names the path, never the number (nor what it would become).
+	inexact := "12345678901234567891"
+	res0, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vault", Arguments: map[string]any{"otp": json.Number(inexact)}})
+	text := fmt.Sprint(err)
+	if res0 != nil {
+		text += resultText(res0)
+	}
+	if (err == nil && (res0 == nil || !res0.IsError)) || !strings.Contains(text, "/otp") || strings.Contains(text, "1234567890123456") {
+		t.Errorf("MCP, an inexact number at a sensitive field: %q; want a refusal naming /otp without the number", text)
+	}
+
 	// Not sensitive: the value still helps the model.
-	_, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "vault", Arguments: gatewaytest.Args(t, map[string]any{"count": 87654399})})
+	_, err = env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "vault", Arguments: gatewaytest.Args(t, map[string]any{"count": 87654399})})
 	if msg := status.Convert(err).Message(); !strings.Contains(msg, "got 87654399") {
 		t.Errorf("a non-sensitive value failing maximum: %q; want the value reported", msg)
 	}
@@ -116,6 +130,9 @@ func TestSensitiveValuesNeverInMessages(t *testing.T) {
 
 	_, raw := auditLines(t, env, audit) // closes the gateway: every line is written
 	logText := logs.String()
+	if strings.Contains(logText, "1234567890123456") {
+		t.Error("the log shows the inexact sensitive number")
+	}
 	for _, tc := range cases {
 		if containsValue(raw, tc.secret) {
 			t.Errorf("%s: the audit log shows the sensitive value %s (%s)", tc.name, tc.secret, tc.reason)

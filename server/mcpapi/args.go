@@ -56,7 +56,7 @@ func toValue(x any, at string) (*structpb.Value, error) {
 	case json.Number:
 		f, err := exactFloat(string(x))
 		if err != nil {
-			return nil, fmt.Errorf("number at %s: %v", at, err)
+			return nil, fmt.Errorf("the number at %s %v", at, err)
 		}
 		return structpb.NewNumberValue(f), nil
 	case []any:
@@ -86,16 +86,17 @@ func toValue(x any, at string) (*structpb.Value, error) {
 // exactFloat parses a JSON number literal, refusing one whose float64 is
 // not the same number (e.g. 12345678901234567891 or 1e400): the value
 // survives only if the shortest float64 formatting denotes the literal's
-// exact decimal value.
+// exact decimal value. Its errors never quote the number: the schema that
+// says whether the field is sensitive is not consulted here.
 func exactFloat(lit string) (float64, error) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s is out of range for a 64-bit float", lit)
+		return 0, errors.New("is out of range for a 64-bit float")
 	}
 	want, ok1 := new(big.Rat).SetString(lit)
 	got, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
 	if !ok1 || !ok2 || want.Cmp(got) != 0 {
-		return 0, fmt.Errorf("%s cannot be represented exactly as a 64-bit float (it would become %s); send it as a string", lit, strconv.FormatFloat(f, 'g', -1, 64))
+		return 0, errors.New("cannot be represented exactly as a 64-bit float; send it as a string")
 	}
 	return f, nil
 }
