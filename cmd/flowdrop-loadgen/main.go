@@ -97,9 +97,25 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dial connects to addr; a non-empty apiKey is sent as x-api-key on every
+// call (a per-RPC credential: one map per call, no context rebuilt).
+func dial(addr, apiKey string) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if apiKey != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(apiKeyCredential{"x-api-key": apiKey}))
+	}
+	return grpc.NewClient(addr, opts...)
 }
+
+// apiKeyCredential sends a fixed API key header. Loopback plaintext only
+// (the driver refuses non-loopback addresses), hence no transport security.
+type apiKeyCredential map[string]string
+
+func (c apiKeyCredential) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return c, nil
+}
+
+func (apiKeyCredential) RequireTransportSecurity() bool { return false }
 
 func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("drive", flag.ContinueOnError)
@@ -115,6 +131,7 @@ func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Second, "per-call deadline")
 	label := fs.String("label", "", "name for this target in the output (default: the target)")
 	round := fs.Int("round", 0, "round number to record in the output")
+	apiKey := fs.String("api-key", "", "send this API key (x-api-key) on every call")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -149,7 +166,7 @@ func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--mode %q: want closed or open", *mode)
 	}
 
-	cc, err := dial(*addr)
+	cc, err := dial(*addr, *apiKey)
 	if err != nil {
 		return err
 	}
@@ -272,7 +289,7 @@ func proxy(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := loopback("backend", *be); err != nil {
 		return err
 	}
-	cc, err := dial(*be)
+	cc, err := dial(*be, "")
 	if err != nil {
 		return err
 	}
@@ -289,6 +306,7 @@ func wait(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "", "target address, 127.0.0.1:PORT")
 	payload := fs.String("payload", loadgen.PayloadClean, "clean or repair")
 	timeout := fs.Duration("timeout", 15*time.Second, "give up after this long")
+	apiKey := fs.String("api-key", "", "send this API key (x-api-key) on every call")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -303,7 +321,7 @@ func wait(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--payload: %w", err)
 	}
-	cc, err := dial(*addr)
+	cc, err := dial(*addr, *apiKey)
 	if err != nil {
 		return err
 	}

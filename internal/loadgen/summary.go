@@ -19,6 +19,12 @@ const (
 	LabelDecodeProxy = "decode-proxy"
 	LabelGateway     = "gateway"
 	LabelBaseline    = "baseline"
+	// The peers and the deployed configuration (issue 14), measured when
+	// run.sh has them: nginx's and HAProxy's gRPC proxying in front of the
+	// same backend, and the gateway running tools/bench/prod-policy.yaml.
+	LabelNginx       = "nginx"
+	LabelHAProxy     = "haproxy"
+	LabelGatewayProd = "gateway-prod"
 )
 
 // ReadResults parses drive's JSON lines, naming the line of any bad one.
@@ -191,6 +197,22 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 	}
 	if _, ok := row[key{LabelBaseline, "open"}]; ok {
 		ratios = append(ratios, addedRatio("gateway/baseline added p50 (open)", LabelGateway, LabelBaseline, "", 0))
+	}
+	// Issue 14's targets, each only when both its labels were measured.
+	has := func(label, mode string) bool { _, ok := row[key{label, mode}]; return ok }
+	if has(LabelNginx, "closed") {
+		ratios = append(ratios, thrRatio("nginx/direct throughput (closed)", LabelNginx, LabelDirect, "", 0))
+		if has(LabelHAProxy, "closed") {
+			ratios = append(ratios, thrRatio("haproxy/nginx throughput (closed)", LabelHAProxy, LabelNginx, "", 0))
+		}
+		ratios = append(ratios, thrRatio("gateway/nginx throughput (closed)", LabelGateway, LabelNginx, "≥ 0.95", 0.95))
+	}
+	if has(LabelGatewayProd, "closed") {
+		ratios = append(ratios, thrRatio("gateway-prod/gateway throughput (closed)", LabelGatewayProd, LabelGateway, "≥ 0.80", 0.80))
+	}
+	if has(LabelGatewayProd, "open") && has(LabelNginx, "open") {
+		ratios = append(ratios, addedRatio("gateway-prod/nginx added p50 (open)", LabelGatewayProd, LabelNginx, "≤ 1.5", 1.5))
+		ratios = append(ratios, addedRatio("gateway/nginx added p50 (open)", LabelGateway, LabelNginx, "", 0))
 	}
 	return rows, ratios
 }

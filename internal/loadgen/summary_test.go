@@ -165,3 +165,52 @@ func TestReadResultsNamesBadLine(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSummarizePeerAndProdRatios: with nginx, HAProxy and gateway-prod in
+// the results, issue 14's ratios appear, each against its bound.
+func TestSummarizePeerAndProdRatios(t *testing.T) {
+	var in []Result
+	for r := 1; r <= 2; r++ {
+		in = append(in,
+			Result{Label: "direct", Round: r, Mode: "closed", ThroughputPerS: 20000},
+			Result{Label: "nginx", Round: r, Mode: "closed", ThroughputPerS: 10000},
+			Result{Label: "haproxy", Round: r, Mode: "closed", ThroughputPerS: 13000},
+			Result{Label: "gateway", Round: r, Mode: "closed", ThroughputPerS: 9000},
+			Result{Label: "gateway-prod", Round: r, Mode: "closed", ThroughputPerS: 5400},
+			Result{Label: "direct", Round: r, Mode: "open", P50us: 600},
+			Result{Label: "nginx", Round: r, Mode: "open", P50us: 800},
+			Result{Label: "gateway", Round: r, Mode: "open", P50us: 850},
+			Result{Label: "gateway-prod", Round: r, Mode: "open", P50us: 950},
+		)
+	}
+	_, ratios := Summarize(in)
+	want := map[string]struct {
+		v      float64
+		pass   *bool
+		reason string
+	}{
+		"nginx/direct throughput (closed)":         {0.5, nil, "informational"},
+		"haproxy/nginx throughput (closed)":        {1.3, nil, "informational"},
+		"gateway/nginx throughput (closed)":        {0.9, ptr(false), "0.90 < 0.95"},
+		"gateway-prod/gateway throughput (closed)": {0.6, ptr(false), "0.60 < 0.80"},
+		"gateway-prod/nginx added p50 (open)":      {350.0 / 200, ptr(false), "(950−600)/(800−600) = 1.75 > 1.5"},
+		"gateway/nginx added p50 (open)":           {250.0 / 200, nil, "informational"},
+	}
+	got := map[string]Ratio{}
+	for _, r := range ratios {
+		got[r.Name] = r
+	}
+	for name, w := range want {
+		r, ok := got[name]
+		if !ok {
+			t.Errorf("ratio %q missing (%s)", name, w.reason)
+			continue
+		}
+		if math.Abs(r.Value-w.v) > 1e-9 {
+			t.Errorf("%s = %v, want %v (%s)", name, r.Value, w.v, w.reason)
+		}
+		if (w.pass == nil) != (r.Pass == nil) || (w.pass != nil && *w.pass != *r.Pass) {
+			t.Errorf("%s pass = %v, want %v (%s)", name, r.Pass, w.pass, w.reason)
+		}
+	}
+}

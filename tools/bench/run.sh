@@ -11,8 +11,17 @@
 #   --payload K    clean (default, needs no repair) or repair
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
-#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+5, +7 with BASELINE_REF)
+#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12)
 #      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
+#      PEERS (1: also nginx and HAProxy; 0: not) PROD (1: also gateway-prod; 0: not)
+# Peers (issue 14): nginx 1.22 `grpc_pass` and HAProxy 2.6 (h2 both sides),
+# each proxying the direct target's Invoke to the same backend, from the
+# Debian packages nginx-light and haproxy — installed with apt-get when
+# missing and run as root, otherwise skipped with the reason printed.
+# gateway-prod: a second gateway from the same build running
+# tools/bench/prod-policy.yaml (API-key auth on every call, audit to a file
+# with the arguments, a CEL rule on bench_tool, limits, a rate limit it never
+# reaches, admin metrics on), called with the bench key.
 # BASELINE_REF=<git ref> (e.g. HEAD, main, a commit): before/after in one run.
 # ./cmd/flowdrop-gateway is also built from that commit and measured as
 # "baseline" in every round, interleaved like the rest, with the gateway's
@@ -46,7 +55,7 @@ while [ $# -gt 0 ]; do
     --pprof) [ $# -ge 2 ] || die "--pprof needs a directory"; PPROF_DIR=$2; shift 2 ;;
     --payload) [ $# -ge 2 ] || die "--payload needs clean or repair"; PAYLOAD=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -82,6 +91,14 @@ GW_PPROF=127.0.0.1:$((BASE_PORT + 4))
 PX_PPROF=127.0.0.1:$((BASE_PORT + 5))
 BGW=127.0.0.1:$((BASE_PORT + 6))
 BGW_PPROF=127.0.0.1:$((BASE_PORT + 7))
+NX=127.0.0.1:$((BASE_PORT + 8))
+HX=127.0.0.1:$((BASE_PORT + 9))
+PGW=127.0.0.1:$((BASE_PORT + 10))
+PGW_PPROF=127.0.0.1:$((BASE_PORT + 11))
+PGW_ADMIN=127.0.0.1:$((BASE_PORT + 12))
+PEERS=${PEERS:-1}
+PROD=${PROD:-1}
+BENCH_API_KEY=flowdrop-bench-key-not-a-secret # its hash is in tools/bench/prod-policy.yaml
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== build" >&2
@@ -146,6 +163,76 @@ start_gateway() {
     >"$tmp/$name.out" 2>"$tmp/$name.log" & GW_STARTED_PID=$!; pids+=("$GW_STARTED_PID")
 }
 
+# start_gateway_prod: the same build with the production policy, working in
+# $tmp/prod (its audit file lands there), admin metrics on.
+start_gateway_prod() {
+  mkdir -p "$tmp/prod"
+  (cd "$tmp/prod" && exec "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --data-dir "$tmp/prod/data" \
+    --mcp-listen "" --admin-listen "$PGW_ADMIN" --pprof-listen "$PGW_PPROF" --listen "$PGW" \
+    --policy "$root/tools/bench/prod-policy.yaml" $GATEWAY_FLAGS \
+    >"$tmp/gateway-prod.out" 2>"$tmp/gateway-prod.log") & pids+=($!)
+}
+
+# have_or_install CMD PACKAGE: CMD on PATH, installing PACKAGE with apt-get
+# when run as root; prints why not otherwise and returns 1.
+have_or_install() {
+  command -v "$1" >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== apt-get install $2" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "$2" >"$tmp/apt-$2.log" 2>&1 || true
+    command -v "$1" >/dev/null && return 0
+    SKIPPED+=("$1: apt-get install $2 failed (see $tmp/apt-$2.log with --keep)")
+  else
+    SKIPPED+=("$1: not installed and not root (apt-get install $2)")
+  fi
+  return 1
+}
+SKIPPED=()
+
+# start_nginx / start_haproxy: the peers, proxying gRPC to the backend in
+# the foreground (killed by the trap), logs and state in $tmp.
+start_nginx() {
+  mkdir -p "$tmp/nginx"
+  cat >"$tmp/nginx/nginx.conf" <<CONF
+daemon off;
+worker_processes $(nproc);
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/nginx/body;
+  proxy_temp_path $tmp/nginx/proxy;
+  fastcgi_temp_path $tmp/nginx/fastcgi;
+  uwsgi_temp_path $tmp/nginx/uwsgi;
+  scgi_temp_path $tmp/nginx/scgi;
+  upstream backend { server $BE; keepalive 64; }
+  server {
+    listen $NX http2;
+    location / { grpc_pass grpc://backend; }
+  }
+}
+CONF
+  nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" 2>"$tmp/nginx.log" & pids+=($!)
+}
+start_haproxy() {
+  cat >"$tmp/haproxy.cfg" <<CONF
+global
+  nbthread $(nproc)
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend fe
+  bind $HX proto h2
+  default_backend be
+backend be
+  server s1 $BE proto h2
+CONF
+  haproxy -db -f "$tmp/haproxy.cfg" 2>"$tmp/haproxy.log" & pids+=($!)
+}
+
 GW_PPROF_OK=0
 GW_PID=""
 if [ "$HAVE_GATEWAY" = 1 ] || [ -n "$BASELINE_REV" ]; then
@@ -163,6 +250,13 @@ fi
 if [ -n "$BASELINE_REV" ]; then
   start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF"
 fi
+HAVE_PROD=0
+if [ "$HAVE_GATEWAY" = 1 ] && [ "$PROD" = 1 ]; then start_gateway_prod; HAVE_PROD=1; fi
+HAVE_NGINX=0 HAVE_HAPROXY=0
+if [ "$PEERS" = 1 ]; then
+  if have_or_install nginx nginx-light; then start_nginx; HAVE_NGINX=1; fi
+  if have_or_install haproxy haproxy; then start_haproxy; HAVE_HAPROXY=1; fi
+fi
 
 # labels[i] target[i] addr[i]: the things measured (four; five with BASELINE_REF).
 labels=(direct proxy decode-proxy)
@@ -170,10 +264,18 @@ targets=(direct proxy proxy)
 addrs=("$BE" "$PX" "$DX")
 if [ "$HAVE_GATEWAY" = 1 ]; then labels+=(gateway); targets+=(gateway); addrs+=("$GW"); fi
 if [ -n "$BASELINE_REV" ]; then labels+=(baseline); targets+=(gateway); addrs+=("$BGW"); fi
+# The peers carry the direct target's call (Invoke on the backend): a proxy
+# cannot rename the method, and the bytes are the same.
+if [ "$HAVE_NGINX" = 1 ]; then labels+=(nginx); targets+=(direct); addrs+=("$NX"); fi
+if [ "$HAVE_HAPROXY" = 1 ]; then labels+=(haproxy); targets+=(direct); addrs+=("$HX"); fi
+if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod); targets+=(gateway); addrs+=("$PGW"); fi
+# keyflags LABEL: the API key for the target that needs one.
+keyflags() { if [ "$1" = gateway-prod ]; then echo "--api-key $BENCH_API_KEY"; fi; }
 
 echo "== wait for readiness (one real call each, bounded)" >&2
 for i in "${!labels[@]}"; do
-  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" --timeout 20s; then
+  # shellcheck disable=SC2046 # keyflags prints flags to split
+  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" --timeout 20s $(keyflags "${labels[$i]}"); then
     echo "run.sh: ${labels[$i]} never answered; its log:" >&2
     cat "$tmp/${labels[$i]}.log" >&2 2>/dev/null || true
     exit 1
@@ -182,7 +284,8 @@ done
 
 echo "== warm up ($WARMUP each)" >&2
 for i in "${!labels[@]}"; do
-  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" \
+  # shellcheck disable=SC2046
+  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" $(keyflags "${labels[$i]}") \
     --mode closed --concurrency "$CONCURRENCY" --duration "$WARMUP" >/dev/null
 done
 
@@ -197,8 +300,9 @@ for mode in closed open; do
       i=$(((k + r - 1) % n))
       if [ "$mode" = closed ]; then load=(--mode closed --concurrency "$CONCURRENCY"); else load=(--mode open --rate "$RATE"); fi
       echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
+      # shellcheck disable=SC2046
       "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --label "${labels[$i]}" --round "$r" \
-        --payload "$PAYLOAD" --duration "$DURATION" "${load[@]}" | tee -a "$results" >&2
+        --payload "$PAYLOAD" --duration "$DURATION" "${load[@]}" $(keyflags "${labels[$i]}") | tee -a "$results" >&2
     done
   done
 done
@@ -217,6 +321,14 @@ if [ -n "$PPROF_DIR" ]; then
   prof proxy "$PX_PPROF" proxy "$PX"
   if [ "$HAVE_GATEWAY" = 1 ] && [ "$GW_PPROF_OK" = 1 ]; then
     prof gateway "$GW_PPROF" gateway "$GW"
+    if [ "$HAVE_PROD" = 1 ]; then # prof's drive has no key: profile gateway-prod here
+      echo "== profile gateway-prod (${secs}s closed loop)" >&2
+      curl -fsS -o "$PPROF_DIR/gateway-prod.cpu.pprof" "http://$PGW_PPROF/debug/pprof/profile?seconds=$secs" & c=$!
+      "$LG" drive --target gateway --addr "$PGW" --label gateway-prod --payload "$PAYLOAD" --mode closed \
+        --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" --api-key "$BENCH_API_KEY" >"$PPROF_DIR/gateway-prod.run.json"
+      wait "$c"
+      go tool pprof -top -nodecount=40 "$PPROF_DIR/gateway-prod.cpu.pprof" >"$PPROF_DIR/gateway-prod.top.txt" 2>/dev/null || true
+    fi
   elif [ "$HAVE_GATEWAY" = 1 ] && command -v perf >/dev/null && perf record -o /dev/null -- true >/dev/null 2>&1; then
     # The gateway has no --pprof-listen: sample its process with perf instead.
     echo "== profile gateway with perf (no --pprof-listen flag)" >&2
@@ -239,6 +351,7 @@ baseline_note=""
 [ -z "$BASELINE_REV" ] || baseline_note=" baseline=$BASELINE_REF(${BASELINE_REV:0:12})"
 echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)$baseline_note"
 "$LG" summarize --in "$results"
+for sk in "${SKIPPED[@]}"; do echo "skipped $sk"; done
 if [ "$HAVE_GATEWAY" != 1 ]; then
   echo
   echo "gateway: PENDING (cmd/flowdrop-gateway did not build; see above)"
