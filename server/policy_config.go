@@ -99,7 +99,7 @@ const (
 type TracingConfig = observe.TracingConfig
 
 // DefaultAdminAddr is where the demo serves /metrics, /healthz and /readyz.
-const DefaultAdminAddr = "127.0.0.1:9090"
+const DefaultAdminAddr = "127.0.0.1:7445"
 
 // DemoPolicy is the policy of `go run ./cmd/flowdrop-gateway` with no flags:
 // authentication explicitly off (the gateway warns at start-up), every tool

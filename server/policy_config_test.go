@@ -30,7 +30,7 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"per-tool rate limit", len(p.RateLimit.Tools) == 1 && p.RateLimit.Tools[0] == policy.ToolRate{Match: "run_*", Rate: 1, Burst: 2}},
 		{"registry rate limit", p.RateLimit.Registry == policy.MethodRate{Rate: 50, Burst: 100}},
 		{"audit", p.Audit.RotateBytes == 104857600 && p.Audit.OnFailure == AuditFailClosed},
-		{"admin", p.Admin.ListenAddr == "127.0.0.1:9090"},
+		{"admin", p.Admin.ListenAddr == "127.0.0.1:7445"},
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
