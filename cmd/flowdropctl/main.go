@@ -24,7 +24,7 @@ type command struct {
 }
 
 // commands is every subcommand, by name.
-var commands = commandTable(hashKeyCommand, invokeCommand, normalizeCommand, toolsCommand)
+var commands = commandTable(hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand)
 
 func commandTable(cs ...*command) map[string]*command {
 	m := make(map[string]*command, len(cs))
