@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,12 @@ func TestAdminMetricsAfterKnownCalls(t *testing.T) {
 	}
 	if got := httpStatus(t, env.AdminURL+"/readyz"); got != http.StatusOK {
 		t.Errorf("/readyz = %d", got)
+	}
+	if body := httpBody(t, env.AdminURL+"/readyz"); !strings.Contains(body, "version ") || !strings.Contains(body, "go1.") {
+		t.Errorf("/readyz body %q: want the build's version", body)
+	}
+	if body := httpBody(t, env.AdminURL+"/metrics"); !strings.Contains(body, "flowdrop_build_info{") {
+		t.Error("/metrics has no flowdrop_build_info")
 	}
 	invoke := func(tool string, args map[string]any) {
 		env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: tool, Arguments: gatewaytest.Args(t, args)})
@@ -246,4 +254,18 @@ func TestTraceReachesTheBackend(t *testing.T) {
 	if !beServer.Parent().IsRemote() {
 		t.Error("backend span's parent is not remote: the context was not propagated over the wire")
 	}
+}
+
+func httpBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/demotools"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
@@ -35,6 +36,10 @@ func main() {
 // run parses flags into a server.Config and runs the gateway until ctx ends.
 // It returns the process exit code (2: bad usage).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, "flowdrop-gateway", buildinfo.Read())
+		return 0
+	}
 	cfg, demo, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -43,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		return 2
 	}
+	bi := buildinfo.Read()
+	cfg.Logger.Info("flowdrop-gateway starting", "version", bi.Version, "revision", bi.ShortRevision(), "go", bi.GoVersion)
 	defer survivingHangups(cfg.Logger)()
 	setting, source := applyGCPercent(gcPercent, os.Getenv)
 	cfg.Logger.Info("garbage collector target", "gogc", setting, "from", source)

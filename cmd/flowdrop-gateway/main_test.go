@@ -155,3 +155,11 @@ func TestStartupErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestVersion: --version prints the build and exits 0, starting nothing.
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "flowdrop-gateway ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}

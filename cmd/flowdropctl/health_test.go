@@ -39,3 +39,13 @@ func TestHealth(t *testing.T) {
 		t.Errorf("after Close: exit %d, stdout %q; want 1", code, out.String())
 	}
 }
+
+// TestVersion: --version (and `version`) print the build and exit 0.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "version"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{arg}, strings.NewReader(""), &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "flowdropctl ") {
+			t.Errorf("%s: exit %d, stdout %q", arg, code, out.String())
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/flowdrop/gateway/internal/buildinfo"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -60,6 +62,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
+		return 0
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, "flowdropctl", buildinfo.Read())
 		return 0
 	}
 	c, ok := commands[args[0]]

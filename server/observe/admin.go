@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/buildinfo"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -39,7 +41,7 @@ func NewAdmin(m *Metrics, ready func() error) *Admin {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ready\n"))
+		w.Write([]byte("ready\nversion " + buildinfo.Read().String() + "\n"))
 	})
 	return &Admin{handler: mux}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/buildinfo"
+
 	"github.com/flowdrop/gateway/server/pipeline"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -44,6 +46,12 @@ func NewMetrics() *Metrics {
 		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowdrop_audit_dropped_total",
 			Help: "Audit records lost: not written (the write failed, e.g. a full disk) or dropped (the queue was full)."}),
 	}
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowdrop_build_info",
+		Help:        "The running build: always 1, its labels say which (version, revision, Go).",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
+	build.Set(1)
+	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.auditDrop,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
