@@ -149,6 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")
 	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "garbage collector target, as Go's GOGC (a GOGC environment variable wins): higher trades memory for CPU")
 	memoryLimit = defaultMemoryLimit
@@ -206,7 +207,15 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return cfg, false, fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	switch *logFormat {
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
+	default:
+		return cfg, false, fmt.Errorf("--log-format %q: want text or json", *logFormat)
+	}
 	if policyErr != nil {
 		// Say everything that is wrong at once. Without authentication
 		// configured the demo tools are off (or a tools file is given), so

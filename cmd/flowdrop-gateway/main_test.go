@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,5 +162,23 @@ func TestVersion(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "flowdrop-gateway ") || !strings.Contains(out.String(), "go1.") {
 		t.Fatalf("--version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// TestLogFormat: --log-format json makes every log line one JSON object;
+// an unknown format is a usage error.
+func TestLogFormat(t *testing.T) {
+	var errb bytes.Buffer
+	cfg, _, err := parseFlags([]string{"--auth-off", "--log-format", "json"}, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger.Info("hello", "k", "v")
+	var rec map[string]any
+	if err := json.Unmarshal(errb.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["k"] != "v" {
+		t.Errorf("--log-format json line %q: %v", errb.String(), err)
+	}
+	if _, _, err := parseFlags([]string{"--auth-off", "--log-format", "xml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
+		t.Errorf("--log-format xml: %v; want a usage error naming the flag", err)
 	}
 }
