@@ -122,10 +122,23 @@ func TestAdminMetricsAfterKnownCalls(t *testing.T) {
 		{"go-grpc-middleware's handled counter", "grpc_server_handled_total", map[string]string{"grpc_method": "InvokeTool", "grpc_code": "OK"}, 1},
 		{"... and the refused calls", "grpc_server_handled_total", map[string]string{"grpc_method": "InvokeTool", "grpc_code": "PermissionDenied"}, 1},
 		{"the handling-time histogram is on: all four calls", "grpc_server_handling_seconds", map[string]string{"grpc_method": "InvokeTool"}, 4},
+		{"the time the gateway added, for the served call", "flowdrop_gateway_added_seconds", map[string]string{"tool": "create_note"}, 1},
+		{"... and for the refused ones", "flowdrop_gateway_added_seconds", map[string]string{"tool": "run_command"}, 1},
 	}
 	for _, c := range checks {
 		if got := sample(fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v (%s)", c.name, c.labels, got, c.want, c.reason)
+		}
+	}
+	// Sub-millisecond work must be visible: the histograms start at 50 µs.
+	for _, name := range []string{"flowdrop_gateway_added_seconds", "flowdrop_backend_latency_seconds"} {
+		f := fams[name]
+		if f == nil || len(f.GetMetric()) == 0 {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		if b := f.GetMetric()[0].GetHistogram().GetBucket(); len(b) == 0 || b[0].GetUpperBound() != 50e-6 {
+			t.Errorf("%s's first bucket %v; want 50µs", name, b)
 		}
 	}
 	if f := fams["flowdrop_policy_denials_total"]; f != nil {

@@ -65,11 +65,12 @@ type Call struct {
 	// forwarded as they came: the backend gets the decoded form re-encoded.
 	rewrite bool
 
-	start      time.Time
-	validation string // "ok" | "failed" | "" (not reached)
-	backend    string // the backend's status code name, if called
-	err        *Error // the error a stage or dispatch ended the call with
-	p          *Pipeline
+	start       time.Time
+	validation  string        // "ok" | "failed" | "" (not reached)
+	backend     string        // the backend's status code name, if called
+	backendTime time.Duration // how long the backend call took, if called
+	err         *Error        // the error a stage or dispatch ended the call with
+	p           *Pipeline
 }
 
 // NewCall is a call whose arguments are already decoded (nil means none).

@@ -23,6 +23,9 @@ type Outcome struct {
 	Validation  string // "ok" | "failed" | "" (not reached)
 	BackendCode string // the backend's code name, if it was called
 	Latency     time.Duration
+	// BackendLatency is the backend call's part of Latency (0 if not
+	// called): Latency minus it is the time the gateway added.
+	BackendLatency time.Duration
 }
 
 // Recorder records outcomes: the audit log, metrics. RecordCall runs once

@@ -158,8 +158,9 @@ func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
 		code = e.Code.String()
 	}
 	c.backend = code
+	c.backendTime = time.Since(start)
 	for _, r := range p.cfg.Recorders {
-		r.RecordBackend(c.Tool, code, time.Since(start))
+		r.RecordBackend(c.Tool, code, c.backendTime)
 	}
 	return res, e
 }
@@ -198,7 +199,7 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 			o.Reason = "validation-failed"
 		}
 	}
-	o.Latency = time.Since(c.start)
+	o.Latency, o.BackendLatency = time.Since(c.start), c.backendTime
 	for _, r := range p.cfg.Recorders {
 		r.RecordCall(ctx, c, o)
 	}
