@@ -1,0 +1,125 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/yaml"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server"
+)
+
+// TestAlertRulesPassPromtool: the rules check, and their unit tests pass,
+// with promtool (Debian's prometheus package; .ci/run installs it, so CI
+// never skips).
+func TestAlertRulesPassPromtool(t *testing.T) {
+	if _, err := exec.LookPath("promtool"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is missing; .ci/run installs Debian's prometheus package")
+		}
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	for _, args := range [][]string{{"check", "rules", "prometheus/alerts.yaml"}, {"test", "rules", "prometheus/alerts_test.yaml"}} {
+		if out, err := exec.Command("promtool", args...).CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// metricName finds metric names in PromQL: identifiers starting flowdrop_
+// or grpc_server_ (label names and functions never do).
+var metricName = regexp.MustCompile(`\b(flowdrop_[a-z_]+|grpc_server_[a-z_]+)`)
+
+// TestDashboardAndRulesUseExportedMetrics: every metric the alert rules and
+// the Grafana dashboard query is one a running gateway exports (after a
+// call, so the per-call series exist), histograms by their _bucket/_count/
+// _sum series.
+func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
+	p := server.DemoPolicy()
+	p.Rules = []policy.Rule{{Name: "no-forbidden", Tools: []string{"create_note"}, Expr: `!args.title.contains("forbidden")`}}
+	env := gatewaytest.Start(t, gatewaytest.WithAdmin(), gatewaytest.WithPolicy(p))
+	// A served call with a repair, a rule denial, a validation failure: the
+	// per-call series exist only once something was counted.
+	for _, a := range []map[string]any{{"title": "A &amp; B"}, {"title": "forbidden"}, {"title": 7}} {
+		env.Client.InvokeTool(t.Context(), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, a)})
+	}
+	resp, err := http.Get(env.AdminURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for name, f := range fams {
+		exported[name] = true
+		if f.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_bucket", "_count", "_sum"} {
+				exported[name+s] = true
+			}
+		}
+	}
+	var exprs []string
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Expr string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	b, err := os.ReadFile("prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	b, err = os.ReadFile("grafana/flowdrop-gateway.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	if len(dash.Panels) == 0 {
+		t.Fatal("dashboard has no panels")
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, e := range exprs {
+		for _, m := range metricName.FindAllString(e, -1) {
+			if !exported[m] {
+				t.Errorf("%q queries %s, which the gateway does not export", e, m)
+			}
+		}
+	}
+}
