@@ -375,8 +375,11 @@ func (g *Gateway) AdminAddr() string {
 	return dialAddr(g.adminLis.Addr())
 }
 
-// Registry is the gateway's live registry.
+
 func (g *Gateway) Registry() *registry.Registry { return g.reg }
+
+// AuthenticationOn reports whether callers must authenticate (auth.mode on).
+func (g *Gateway) AuthenticationOn() bool { return !g.auth.Off() }
 
 // BackendTargets lists the backend targets the gateway holds a connection to.
 func (g *Gateway) BackendTargets() []string { return g.tools.Targets() }

@@ -49,9 +49,15 @@ func printBanner(w io.Writer, g *server.Gateway, demoAddr string) {
 	if !slices.Contains(names, tool) && len(names) > 0 {
 		tool, args = names[0], `{}`
 	}
-	fmt.Fprintf(w, "\ntry it:\n  grpcurl -plaintext -d '{\"tool\":%q,\"arguments\":%s}' %s %s/InvokeTool\n",
-		tool, args, addr, gatewayv1.ToolGatewayService_ServiceDesc.ServiceName)
-	fmt.Fprintf(w, "  go run ./cmd/flowdropctl invoke %s --addr %s --args '%s'\n\n", tool, addr, args)
+	// With authentication on, the lines carry the credential header with a
+	// placeholder (never a real key: the gateway only knows hashes).
+	header, env := "", ""
+	if g.AuthenticationOn() {
+		header, env = "-H 'x-api-key: <your API key>' ", "FLOWDROP_API_KEY='<your API key>' "
+	}
+	fmt.Fprintf(w, "\ntry it:\n  grpcurl -plaintext %s-d '{\"tool\":%q,\"arguments\":%s}' %s %s/InvokeTool\n",
+		header, tool, args, addr, gatewayv1.ToolGatewayService_ServiceDesc.ServiceName)
+	fmt.Fprintf(w, "  %sgo run ./cmd/flowdropctl invoke %s --addr %s --args '%s'\n\n", env, tool, addr, args)
 	if u := g.MCPURL(); u != "" {
 		fmt.Fprintf(w, "MCP endpoint (streamable HTTP): %s\n\n", u)
 	}
