@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
 
@@ -192,6 +193,41 @@ func TestSystemdUnitAndDockerfileFlags(t *testing.T) {
 	for _, want := range []string{"USER nonroot", "HEALTHCHECK", "flowdropctl\", \"health\"", "CGO_ENABLED=0"} {
 		if !strings.Contains(string(docker), want) {
 			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+}
+
+// TestExamplesLoadAndAreInTheREADME: the example tools file and minimal
+// production policy load (admission included), and the README shows each
+// verbatim, so the copy a newcomer pastes is the one that is tested.
+func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
+	tools, err := registry.LoadFile("examples/tools.yaml")
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("examples/tools.yaml: %v (%d tools)", err, len(tools))
+	}
+	for _, tl := range tools {
+		if _, err := (registry.Admission{LintProfiles: registry.DefaultLintProfiles()}).Admit(t.Context(), tl, nil); err != nil {
+			t.Errorf("tool %s is not admitted: %v", tl.Name, err)
+		}
+	}
+	p, err := server.LoadPolicyFile("examples/policy.yaml")
+	if err != nil {
+		t.Fatalf("examples/policy.yaml: %v", err)
+	}
+	if p.Audit.OnFailure != server.AuditFailClosed && p.Audit.OnFailure != "" {
+		t.Errorf("the production example must keep audit fail-closed, got %q", p.Audit.OnFailure)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"examples/tools.yaml", "examples/policy.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(readme), string(b)) {
+			t.Errorf("README.md does not show deploy/%s verbatim", f)
 		}
 	}
 }
