@@ -32,7 +32,7 @@ func gatewayFlags(t *testing.T) map[string]bool {
 	}
 	out, _ := exec.Command(bin, "-h").CombinedOutput() // -h exits 0 or 2 depending on flag's mood
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+--?([a-z0-9][a-z0-9-]*)`).FindAllStringSubmatch(string(out), -1) {
 		flags[m[1]] = true
 	}
 	if !flags["listen"] || !flags["admin-listen"] {

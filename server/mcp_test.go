@@ -258,9 +258,9 @@ func TestMCPCallOutcomes(t *testing.T) {
 			rpcCode: jsonrpc.CodeInvalidParams, textHas: []string{"must be a JSON object"},
 		},
 		{
-			name: "number float64 cannot hold", reason: "a value is refused, naming it, rather than changed before the tool sees it",
+			name: "number float64 cannot hold", reason: "a value is refused, naming its path (not the number: the field may be sensitive), rather than changed before the tool sees it",
 			tool: "update_settings", args: `{"settings":{"n":12345678901234567891}}`,
-			rpcCode: jsonrpc.CodeInvalidParams, textHas: []string{"/settings/n", "12345678901234567891"},
+			rpcCode: jsonrpc.CodeInvalidParams, textHas: []string{"/settings/n", "cannot be represented exactly"},
 		},
 		{
 			name: "tool-level failure", reason: "the backend's is_error result is the tool speaking to the model: isError with its text",

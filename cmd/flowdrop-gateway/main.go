@@ -118,6 +118,7 @@ func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer) err
 func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	cfg := server.DefaultConfig()
 	fs := flag.NewFlagSet("flowdrop-gateway", flag.ContinueOnError)
+	fs.Usage = func() { printUsage(fs.Output(), fs) }
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "address to serve gRPC on")
 	fs.StringVar(&cfg.MCP.ListenAddr, "mcp-listen", server.DefaultMCPListenAddr, `address of the MCP endpoint (streamable HTTP at `+server.MCPPath+`); "" turns it off`)

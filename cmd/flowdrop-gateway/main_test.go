@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -180,5 +182,31 @@ func TestLogFormat(t *testing.T) {
 	}
 	if _, _, err := parseFlags([]string{"--auth-off", "--log-format", "xml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Errorf("--log-format xml: %v; want a usage error naming the flag", err)
+	}
+}
+
+// TestHelpGroupsEveryFlag: --help lists every flag once, under a group.
+func TestHelpGroupsEveryFlag(t *testing.T) {
+	var errb bytes.Buffer
+	if _, _, err := parseFlags([]string{"-h"}, &errb); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := errb.String()
+	if strings.Contains(help, "\nother:\n") {
+		t.Errorf("flags without a group in --help (add them to flagGroups):\n%s", help[strings.Index(help, "\nother:\n"):])
+	}
+	seen := map[string]int{}
+	for _, g := range flagGroups {
+		for _, n := range g.names {
+			seen[n]++
+		}
+	}
+	for n, c := range seen {
+		if c > 1 {
+			t.Errorf("--%s is in %d groups", n, c)
+		}
+		if !strings.Contains(help, "  --"+n+"\n") && !strings.Contains(help, "  --"+n+" ") {
+			t.Errorf("--%s is grouped but not a flag (or not shown)", n)
+		}
 	}
 }
