@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +301,49 @@ func TestRedisThatNeverAnswersFallsBack(t *testing.T) {
 	}
 	if n := a.fallbacks(t, policy.FallbackLocal); n < 1 {
 		t.Errorf("fallback counter = %v; want counted", n)
+	}
+}
+
+// The Redis password comes from a file: the right one lets Redis decide;
+// a wrong one is a Redis that cannot decide (fallback, counted), and the
+// password is in no log line.
+func TestRedisPasswordFromFile(t *testing.T) {
+	const password = "s3cret-redis-pw"
+	for _, tc := range []struct {
+		name, file string
+		decides    bool
+		reason     string
+	}{
+		{"right", password + "\n", true, "the file's password (trailing newline dropped) authenticates"},
+		{"wrong", "not-it\n", false, "a refused AUTH means Redis cannot decide: the fallback does, counted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rs := redistest.Start(t, redistest.WithPassword(password))
+			pwFile := filepath.Join(t.TempDir(), "redis.pw")
+			if err := os.WriteFile(pwFile, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logs syncBuffer
+			backend := fleetBackend(t, ranFleetTool)
+			a := startFleetReplica(t, "A", nil, rs.Addr(), backend, limitedPolicy(""), func(c *server.Config) {
+				c.Redis.PasswordFile = pwFile
+				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			})
+			if err := a.call(ctx); err != nil {
+				t.Fatalf("call: %v (%s)", err, tc.reason)
+			}
+			fell := a.fallbacks(t, policy.FallbackLocal)
+			if tc.decides && fell != 0 {
+				t.Errorf("fallback counter = %v; want 0: Redis decides (%s)", fell, tc.reason)
+			}
+			if !tc.decides && fell < 1 {
+				t.Errorf("fallback counter = %v; want counted (%s)", fell, tc.reason)
+			}
+			if strings.Contains(logs.String(), password) || strings.Contains(logs.String(), "not-it") {
+				t.Errorf("a log line holds the Redis password:\n%s", logs.String())
+			}
+		})
 	}
 }

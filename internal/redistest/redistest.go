@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,12 +28,20 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	pass string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 }
 
+// Option configures Start.
+type Option func(*Server)
+
+// WithPassword makes the server require password (requirepass): the
+// default user's password, AUTH for every connection.
+func WithPassword(password string) Option { return func(s *Server) { s.pass = password } }
+
 // Start starts redis-server and stops it when the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -42,6 +51,9 @@ func Start(t testing.TB) *Server {
 		t.Skip("redistest: redis-server is not on PATH (apt-get install -y redis-server)")
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	for _, o := range opts {
+		o(s)
+	}
 	var lastErr error
 	for range 5 {
 		if s.port, err = freePort(); err != nil {
@@ -69,8 +81,12 @@ func freePort() (int, error) {
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--protected-mode", "yes", "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--protected-mode", "yes", "--loglevel", "warning"}
+	if s.pass != "" {
+		args = append(args, "--requirepass", s.pass)
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		return err
@@ -112,7 +128,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
 	return nil
