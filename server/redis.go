@@ -29,6 +29,8 @@ func (g *Gateway) openRedis(ctx context.Context, cfg RedisConfig) error {
 		return err
 	}
 	g.redis = c
+	// Registered here, once, whatever builds limiters later (a policy reload too).
+	g.countFallback = g.metrics.RateLimitFallbackCounter(policy.FallbackLocal, policy.FallbackDeny)
 	if err := c.Ping(ctx); err != nil {
 		g.log.Warn("redis unreachable at start-up: rate limits use the fallback until it answers", "error", err.Error())
 	} else {
@@ -42,9 +44,6 @@ func (g *Gateway) openRedis(ctx context.Context, cfg RedisConfig) error {
 func (g *Gateway) sharedLimits(ns, what string, fallback string) []policy.RateLimitOption {
 	if g.redis == nil {
 		return nil
-	}
-	if g.countFallback == nil {
-		g.countFallback = g.metrics.RateLimitFallbackCounter(policy.FallbackLocal, policy.FallbackDeny)
 	}
 	if fallback == "" {
 		fallback = policy.FallbackLocal
