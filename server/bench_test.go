@@ -7,6 +7,9 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/redistest"
+	"github.com/flowdrop/gateway/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,6 +67,42 @@ func BenchmarkMCPToolsCall(b *testing.B) {
 					res, err := cs.CallTool(ctx, params)
 					if err != nil || res.IsError {
 						b.Errorf("tools/call: %v %v", err, res)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkInvokeToolRateLimit is one clean InvokeTool with no rate limit,
+// with the local limiter, and with the limit decided in a real
+// redis-server on loopback (one GCRA script per call): the Redis limit's
+// per-call cost, all three in one run. The limit is high enough that no
+// call is refused.
+func BenchmarkInvokeToolRateLimit(b *testing.B) {
+	rs := redistest.Start(b)
+	limited := server.DemoPolicy()
+	limited.RateLimit = policy.RateLimitConfig{Rate: 1e9, Burst: 1e9}
+	cases := []struct {
+		name string
+		opts []gatewaytest.Option
+	}{
+		{"off", nil},
+		{"local", []gatewaytest.Option{gatewaytest.WithPolicy(limited)}},
+		{"redis", []gatewaytest.Option{gatewaytest.WithPolicy(limited), gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() })}},
+	}
+	args := map[string]any{"title": "Ember & Oak", "tags": []any{"a", "b"}, "body": "hello"}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			env := gatewaytest.Start(b, append(tc.opts, gatewaytest.WithoutRecording())...)
+			req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(b, args), CallId: "bench"}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := env.Client.InvokeTool(ctx, req); err != nil {
+						b.Error(err)
 						return
 					}
 				}

@@ -58,6 +58,10 @@ type Config struct {
 	// explicitly; DefaultConfig uses DemoPolicy (authentication off).
 	Policy PolicyConfig
 
+	// Redis is the state every replica shares (redis.go): with an Addr,
+	// rate limits are decided fleet-wide in Redis.
+	Redis RedisConfig
+
 	// MCP is the Model Context Protocol endpoint (server/mcpapi): the same tools
 	// and pipeline over streamable HTTP. Off unless MCP.ListenAddr or
 	// Listeners.MCP is set.
@@ -171,7 +175,7 @@ func (c *Config) Validate() error {
 			bad("%s must be positive, got %d", s.name, s.v)
 		}
 	}
-	errs = append(errs, c.Store.Validate(), c.Policy.validate())
+	errs = append(errs, c.Store.Validate(), c.Redis.Validate(), c.Policy.validate())
 	if err := errors.Join(errs...); err != nil {
 		return &ConfigError{err: err}
 	}

@@ -30,6 +30,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "zero-max-call-timeout", reason: "the gateway maximum caps every call; zero would fail them all", edit: func(c *Config) { c.MaxCallTimeout = 0 }, wantErr: []string{"max call timeout"}},
 		{name: "negative-mcp-read-timeout", reason: "a negative MCP timeout is a mistake (zero takes the default)", edit: func(c *Config) { c.MCP.HTTP.ReadTimeout = -1 }, wantErr: []string{"mcp read_timeout"}},
 		{name: "negative-mcp-max-connections", reason: "a negative connection cap is a mistake", edit: func(c *Config) { c.MCP.HTTP.MaxConnections = -1 }, wantErr: []string{"mcp max_connections"}},
+		{name: "redis-addr-without-port", reason: "Redis is reached at host:port", edit: func(c *Config) { c.Redis.Addr = "redis.internal" }, wantErr: []string{"redis: addr"}},
+		{name: "redis-settings-without-addr", reason: "a password file without an address is a forgotten --redis-addr", edit: func(c *Config) { c.Redis.PasswordFile = "pw" }, wantErr: []string{"redis"}},
+		{name: "redis-cert-without-key", reason: "a client certificate needs its key", edit: func(c *Config) { c.Redis.Addr = "127.0.0.1:6379"; c.Redis.TLS.CertFile = "c.pem" }, wantErr: []string{"redis: tls cert and key"}},
+		{name: "redis-negative-db", reason: "database indexes are 0 and up", edit: func(c *Config) { c.Redis.Addr = "127.0.0.1:6379"; c.Redis.DB = -1 }, wantErr: []string{"redis: db"}},
 		{
 			name:    "several-problems",
 			reason:  "every problem is reported at once, each naming its setting",

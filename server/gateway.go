@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
@@ -41,6 +42,9 @@ type Gateway struct {
 	limiter *policy.RateLimiter
 	// registryRate limits the registry service's calls (caller × method).
 	registryRate *policy.RateLimiter
+	// redis is the state shared by replicas (nil: none; redis.go).
+	redis         *redisstate.Client
+	countFallback func(mode string)
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -135,6 +139,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { g.tracing.Shutdown(context.Background()) })
+	if err := g.openRedis(ctx, cfg.Redis); err != nil {
+		return nil, err
+	}
+	undo = append(undo, g.closeRedis)
 	pc, err := g.buildPolicy(ctx, &cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("config: policy: %w", err)
@@ -255,13 +263,13 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	if pc.Rules, err = policy.NewRules(cfg.Rules); err != nil {
 		return fail(err)
 	}
-	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit); err != nil {
+	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit, g.sharedLimits(redisToolBuckets, "tool", cfg.RateLimit.Fallback)...); err != nil {
 		return fail(err)
 	}
 	g.limiter = pc.RateLimit
 	// Registry calls get buckets of their own: paging ListTools must not
 	// spend (or be refused by) the invocation buckets.
-	if g.registryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit); err != nil {
+	if g.registryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit, g.sharedLimits(redisMethodBuckets, "registry", cfg.RateLimit.Fallback)...); err != nil {
 		return fail(err)
 	}
 	pc.Limits = cfg.Limits
@@ -422,6 +430,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		}
 		g.serving.Wait()
 		g.closePolicy()
+		g.closeRedis()
 		g.tracing.Shutdown(ctx)
 		g.reg.Close()
 		g.store.Close()

@@ -238,6 +238,7 @@ type policyFile struct {
 			Rate  float64 `json:"rate"`
 			Burst int     `json:"burst"`
 		} `json:"registry"`
+		Fallback string `json:"fallback"`
 	} `json:"rate_limit"`
 	Audit struct {
 		Path        string `json:"path"`
@@ -321,7 +322,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 			Default: policy.ToolAccess(f.Authz.Default)},
 		Limits: policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
-			Registry: policy.MethodRate(f.RateLimit.Registry)},
+			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback},
 		Audit:     AuditConfig(f.Audit),
 		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},

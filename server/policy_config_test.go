@@ -71,6 +71,8 @@ func TestParsePolicyErrors(t *testing.T) {
 			doc: "auth: {mode: off}\nrate_limit: {rate: 5}\n", want: []string{"rate_limit: burst"}},
 		{name: "registry-rate-without-burst", reason: "the registry bucket is a whole bucket: rate and burst",
 			doc: "auth: {mode: off}\nrate_limit: {registry: {rate: 5}}\n", want: []string{"rate_limit.registry"}},
+		{name: "bad-rate-limit-fallback", reason: "only local or deny; a typo must not mean unlimited while Redis is away",
+			doc: "auth: {mode: off}\nrate_limit: {fallback: allow}\n", want: []string{"rate_limit.fallback", "allow"}},
 		{name: "bad-audit-on-failure", reason: "only the two audit failure modes; a typo must not mean fail-open",
 			doc: "auth: {mode: off}\naudit: {path: a.jsonl, on_failure: ignore}\n", want: []string{"audit.on_failure", "ignore"}},
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
@@ -144,6 +145,16 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Store.EtcdCAFile, "etcd-ca-file", "", "PEM CA bundle verifying etcd's certificate for https:// endpoints (default: the system roots)")
 	fs.StringVar(&cfg.Store.EtcdCertFile, "etcd-cert-file", "", "client certificate (PEM) for an etcd that requires one; with --etcd-key-file")
 	fs.StringVar(&cfg.Store.EtcdKeyFile, "etcd-key-file", "", "client key (PEM) for --etcd-cert-file")
+	fs.StringVar(&cfg.Redis.Addr, "redis-addr", "", "host:port of a Redis every replica shares: rate limits become fleet-wide (rate_limit.fallback says what happens while it is unreachable)")
+	fs.StringVar(&cfg.Redis.Username, "redis-username", "", "Redis ACL user name (optional)")
+	fs.StringVar(&cfg.Redis.PasswordFile, "redis-password-file", "", "file holding the Redis password (never given on the command line)")
+	fs.IntVar(&cfg.Redis.DB, "redis-db", 0, "Redis database index")
+	fs.DurationVar(&cfg.Redis.Timeout, "redis-timeout", redisstate.DefaultTimeout, "bound on each Redis command: a slow Redis delays a call by at most this (then the fallback decides)")
+	fs.BoolVar(&cfg.Redis.TLS.Enabled, "redis-tls", false, "reach Redis over TLS (implied by the other --redis-tls-* flags)")
+	fs.StringVar(&cfg.Redis.TLS.CAFile, "redis-tls-ca-file", "", "PEM CA bundle verifying Redis's certificate (default: the system roots)")
+	fs.StringVar(&cfg.Redis.TLS.CertFile, "redis-tls-cert-file", "", "client certificate (PEM) for a Redis that requires one; with --redis-tls-key-file")
+	fs.StringVar(&cfg.Redis.TLS.KeyFile, "redis-tls-key-file", "", "client key (PEM) for --redis-tls-cert-file")
+	fs.StringVar(&cfg.Redis.TLS.ServerName, "redis-tls-server-name", "", "name checked in Redis's certificate (default: the host of --redis-addr)")
 	fs.BoolVar(&cfg.DisableFastPaths, "disable-fast-paths", false, "decode, normalize and validate every call by the general paths (same results, slower; for diagnosis)")
 	fs.BoolVar(&cfg.StrictLint, "strict-lint", false, "refuse tool registrations whose schema has provider-lint errors")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): auth, authz, rules, limits, rate_limit, audit, admin, tracing")

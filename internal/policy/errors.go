@@ -19,6 +19,9 @@ const (
 	ResourceExhausted
 	// InvalidArgument: the arguments break a size limit; retrying unchanged will not help.
 	InvalidArgument
+	// Unavailable: a check could not be made right now (its shared store
+	// is unreachable) and the policy says to refuse; retrying later may succeed.
+	Unavailable
 )
 
 // String returns the gRPC-style name of the code.
@@ -32,6 +35,8 @@ func (c Code) String() string {
 		return "ResourceExhausted"
 	case InvalidArgument:
 		return "InvalidArgument"
+	case Unavailable:
+		return "Unavailable"
 	}
 	return fmt.Sprintf("Code(%d)", uint8(c))
 }
@@ -60,6 +65,7 @@ const (
 	ReasonRuleDenied           = "rule-denied"
 	ReasonRuleError            = "rule-error"
 	ReasonRateLimited          = "rate-limited"
+	ReasonRateLimitUnavailable = "rate-limit-unavailable"
 	ReasonLimitArgumentSize    = "limit-argument-size"
 	ReasonLimitStringLength    = "limit-string-length"
 	ReasonLimitDepth           = "limit-depth"

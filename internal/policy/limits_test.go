@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"math"
 	"strings"
 	"sync"
@@ -127,11 +128,11 @@ func TestPolicyRateLimit(t *testing.T) {
 	alice := Caller{Subject: "alice", Method: MethodAPIKey}
 	bob := Caller{Subject: "bob", Method: MethodAPIKey}
 	for i := range 3 {
-		if err := rl.Allow(alice, "fs.read"); err != nil {
+		if err := rl.Allow(context.Background(), alice, "fs.read"); err != nil {
 			t.Fatalf("call %d within burst refused: %v", i, err)
 		}
 	}
-	err = rl.Allow(alice, "fs.read")
+	err = rl.Allow(context.Background(), alice, "fs.read")
 	pe := wantPolicyError(t, err, ResourceExhausted, ReasonRateLimited)
 	if pe.RetryAfter <= 0 || pe.RetryAfter > 500*time.Millisecond {
 		t.Fatalf("RetryAfter = %v, want (0, 500ms] at 2/s", pe.RetryAfter)
@@ -140,18 +141,18 @@ func TestPolicyRateLimit(t *testing.T) {
 		t.Fatalf("%+v", pe)
 	}
 	// Buckets are per caller × tool.
-	if err := rl.Allow(alice, "fs.write"); err != nil {
+	if err := rl.Allow(context.Background(), alice, "fs.write"); err != nil {
 		t.Fatalf("other tool shares the bucket: %v", err)
 	}
-	if err := rl.Allow(bob, "fs.read"); err != nil {
+	if err := rl.Allow(context.Background(), bob, "fs.read"); err != nil {
 		t.Fatalf("other caller shares the bucket: %v", err)
 	}
 	// A refused call consumed nothing: after RetryAfter exactly one token is back.
 	now = now.Add(pe.RetryAfter)
-	if err := rl.Allow(alice, "fs.read"); err != nil {
+	if err := rl.Allow(context.Background(), alice, "fs.read"); err != nil {
 		t.Fatalf("token not back after RetryAfter: %v", err)
 	}
-	if err := rl.Allow(alice, "fs.read"); err == nil {
+	if err := rl.Allow(context.Background(), alice, "fs.read"); err == nil {
 		t.Fatal("second token appeared early")
 	}
 }
@@ -164,7 +165,7 @@ func TestPolicyRateLimitBoundedAndEvictsIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
-		if err := rl.Allow(Caller{Subject: s}, "t"); err != nil {
+		if err := rl.Allow(context.Background(), Caller{Subject: s}, "t"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,7 +173,7 @@ func TestPolicyRateLimitBoundedAndEvictsIdle(t *testing.T) {
 		t.Fatalf("buckets = %d, want bounded at 4", n)
 	}
 	now = now.Add(2 * time.Minute)
-	if err := rl.Allow(Caller{Subject: "g"}, "t"); err != nil {
+	if err := rl.Allow(context.Background(), Caller{Subject: "g"}, "t"); err != nil {
 		t.Fatal(err)
 	}
 	if n := rl.Len(); n != 1 {
@@ -193,7 +194,7 @@ func TestPolicyRateLimitPerTool(t *testing.T) {
 	burstOf := func(rl *RateLimiter, tool string) int {
 		t.Helper()
 		for n := range 100 {
-			if err := rl.Allow(alice, tool); err != nil {
+			if err := rl.Allow(context.Background(), alice, tool); err != nil {
 				pe := wantPolicyError(t, err, ResourceExhausted, ReasonRateLimited)
 				if pe.Tool != tool {
 					t.Errorf("refusal names tool %q, want %q", pe.Tool, tool)
@@ -222,7 +223,7 @@ func TestPolicyRateLimitPerTool(t *testing.T) {
 			t.Errorf("%s: %d calls allowed at once, want %d (%s)", tc.tool, got, tc.burst, tc.reason)
 		}
 	}
-	if err := rl.Allow(alice, "run_command"); err == nil || !strings.Contains(err.Error(), "1/s, burst 1") {
+	if err := rl.Allow(context.Background(), alice, "run_command"); err == nil || !strings.Contains(err.Error(), "1/s, burst 1") {
 		t.Errorf("refusal %v: want the override's limit named", err)
 	}
 

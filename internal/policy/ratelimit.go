@@ -2,6 +2,7 @@ package policy
 
 import (
 	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,6 +35,9 @@ type RateLimitConfig struct {
 	// other way round. Zero: DefaultRegistryRate/Burst, on even when tool
 	// calls are not limited.
 	Registry MethodRate
+	// Fallback is what the limiter does when its shared buckets (Redis)
+	// cannot decide: FallbackLocal (also when empty) or FallbackDeny.
+	Fallback string
 }
 
 // MethodRate is a rate (tokens per second) and burst.
@@ -67,6 +71,10 @@ type RateLimiter struct {
 	mu  sync.Mutex
 	lru *list.List // front = most recently used; values are *bucket
 	m   map[bucketKey]*list.Element
+
+	// shared, when set, decides instead of the local buckets
+	// (ratelimit_shared.go); the local ones are its fallback.
+	shared *sharedBuckets
 }
 
 type bucketKey struct{ subject, method, tool string }
@@ -108,6 +116,11 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 	if err := checkMethodRate(cfg.Registry); err != nil {
 		return nil, err
 	}
+	switch cfg.Fallback {
+	case "", FallbackLocal, FallbackDeny:
+	default:
+		return nil, fmt.Errorf(`rate_limit.fallback %q: must be "local" or "deny"`, cfg.Fallback)
+	}
 	r := &RateLimiter{cfg: cfg, now: time.Now, what: "tool", lru: list.New(), m: map[bucketKey]*list.Element{}}
 	for _, o := range opts {
 		o(r)
@@ -139,7 +152,8 @@ func NewRegistryRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*Rate
 	if m == (MethodRate{}) {
 		m = MethodRate{Rate: DefaultRegistryRate, Burst: DefaultRegistryBurst}
 	}
-	r, err := NewRateLimiter(RateLimitConfig{Rate: m.Rate, Burst: m.Burst, MaxBuckets: cfg.MaxBuckets, IdleTimeout: cfg.IdleTimeout}, opts...)
+	r, err := NewRateLimiter(RateLimitConfig{Rate: m.Rate, Burst: m.Burst, MaxBuckets: cfg.MaxBuckets, IdleTimeout: cfg.IdleTimeout,
+		Fallback: cfg.Fallback}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +166,8 @@ func NewRegistryRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*Rate
 // tool is a registered tool the caller is offered, or a method name: the
 // pipeline sends every other name to AllowUnoffered, so the buckets stay bounded by the
 // registry, not by what callers send.
-func (r *RateLimiter) Allow(c Caller, tool string) error {
+// With shared buckets, ctx bounds the Redis round trip.
+func (r *RateLimiter) Allow(ctx context.Context, c Caller, tool string) error {
 	if !r.On() {
 		return nil
 	}
@@ -162,7 +177,7 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 			return nil
 		}
 	}
-	return r.take(c, bucketKey{subject: c.Subject, method: c.Method, tool: tool}, tool)
+	return r.take(ctx, c, bucketKey{subject: c.Subject, method: c.Method, tool: tool}, tool)
 }
 
 // AllowUnoffered takes one token from the caller's one bucket shared by
@@ -170,20 +185,38 @@ func (r *RateLimiter) Allow(c Caller, tool string) error {
 // lists), at the default rate; per-tool overrides do not apply, so the
 // answer is the same whether such a tool exists or not. tool only names the
 // call in the refusal.
-func (r *RateLimiter) AllowUnoffered(c Caller, tool string) error {
+func (r *RateLimiter) AllowUnoffered(ctx context.Context, c Caller, tool string) error {
 	if r == nil || r.cfg.Rate <= 0 {
 		return nil
 	}
-	return r.take(c, bucketKey{subject: c.Subject, method: c.Method, tool: unofferedTools}, tool)
+	return r.take(ctx, c, bucketKey{subject: c.Subject, method: c.Method, tool: unofferedTools}, tool)
 }
 
 // unofferedTools is the bucket key of AllowUnoffered's shared bucket: no
 // tool has an empty name.
 const unofferedTools = ""
 
-// take takes a token from the bucket k, making it if needed (with the
-// tool's limit; the default one for the shared bucket).
-func (r *RateLimiter) take(c Caller, k bucketKey, tool string) error {
+// take takes a token from the bucket k: the shared one when configured
+// (falling back as configured when it cannot decide), else the local one.
+func (r *RateLimiter) take(ctx context.Context, c Caller, k bucketKey, tool string) error {
+	if r.shared != nil {
+		return r.takeShared(ctx, c, k, tool)
+	}
+	return r.takeLocal(c, k, tool)
+}
+
+// limitOf is bucket k's rate and burst (the default one for the shared
+// bucket of unoffered tools).
+func (r *RateLimiter) limitOf(k bucketKey) (float64, int) {
+	if k.tool == unofferedTools {
+		return r.cfg.Rate, r.cfg.Burst
+	}
+	return r.limitFor(k.tool)
+}
+
+// takeLocal takes a token from the local bucket k, making it if needed
+// (with the tool's limit; the default one for the shared bucket).
+func (r *RateLimiter) takeLocal(c Caller, k bucketKey, tool string) error {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -196,10 +229,7 @@ func (r *RateLimiter) take(c Caller, k bucketKey, tool string) error {
 		// The tool's limit is fixed by the configuration, so it is looked up
 		// once, when the pair's bucket is made (it is positive here: above
 		// 0 by default, or an override, validated positive).
-		lim, burst := r.cfg.Rate, r.cfg.Burst
-		if k.tool != unofferedTools {
-			lim, burst = r.limitFor(k.tool)
-		}
+		lim, burst := r.limitOf(k)
 		if r.lru.Len() >= r.cfg.MaxBuckets {
 			r.remove(r.lru.Back())
 		}
@@ -210,11 +240,16 @@ func (r *RateLimiter) take(c Caller, k bucketKey, tool string) error {
 	res := b.lim.ReserveN(now, 1)
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now) // a refused call must not consume the future token
-		return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
-			Message: fmt.Sprintf("caller %q is over the rate limit for %s %q (%g/s, burst %d); retry after %s",
-				Bound(c.Subject), r.what, Bound(tool), float64(b.lim.Limit()), b.lim.Burst(), d.Round(time.Millisecond))}
+		return r.limited(c, tool, float64(b.lim.Limit()), b.lim.Burst(), d)
 	}
 	return nil
+}
+
+// limited is the refusal of a call over its bucket's limit.
+func (r *RateLimiter) limited(c Caller, tool string, lim float64, burst int, d time.Duration) error {
+	return &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, Limit: "rate", Tool: tool, RetryAfter: d,
+		Message: fmt.Sprintf("caller %q is over the rate limit for %s %q (%g/s, burst %d); retry after %s",
+			Bound(c.Subject), r.what, Bound(tool), lim, burst, d.Round(time.Millisecond))}
 }
 
 // limitFor is the tool's rate and burst: the first matching override, else

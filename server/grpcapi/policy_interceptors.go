@@ -149,7 +149,7 @@ func newRateLimitInterceptor(rl *policy.RateLimiter) grpc.UnaryServerInterceptor
 			return nil, statusError(&policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
 				Message: "call was not authenticated"})
 		}
-		if err := rl.Allow(c, info.FullMethod); err != nil {
+		if err := rl.Allow(ctx, c, info.FullMethod); err != nil {
 			return nil, statusError(err)
 		}
 		return h(ctx, req)

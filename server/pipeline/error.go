@@ -168,6 +168,8 @@ func policyCode(c policy.Code) Code {
 		return ResourceExhausted
 	case policy.InvalidArgument:
 		return InvalidArgument
+	case policy.Unavailable:
+		return Unavailable
 	}
 	return PermissionDenied
 }

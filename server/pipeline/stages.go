@@ -127,17 +127,17 @@ func validCallID(id string) bool {
 // same thing for a registered tool it may not call as for a name that does
 // not exist: a bucket per registered-but-denied tool would tell them apart
 // (exhaust the shared bucket, then see which names still pass).
-func (p *Pipeline) rateLimit(_ context.Context, c *Call) error {
+func (p *Pipeline) rateLimit(ctx context.Context, c *Call) error {
 	rl := p.cfg.RateLimit
 	if !rl.On() {
 		return nil
 	}
 	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok {
 		if az := p.cfg.Authz; az == nil || az.AllowTool(c.Caller, c.Tool) == nil {
-			return rl.Allow(c.Caller, c.Tool)
+			return rl.Allow(ctx, c.Caller, c.Tool)
 		}
 	}
-	return rl.AllowUnoffered(c.Caller, c.Tool)
+	return rl.AllowUnoffered(ctx, c.Caller, c.Tool)
 }
 
 // screen: the tool allow/deny lists (deny early: cheaper, and a denied
