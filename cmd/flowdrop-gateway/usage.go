@@ -20,6 +20,8 @@ var flagGroups = []struct {
 	{"Policy (authentication, authorization, rules, limits, audit)", []string{"policy", "auth-off"}},
 	{"Calls and backends", []string{"default-timeout", "max-call-timeout", "backend-reconnect-max-delay",
 		"max-recv-msg-size", "max-send-msg-size", "backend-max-recv-msg-size", "backend-max-send-msg-size", "disable-fast-paths"}},
+	{"Fleet state (Redis: rate limits shared by every replica)", []string{"redis-addr", "redis-username", "redis-password-file",
+		"redis-db", "redis-timeout", "redis-tls", "redis-tls-ca-file", "redis-tls-cert-file", "redis-tls-key-file", "redis-tls-server-name"}},
 	{"MCP over HTTP", []string{"mcp-read-timeout", "mcp-write-timeout", "mcp-idle-timeout", "mcp-max-connections"}},
 	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "gc-percent", "memory-limit", "shutdown-grace"}},
 }
