@@ -48,6 +48,7 @@ type Gateway struct {
 
 	grpcLis, mcpLis, adminLis net.Listener
 
+	storeDesc string // the store, for the status page
 	// notReady is why /readyz answers 503 (nil: ready).
 	notReady atomic.Pointer[string]
 	// storeWaitStart is when Start began waiting for the registry store
@@ -117,7 +118,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { g.store.Close() })
-	log.Info("registry store opened", "store", cfg.Store.String())
+	g.storeDesc = cfg.Store.String()
+	log.Info("registry store opened", "store", g.storeDesc)
 	ropts := []registry.Option{registry.WithLogger(log)}
 	if cfg.DisableFastPaths {
 		ropts = append(ropts, registry.WithoutFastPaths())
@@ -133,6 +135,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	undo = append(undo, func() { g.reg.Close() })
 	g.notReady.Store(&reasonStarting)
+	if g.admin != nil {
+		g.admin.SetStatus(g.status)
+	}
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
@@ -382,7 +387,6 @@ func (g *Gateway) AdminAddr() string {
 	}
 	return dialAddr(g.adminLis.Addr())
 }
-
 
 func (g *Gateway) Registry() *registry.Registry { return g.reg }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/buildinfo"
@@ -22,6 +23,7 @@ import (
 // liveness probe does not kill a replica that is waiting to recover.
 type Admin struct {
 	handler http.Handler
+	status  atomic.Pointer[func() Status] // the status page's source (status.go)
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -43,7 +45,9 @@ func NewAdmin(m *Metrics, ready func() error) *Admin {
 		}
 		w.Write([]byte("ready\nversion " + buildinfo.Read().String() + "\n"))
 	})
-	return &Admin{handler: mux}
+	a := &Admin{handler: mux}
+	mux.HandleFunc("GET /{$}", a.serveStatus)
+	return a
 }
 
 // Serve serves the admin endpoints on lis until Close; it returns nil

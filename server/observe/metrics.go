@@ -28,6 +28,7 @@ type Metrics struct {
 	backendH  *prometheus.HistogramVec
 	addedH    *prometheus.HistogramVec
 	auditDrop prometheus.Counter
+	errs      toolErrors // each tool's last error, for the status page
 }
 
 // NewMetrics registers the metrics in a registry of their own.
@@ -91,6 +92,7 @@ func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Out
 	if o.Err == nil {
 		return
 	}
+	m.errs.set(o.Label, o.Err.Message)
 	switch o.Err.Kind {
 	case pipeline.KindPolicy:
 		m.denials.WithLabelValues(o.Label, o.Err.Reason).Inc()
