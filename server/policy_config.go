@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +36,10 @@ type PolicyConfig struct {
 	Normalize NormalizeConfig
 	// BackendErrors is what of a backend's error status reaches callers.
 	BackendErrors BackendErrorsConfig
+	// SHA256 is the hex SHA-256 of the policy file's bytes (ParsePolicy
+	// sets it; "" for a policy built in Go): the active policy's hash in
+	// flowdrop_policy_info and /readyz.
+	SHA256 string `json:"-"`
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -328,6 +334,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Normalize: NormalizeConfig(f.Normalize),
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	sum := sha256.Sum256(b)
+	c.SHA256 = hex.EncodeToString(sum[:])
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}

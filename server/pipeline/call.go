@@ -70,6 +70,7 @@ type Call struct {
 	backend    string // the backend's status code name, if called
 	err        *Error // the error a stage or dispatch ended the call with
 	p          *Pipeline
+	pol        *Policy // the policy snapshot the call runs under (Begin)
 }
 
 // NewCall is a call whose arguments are already decoded (nil means none).
