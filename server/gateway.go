@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
-	pc.Recorders = []pipeline.Recorder{g.metrics}
+	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
 	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,

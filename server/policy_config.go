@@ -221,6 +221,7 @@ type policyFile struct {
 		Tools   []string `json:"tools"`
 		Expr    string   `json:"expr"`
 		Message string   `json:"message"`
+		Mode    string   `json:"mode"`
 	} `json:"rules"`
 	Limits struct {
 		MaxArgumentBytes   int `json:"max_argument_bytes"`
@@ -274,6 +275,7 @@ type policyFile struct {
 type toolAccess struct {
 	Allow []string `json:"allow"`
 	Deny  []string `json:"deny"`
+	Mode  string   `json:"mode"`
 }
 
 // authMode accepts "on"/"off" and also YAML 1.1's reading of a bare
@@ -357,7 +359,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		}
 	}
 	for _, r := range f.Rules {
-		c.Rules = append(c.Rules, policy.Rule{Name: r.Name, Tools: r.Tools, Expr: r.Expr, Message: r.Message})
+		c.Rules = append(c.Rules, policy.Rule{Name: r.Name, Tools: r.Tools, Expr: r.Expr, Message: r.Message, Mode: r.Mode})
 	}
 	// The admin listener is on by default; `listen_addr: ""` turns it off.
 	c.Admin.ListenAddr = DefaultAdminAddr

@@ -216,6 +216,8 @@ authz:
 rules:
   - {name: half, expr: 'args.title.startsWith('}
 `)
+	badShadow := file("shadow.yaml", reloadPolicyYAML("rules:\n  - {name: r, expr: 'true', mode: watch}\n"))
+	shadowDefault := file("shadowdefault.yaml", strings.Replace(reloadPolicyYAML(""), `default: {allow: ["*"]}`, `default: {allow: ["*"], mode: shadow}`, 1))
 	badMode := file("mode.yaml", "auth:\n  mode: maybe\nnormalize:\n  on_entity_bound: guess\n")
 	tools := file("tools.yaml", `tools:
   - name: echo
@@ -241,6 +243,10 @@ rules:
 			args: []string{"--policy", several}, code: 1, want: []string{`api key "k"`, `"["`, `rule "half"`}},
 		{name: "every-validation-problem", reason: "every field validation refuses is named",
 			args: []string{"--policy", badMode}, code: 1, want: []string{"auth.mode", "normalize.on_entity_bound"}},
+		{name: "bad-mode", reason: "a mode other than enforce or shadow is named with its rule",
+			args: []string{"--policy", badShadow}, code: 1, want: []string{`rule "r": mode "watch"`}},
+		{name: "shadow-default", reason: "a shadow authz default would open every tool: refused",
+			args: []string{"--policy", shadowDefault}, code: 1, want: []string{"authz: default: mode"}},
 		{name: "bad-tool", reason: "a tool whose schema does not compile is named",
 			args: []string{"--policy", good, "--tools", badTools}, code: 1, want: []string{"echo"}},
 		{name: "missing-file", reason: "a file that cannot be read is a problem",

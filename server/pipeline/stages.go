@@ -155,6 +155,11 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 		if err := az.AllowTool(c.Caller, c.Tool); err != nil {
 			return err
 		}
+		if az.HasShadow() {
+			if e := az.ShadowTool(c.Caller, c.Tool); e != nil {
+				c.shadow = append(c.shadow, e)
+			}
+		}
 	}
 	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() {
 		canonical, err := pol.Limits.CheckWire(c.Tool, b)
@@ -275,6 +280,9 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 	args, err := c.Args()
 	if err != nil {
 		return err
+	}
+	if rules.HasShadow() {
+		return rules.EvaluateWithShadow(ctx, c.Caller, c.Tool, args, &c.shadow)
 	}
 	return rules.Evaluate(ctx, c.Caller, c.Tool, args)
 }
