@@ -36,15 +36,15 @@ type Gateway struct {
 	admin   *observe.Admin
 	metrics *observe.Metrics
 	tracing *observe.Tracing
+	// auth is the authenticator in force (reloads swap it; reloadMu).
 	auth    *policy.Authenticator
 	audit   *policy.AuditSink
 	auditor *pipeline.AuditRecorder
-	limiter *policy.RateLimiter
-	// registryRate limits the registry service's calls (caller × method).
-	registryRate *policy.RateLimiter
 	// redis is the state shared by replicas (nil: none; redis.go).
 	redis         *redisstate.Client
 	countFallback func(mode string)
+	// reload is the policy reload's state (reload.go).
+	reload policyReload
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -95,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	if g.adminLis != nil {
-		g.admin = observe.NewAdmin(g.metrics, g.readiness)
+		g.admin = observe.NewAdmin(g.metrics, g.readiness, g.readyAbout)
 		log.Info("admin endpoints serving", "addr", g.adminLis.Addr().String())
 		g.serve("admin", func() error { return g.admin.Serve(g.adminLis) })
 		undo = append(undo, func() {
@@ -153,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	undo = append(undo, g.closePolicy)
+	g.reload.init(g.metrics, cfg.Policy)
 	if g.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
@@ -179,11 +180,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
-	pc.Recorders = []pipeline.Recorder{g.metrics}
+	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
 	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
-	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
-		RateLimit: g.registryRate, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
+		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -194,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
-		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth,
+		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log}); err != nil {
 			return nil, err
 		}
@@ -258,28 +259,14 @@ func (g *Gateway) serve(what string, f func() error) {
 // buildPolicy builds the policy objects from cfg into a pipeline config.
 // ctx bounds a JWKS fetch.
 func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeline.Config, err error) {
-	if g.auth, err = policy.NewAuthenticator(ctx, cfg.Auth); err != nil {
+	pol, err := g.buildSwappable(ctx, cfg, nil, nil)
+	if err != nil {
 		return pc, err
 	}
+	g.auth = pol.Auth
 	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
-	if pc.Authz, err = policy.NewAuthorizer(cfg.Authz); err != nil {
-		return fail(err)
-	}
-	if pc.Rules, err = policy.NewRules(cfg.Rules); err != nil {
-		return fail(err)
-	}
-	if pc.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit, g.sharedLimits(redisToolBuckets, "tool", cfg.RateLimit.Fallback)...); err != nil {
-		return fail(err)
-	}
-	g.limiter = pc.RateLimit
-	// Registry calls get buckets of their own: paging ListTools must not
-	// spend (or be refused by) the invocation buckets.
-	if g.registryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit, g.sharedLimits(redisMethodBuckets, "registry", cfg.RateLimit.Fallback)...); err != nil {
-		return fail(err)
-	}
-	pc.Limits = cfg.Limits
-	pc.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
-	pc.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
+	pc.Auth, pc.Authz, pc.Rules, pc.RateLimit, pc.RegistryRate = pol.Auth, pol.Authz, pol.Rules, pol.RateLimit, pol.RegistryRate
+	pc.Limits, pc.ForwardEntityBound, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.InFlight
 	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
 		OnDrop: g.metrics.CountAuditDropped,
 		// The sink's error names the file: logs only, never a caller.
@@ -331,9 +318,12 @@ func (g *Gateway) readiness() error {
 
 // closePolicy releases the JWKS refresh and flushes the audit log.
 func (g *Gateway) closePolicy() {
+	g.reload.mu.Lock()
+	defer g.reload.mu.Unlock()
 	if g.auth != nil {
 		g.auth.Close()
 	}
+	g.reload.closeRetired()
 	if g.audit != nil {
 		if err := g.audit.Close(); err != nil {
 			g.log.Warn("closing the audit log", "error", err.Error())
@@ -406,7 +396,7 @@ func (g *Gateway) PathCounts() (forwarded, decodedArgs, decodedWhole int64) {
 
 // RateLimitBuckets is the number of live rate-limit buckets (tests hold
 // it bounded by the registry, whatever names callers send).
-func (g *Gateway) RateLimitBuckets() int { return g.limiter.Len() }
+func (g *Gateway) RateLimitBuckets() int { return g.pipe.Policy().RateLimit.Len() }
 
 // StageNames lists the pipeline's stages in order.
 func (g *Gateway) StageNames() []string { return g.pipe.StageNames() }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +36,10 @@ type PolicyConfig struct {
 	Normalize NormalizeConfig
 	// BackendErrors is what of a backend's error status reaches callers.
 	BackendErrors BackendErrorsConfig
+	// SHA256 is the hex SHA-256 of the policy file's bytes (ParsePolicy
+	// sets it; "" for a policy built in Go): the active policy's hash in
+	// flowdrop_policy_info and /readyz.
+	SHA256 string `json:"-"`
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -215,6 +221,7 @@ type policyFile struct {
 		Tools   []string `json:"tools"`
 		Expr    string   `json:"expr"`
 		Message string   `json:"message"`
+		Mode    string   `json:"mode"`
 	} `json:"rules"`
 	Limits struct {
 		MaxArgumentBytes   int `json:"max_argument_bytes"`
@@ -269,6 +276,7 @@ type policyFile struct {
 type toolAccess struct {
 	Allow []string `json:"allow"`
 	Deny  []string `json:"deny"`
+	Mode  string   `json:"mode"`
 }
 
 // authMode accepts "on"/"off" and also YAML 1.1's reading of a bare
@@ -329,6 +337,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Normalize: NormalizeConfig(f.Normalize),
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	sum := sha256.Sum256(b)
+	c.SHA256 = hex.EncodeToString(sum[:])
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}
@@ -350,7 +360,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		}
 	}
 	for _, r := range f.Rules {
-		c.Rules = append(c.Rules, policy.Rule{Name: r.Name, Tools: r.Tools, Expr: r.Expr, Message: r.Message})
+		c.Rules = append(c.Rules, policy.Rule{Name: r.Name, Tools: r.Tools, Expr: r.Expr, Message: r.Message, Mode: r.Mode})
 	}
 	// The admin listener is on by default; `listen_addr: ""` turns it off.
 	c.Admin.ListenAddr = DefaultAdminAddr

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -25,6 +26,14 @@ import (
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+)
+
+// The --policy file (absolute; "" without one) and the flags' overrides of
+// it, for reloads (sighup.go).
+var (
+	policyPath   string
+	policyAdjust func(*server.PolicyConfig)
+	watchPolicy  bool
 )
 
 func main() {
@@ -41,6 +50,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "flowdrop-gateway", buildinfo.Read())
 		return 0
 	}
+	if len(args) > 0 && args[0] == "check-config" {
+		return checkConfig(ctx, args[1:], stdout, stderr)
+	}
 	cfg, demo, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -51,7 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	bi := buildinfo.Read()
 	cfg.Logger.Info("flowdrop-gateway starting", "version", bi.Version, "revision", bi.ShortRevision(), "go", bi.GoVersion)
-	defer survivingHangups(cfg.Logger)()
+	reloader := &policyReloader{log: cfg.Logger, path: policyPath, adjust: policyAdjust, watchFile: watchPolicy}
+	defer reloader.catchHangups()()
 	setting, source := applyGCPercent(gcPercent, os.Getenv)
 	cfg.Logger.Info("garbage collector target", "gogc", setting, "from", source)
 	limit, limitSource := applyMemoryLimit(memoryLimit, os.Getenv)
@@ -62,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer stopPprof()
-	if err := serve(ctx, cfg, demo, stdout); err != nil {
+	if err := serve(ctx, cfg, demo, stdout, reloader); err != nil {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
 		var ce *server.ConfigError
 		if errors.As(err, &ce) {
@@ -76,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // serve runs the gateway until ctx ends: with demo, the example tool
 // service in-process and the demo tools seeded against it; the banner on
 // out once it listens.
-func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer) error {
+func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer, reloader *policyReloader) error {
 	var demoAddr string
 	if demo {
 		addr, stop, err := startDemoBackend(cfg.Logger)
@@ -98,6 +111,14 @@ func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer) err
 	if err != nil {
 		return err
 	}
+	reloader.serving(g)
+	stopWatch, err := reloader.watch()
+	if err != nil {
+		// SIGHUP still reloads; the gateway serves either way.
+		cfg.Logger.Error("cannot watch the policy file; reload it with SIGHUP", "error", err.Error())
+	} else {
+		defer stopWatch()
+	}
 	// The store may hold more than was seeded (tools registered earlier).
 	printBanner(out, g, demoAddr)
 	var failed error
@@ -118,6 +139,7 @@ func serve(ctx context.Context, cfg server.Config, demo bool, out io.Writer) err
 // demo tools. The configuration is validated by server.Start.
 func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	cfg := server.DefaultConfig()
+	policyPath = ""
 	fs := flag.NewFlagSet("flowdrop-gateway", flag.ContinueOnError)
 	fs.Usage = func() { printUsage(fs.Output(), fs) }
 	fs.SetOutput(stderr)
@@ -157,6 +179,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Redis.TLS.ServerName, "redis-tls-server-name", "", "name checked in Redis's certificate (default: the host of --redis-addr)")
 	fs.BoolVar(&cfg.DisableFastPaths, "disable-fast-paths", false, "decode, normalize and validate every call by the general paths (same results, slower; for diagnosis)")
 	fs.BoolVar(&cfg.StrictLint, "strict-lint", false, "refuse tool registrations whose schema has provider-lint errors")
+	fs.BoolVar(&watchPolicy, "watch-policy", true, "reload the --policy file when it changes on disk (SIGHUP reloads it either way)")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): auth, authz, rules, limits, rate_limit, audit, admin, tracing")
 	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")
 	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
@@ -203,6 +226,9 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 			return cfg, false, err
 		}
 		cfg.Policy = p
+		if policyPath, err = filepath.Abs(*policyFile); err != nil {
+			return cfg, false, err
+		}
 	case *authOff || (demo && cfg.ToolsFile == ""):
 		cfg.Policy = server.DemoPolicy()
 	default:
@@ -214,6 +240,11 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.Visit(func(f *flag.Flag) { adminSet = adminSet || f.Name == "admin-listen" })
 	if adminSet || *policyFile == "" {
 		cfg.Policy.Admin.ListenAddr = *adminListen
+	}
+	policyAdjust = nil
+	if adminSet {
+		addr := *adminListen // a reloaded file gets the same override
+		policyAdjust = func(p *server.PolicyConfig) { p.Admin.ListenAddr = addr }
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -1,16 +1,92 @@
 package main
 
 import (
+	"crypto/sha256"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/flowdrop/gateway/server"
 )
 
-// survivingHangups catches SIGHUP, which by default kills a process at once
-// (no draining), and only logs it: policy reload on SIGHUP is not
-// implemented yet, so nothing changes. stop releases the signal.
-func survivingHangups(log *slog.Logger) (stop func()) {
+// reloadDebounce gathers the events of one save (an editor's write, rename
+// and chmod) into one reload.
+const reloadDebounce = 200 * time.Millisecond
+
+// policyReloader reloads the --policy file into the running gateway on
+// SIGHUP and when the file changes (Gateway.ReloadPolicyFile: a bad file is
+// refused, logged and counted, and the policy in force keeps serving).
+type policyReloader struct {
+	log    *slog.Logger
+	path   string                     // the --policy file; "": none
+	adjust func(*server.PolicyConfig) // the flags' overrides of the file
+	// watchFile reloads on changes of the file (--watch-policy).
+	watchFile bool
+	g         atomic.Pointer[server.Gateway]
+
+	mu sync.Mutex // one reload at a time; guards last
+	// last is the content last reloaded (or tried): file events that leave
+	// the file as it was (a touch, a sibling's change) reload nothing.
+	last [sha256.Size]byte
+}
+
+// reload reloads the file now (why: what asked for it, for the log).
+func (r *policyReloader) reload(why string) {
+	g := r.g.Load()
+	switch {
+	case r.path == "":
+		r.log.Warn(why + ": no --policy file, so there is nothing to reload; nothing changed, still serving (SIGTERM or SIGINT stops the gateway)")
+		return
+	case g == nil:
+		r.log.Warn(why + ": the gateway is still starting; nothing reloaded (send it again once it serves)")
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, err := os.ReadFile(r.path); err == nil {
+		r.last = sha256.Sum256(b)
+	}
+	r.log.Info(why+": reloading the policy", "policy", r.path)
+	g.ReloadPolicyFile(r.path, r.adjust) // logs and counts the outcome
+}
+
+// changed reloads the file if its content differs from the last reload's.
+func (r *policyReloader) changed() {
+	b, err := os.ReadFile(r.path)
+	if err == nil {
+		r.mu.Lock()
+		same := sha256.Sum256(b) == r.last
+		r.mu.Unlock()
+		if same {
+			return
+		}
+	} // unreadable (removed): reload, which says why it cannot
+	r.reload("policy file changed")
+}
+
+// serving makes g the gateway reloads go to, remembering the policy it
+// started with.
+func (r *policyReloader) serving(g *server.Gateway) {
+	if r.path != "" {
+		if b, err := os.ReadFile(r.path); err == nil {
+			r.mu.Lock()
+			r.last = sha256.Sum256(b)
+			r.mu.Unlock()
+		}
+	}
+	r.g.Store(g)
+}
+
+// catchHangups reloads on SIGHUP, which by default kills a process at once
+// (no draining). stop releases the signal.
+func (r *policyReloader) catchHangups() (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -18,7 +94,7 @@ func survivingHangups(log *slog.Logger) (stop func()) {
 		for {
 			select {
 			case <-hup:
-				log.Warn("SIGHUP received: policy reload is not supported yet; nothing changed, still serving (SIGTERM or SIGINT stops the gateway)")
+				r.reload("SIGHUP received")
 			case <-done:
 				return
 			}
@@ -28,4 +104,55 @@ func survivingHangups(log *slog.Logger) (stop func()) {
 		signal.Stop(hup)
 		close(done)
 	}
+}
+
+// watch reloads when the policy file changes. It watches the file's
+// directory, not the file: editors save by writing a new file and renaming
+// it over the old one, and Kubernetes swaps a ConfigMap's symlink, and a
+// watch on the old inode would see neither.
+func (r *policyReloader) watch() (stop func(), err error) {
+	if r.path == "" || !r.watchFile {
+		return func() {}, nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Add(filepath.Dir(r.path)); err != nil {
+		w.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var debounce *time.Timer
+		defer func() {
+			if debounce != nil {
+				debounce.Stop()
+			}
+		}()
+		for {
+			select {
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if ev.Op == fsnotify.Chmod {
+					continue
+				}
+				// Any change in the directory: the content decides (changed).
+				if debounce == nil {
+					debounce = time.AfterFunc(reloadDebounce, r.changed)
+				} else {
+					debounce.Reset(reloadDebounce)
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				r.log.Error("watching the policy file failed; SIGHUP still reloads it", "error", err.Error())
+			}
+		}
+	}()
+	return func() { w.Close(); <-done }, nil
 }

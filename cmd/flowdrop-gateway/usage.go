@@ -17,7 +17,7 @@ var flagGroups = []struct {
 	{"Listeners", []string{"listen", "mcp-listen", "admin-listen", "pprof-listen"}},
 	{"Tools and the registry store", []string{"tools", "demo", "strict-lint", "store", "data-dir",
 		"etcd-endpoints", "etcd-prefix", "etcd-request-timeout", "etcd-ca-file", "etcd-cert-file", "etcd-key-file"}},
-	{"Policy (authentication, authorization, rules, limits, audit)", []string{"policy", "auth-off"}},
+	{"Policy (authentication, authorization, rules, limits, audit)", []string{"policy", "watch-policy", "auth-off"}},
 	{"Calls and backends", []string{"default-timeout", "max-call-timeout", "backend-reconnect-max-delay",
 		"max-recv-msg-size", "max-send-msg-size", "backend-max-recv-msg-size", "backend-max-send-msg-size", "disable-fast-paths"}},
 	{"Fleet state (Redis: rate limits shared by every replica)", []string{"redis-addr", "redis-username", "redis-password-file",
@@ -31,6 +31,7 @@ var flagGroups = []struct {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: flowdrop-gateway [flags]
        flowdrop-gateway --version
+       flowdrop-gateway check-config --policy FILE [--tools FILE]
 
 With no flags: the demo tools on the embedded store, authentication off.
 `)

@@ -42,8 +42,20 @@ type AuditRecord struct {
 	LatencyMS     float64         `json:"latency_ms"`
 	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
 	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
+	// ShadowDenials are what shadow-mode entries would have refused; the
+	// call proceeded past them (its decision is its enforced one).
+	ShadowDenials []ShadowDenial `json:"shadow_denials,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
+}
+
+// ShadowDenial is one refusal a shadow-mode rule or authz entry would
+// have made: the policy reason, the rule's name (rules only), and the
+// message the caller would have got.
+type ShadowDenial struct {
+	Reason  string `json:"reason"`
+	Rule    string `json:"rule,omitempty"`
+	Message string `json:"message"`
 }
 
 // AuditRepair is one normalization repair.

@@ -35,9 +35,15 @@ func DefaultMethodRoles() map[string][]string {
 // ToolAccess lists the tools a caller may invoke, as path.Match globs over
 // tool names. A tool must match an Allow pattern and no Deny pattern: deny
 // wins. An empty Allow list allows nothing (fail closed).
+//
+// Mode ModeShadow (caller entries only) watches the entry instead of
+// enforcing it: the caller is enforced by Default, as if the entry were
+// absent, and ShadowTool reports what the entry would have refused. The
+// default entry cannot be shadow: nothing below it would be enforced.
 type ToolAccess struct {
 	Allow []string
 	Deny  []string
+	Mode  string
 }
 
 // AuthzConfig configures an Authorizer.
@@ -57,6 +63,8 @@ type Authorizer struct {
 	methods map[string][]string
 	callers map[string]ToolAccess
 	def     ToolAccess
+	// shadow holds the caller entries in shadow mode (nil: none).
+	shadow map[string]ToolAccess
 }
 
 // NewAuthorizer validates every glob and builds an Authorizer.
@@ -81,14 +89,30 @@ func NewAuthorizer(cfg AuthzConfig) (*Authorizer, error) {
 	if err := check("default", cfg.Default); err != nil {
 		return nil, err
 	}
-	callers := make(map[string]ToolAccess, len(cfg.Callers))
+	if cfg.Default.Mode == ModeShadow {
+		return nil, fmt.Errorf("authz: default: mode %q is not possible: nothing below the default would be enforced (every tool would be open); shadow a caller entry instead", ModeShadow)
+	}
+	if err := checkMode("authz: default", cfg.Default.Mode); err != nil {
+		return nil, err
+	}
+	az := &Authorizer{methods: m, callers: make(map[string]ToolAccess, len(cfg.Callers)), def: cfg.Default}
 	for subj, ta := range cfg.Callers {
 		if err := check("caller "+subj, ta); err != nil {
 			return nil, err
 		}
-		callers[subj] = ta
+		if err := checkMode("authz: caller "+subj, ta.Mode); err != nil {
+			return nil, err
+		}
+		if ta.Mode == ModeShadow {
+			if az.shadow == nil {
+				az.shadow = map[string]ToolAccess{}
+			}
+			az.shadow[subj] = ta
+			continue
+		}
+		az.callers[subj] = ta
 	}
-	return &Authorizer{methods: m, callers: callers, def: cfg.Default}, nil
+	return az, nil
 }
 
 // AllowMethod checks that the caller holds a role for fullMethod
@@ -116,12 +140,32 @@ func (a *Authorizer) AllowMethod(c Caller, fullMethod string) error {
 		Message: fmt.Sprintf("caller %q lacks a role for %s (needs one of: %s)", c.Subject, fullMethod, strings.Join(roles, ", "))}
 }
 
-// AllowTool checks the caller's tool allow and deny lists.
+// AllowTool checks the caller's tool allow and deny lists (enforced).
 func (a *Authorizer) AllowTool(c Caller, tool string) error {
 	ta, ok := a.callers[c.Subject]
 	if !ok {
 		ta = a.def
 	}
+	if e := toolAccess(ta, c, tool); e != nil {
+		return e
+	}
+	return nil // not a nil *Error in an error
+}
+
+// HasShadow reports whether any caller entry is in shadow mode.
+func (a *Authorizer) HasShadow() bool { return a != nil && a.shadow != nil }
+
+// ShadowTool is the refusal the caller's shadow entry would make, or nil
+// (no shadow entry, or it allows the tool). It never refuses a call.
+func (a *Authorizer) ShadowTool(c Caller, tool string) *Error {
+	ta, ok := a.shadow[c.Subject]
+	if !ok {
+		return nil
+	}
+	return toolAccess(ta, c, tool)
+}
+
+func toolAccess(ta ToolAccess, c Caller, tool string) *Error {
 	if matchAny(ta.Deny, tool) {
 		return &Error{Code: PermissionDenied, Reason: ReasonToolDenied, Tool: tool,
 			Message: fmt.Sprintf("tool %q is denied for caller %q", tool, c.Subject)}

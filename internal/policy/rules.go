@@ -31,11 +31,15 @@ type Rule struct {
 	Tools   []string
 	Expr    string
 	Message string // shown to the caller on deny; defaults to naming the rule
+	// Mode is ModeEnforce ("" too) or ModeShadow: a shadow rule never
+	// refuses; EvaluateWithShadow reports what it would have refused.
+	Mode string
 }
 
 // Rules is a compiled, immutable rule set, safe for concurrent use.
 type Rules struct {
-	rules []compiledRule
+	rules     []compiledRule
+	hasShadow bool
 }
 
 type compiledRule struct {
@@ -76,6 +80,10 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 			return nil, fmt.Errorf("rule %q: duplicate name", r.Name)
 		}
 		names[r.Name] = true
+		if err := checkMode(fmt.Sprintf("rule %q", r.Name), r.Mode); err != nil {
+			return nil, err
+		}
+		out.hasShadow = out.hasShadow || r.Mode == ModeShadow
 		for _, p := range r.Tools {
 			if _, err := path.Match(p, ""); err != nil {
 				return nil, fmt.Errorf("rule %q: tool pattern %q is not a valid glob: %w", r.Name, p, err)
@@ -97,9 +105,27 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 	return out, nil
 }
 
-// Evaluate runs every rule that applies to tool, in order, and returns the
-// first refusal. args must be the normalized (and validated) arguments.
+// Evaluate runs every enforced rule that applies to tool, in order, and
+// returns the first refusal. args must be the normalized (and validated)
+// arguments. Shadow rules are skipped (EvaluateWithShadow runs them).
 func (rs *Rules) Evaluate(ctx context.Context, c Caller, tool string, args *structpb.Struct) error {
+	return rs.evaluate(ctx, c, tool, args, nil)
+}
+
+// HasShadow reports whether any rule is in shadow mode.
+func (rs *Rules) HasShadow() bool { return rs != nil && rs.hasShadow }
+
+// EvaluateWithShadow is Evaluate that also runs the shadow rules, in
+// order with the others: the refusals they would have made (up to the
+// first enforced refusal) are appended to shadow, never returned.
+func (rs *Rules) EvaluateWithShadow(ctx context.Context, c Caller, tool string, args *structpb.Struct, shadow *[]*Error) error {
+	if shadow == nil {
+		shadow = new([]*Error)
+	}
+	return rs.evaluate(ctx, c, tool, args, shadow)
+}
+
+func (rs *Rules) evaluate(ctx context.Context, c Caller, tool string, args *structpb.Struct, shadow *[]*Error) error {
 	if rs == nil || len(rs.rules) == 0 {
 		return nil
 	}
@@ -120,28 +146,44 @@ func (rs *Rules) Evaluate(ctx context.Context, c Caller, tool string, args *stru
 		if len(r.Tools) > 0 && !matchAny(r.Tools, tool) {
 			continue
 		}
-		val, _, err := r.prg.ContextEval(ctx, vars)
-		if err != nil {
-			// Fail closed. The CEL error is not echoed: it can quote argument data.
-			msg := fmt.Sprintf("rule %q could not be evaluated for tool %q, so the call is refused", r.Name, tool)
-			if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				msg = fmt.Sprintf("rule %q was interrupted for tool %q, so the call is refused", r.Name, tool)
+		if r.Mode == ModeShadow {
+			if shadow != nil {
+				if e := r.judge(ctx, vars, tool); e != nil {
+					*shadow = append(*shadow, e)
+				}
 			}
-			return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool, Message: msg}
+			continue
 		}
-		ok, isBool := val.Value().(bool)
-		if !isBool {
-			return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool,
-				Message: fmt.Sprintf("rule %q did not evaluate to a bool for tool %q, so the call is refused", r.Name, tool)}
+		if e := r.judge(ctx, vars, tool); e != nil {
+			return e
 		}
-		if !ok {
-			msg := r.Message
-			if msg == "" {
-				msg = fmt.Sprintf("arguments refused by rule %q", r.Name)
-			}
-			return &Error{Code: PermissionDenied, Reason: ReasonRuleDenied, Rule: r.Name, Tool: tool,
-				Message: fmt.Sprintf("tool %q: %s (rule %q)", tool, msg, r.Name)}
+	}
+	return nil
+}
+
+// judge evaluates the rule: nil when it passes, else its refusal.
+func (r *compiledRule) judge(ctx context.Context, vars map[string]any, tool string) *Error {
+	val, _, err := r.prg.ContextEval(ctx, vars)
+	if err != nil {
+		// Fail closed. The CEL error is not echoed: it can quote argument data.
+		msg := fmt.Sprintf("rule %q could not be evaluated for tool %q, so the call is refused", r.Name, tool)
+		if errors.Is(ctx.Err(), context.Canceled) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			msg = fmt.Sprintf("rule %q was interrupted for tool %q, so the call is refused", r.Name, tool)
 		}
+		return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool, Message: msg}
+	}
+	ok, isBool := val.Value().(bool)
+	if !isBool {
+		return &Error{Code: PermissionDenied, Reason: ReasonRuleError, Rule: r.Name, Tool: tool,
+			Message: fmt.Sprintf("rule %q did not evaluate to a bool for tool %q, so the call is refused", r.Name, tool)}
+	}
+	if !ok {
+		msg := r.Message
+		if msg == "" {
+			msg = fmt.Sprintf("arguments refused by rule %q", r.Name)
+		}
+		return &Error{Code: PermissionDenied, Reason: ReasonRuleDenied, Rule: r.Name, Tool: tool,
+			Message: fmt.Sprintf("tool %q: %s (rule %q)", tool, msg, r.Name)}
 	}
 	return nil
 }

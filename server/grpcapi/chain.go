@@ -51,12 +51,12 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // selector builds a CallMeta per call, and gRPC's own chaining allocates a
 // closure per interceptor per call.
 func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
-	authU, _ := newAuthInterceptor(cfg.Auth)
-	roleU, _ := newRoleInterceptor(cfg.Authz)
+	authU, _ := newAuthInterceptorFrom(callAuth(cfg.Pipeline))
+	roleU, _ := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline))
 	tool := []grpc.UnaryServerInterceptor{
 		outcomeInterceptor(cfg.Pipeline),
 		authU,
-		otherMethods(chainUnary(roleU, newRateLimitInterceptor(cfg.RateLimit))),
+		otherMethods(chainUnary(roleU, newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
 	}
 	for i := range cfg.Pipeline.Stages() {
 		tool = append(tool, stageInterceptor(cfg.Pipeline, i))
@@ -68,6 +68,23 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 		cfg.Metrics.GRPC().UnaryServerInterceptor(),
 		selector.UnaryServerInterceptor(chainUnary(tool...), skipInfra),
 	}
+}
+
+// callAuth is the Authenticator of a call: an InvokeTool call's own policy
+// snapshot (taken when its outcome began, so the whole call runs under one
+// policy), the policy in force for other methods.
+func callAuth(p *pipeline.Pipeline) func(context.Context) *policy.Authenticator {
+	return func(ctx context.Context) *policy.Authenticator {
+		if c := pipeline.CallFrom(ctx); c != nil && c.Policy() != nil {
+			return c.Policy().Auth
+		}
+		return p.Policy().Auth
+	}
+}
+
+// currentAuthz is the Authorizer in force (methods other than InvokeTool).
+func currentAuthz(p *pipeline.Pipeline) func() *policy.Authorizer {
+	return func() *policy.Authorizer { return p.Policy().Authz }
 }
 
 // outcomeInterceptor starts an InvokeTool call's outcome (the call itself
@@ -175,8 +192,8 @@ func (cc *chainCall) next(ctx context.Context, req any) (any, error) {
 // streamChain is the streaming counterpart (WatchTools): recovery, metrics,
 // authentication and roles. The tool stages concern InvokeTool only.
 func streamChain(cfg *Config, log *slog.Logger) []grpc.StreamServerInterceptor {
-	_, authS := newAuthInterceptor(cfg.Auth, withPolicyMatcher(skipInfra))
-	_, roleS := newRoleInterceptor(cfg.Authz, withPolicyMatcher(skipInfra))
+	_, authS := newAuthInterceptorFrom(callAuth(cfg.Pipeline), withPolicyMatcher(skipInfra))
+	_, roleS := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline), withPolicyMatcher(skipInfra))
 	return []grpc.StreamServerInterceptor{
 		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
 		cfg.Metrics.GRPC().StreamServerInterceptor(),

@@ -60,8 +60,15 @@ func (o policyOptions) stream(i grpc.StreamServerInterceptor) grpc.StreamServerI
 // policy.Caller in the context (policy.CallerFrom). Refusals are
 // Unauthenticated with an ErrorInfo reason; nothing echoes a credential.
 func newAuthInterceptor(a *policy.Authenticator, opts ...policyOption) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	return newAuthInterceptorFrom(func(context.Context) *policy.Authenticator { return a }, opts...)
+}
+
+// newAuthInterceptorFrom is newAuthInterceptor with the Authenticator
+// looked up per call (the call's policy snapshot: a reload swaps it).
+func newAuthInterceptorFrom(authOf func(context.Context) *policy.Authenticator, opts ...policyOption) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	o := applyPolicyOptions(opts)
 	fn := func(ctx context.Context) (context.Context, error) {
+		a := authOf(ctx)
 		creds, perr := credentialsFromContext(ctx, a.Off())
 		if perr != nil {
 			return nil, refuse(ctx, perr)
@@ -110,6 +117,12 @@ func credentialsFromContext(ctx context.Context, authOff bool) (policy.Credentia
 // newRoleInterceptor checks the caller's roles for the method (policy.Authorizer.AllowMethod).
 // It must run after newAuthInterceptor; a call without a Caller is refused.
 func newRoleInterceptor(az *policy.Authorizer, opts ...policyOption) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	return newRoleInterceptorFrom(func() *policy.Authorizer { return az }, opts...)
+}
+
+// newRoleInterceptorFrom is newRoleInterceptor with the Authorizer looked
+// up per call (the policy in force: a reload swaps it).
+func newRoleInterceptorFrom(azOf func() *policy.Authorizer, opts ...policyOption) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	o := applyPolicyOptions(opts)
 	check := func(ctx context.Context, method string) error {
 		c, ok := policy.CallerFrom(ctx)
@@ -117,7 +130,7 @@ func newRoleInterceptor(az *policy.Authorizer, opts ...policyOption) (grpc.Unary
 			return statusError(&policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
 				Message: "call was not authenticated"})
 		}
-		if err := az.AllowMethod(c, method); err != nil {
+		if err := azOf().AllowMethod(c, method); err != nil {
 			return statusError(err)
 		}
 		return nil
@@ -143,13 +156,19 @@ func newRoleInterceptor(az *policy.Authorizer, opts ...policyOption) (grpc.Unary
 // Limiter sees only the context and it flattens the error to a string,
 // losing the RetryInfo detail clients need.
 func newRateLimitInterceptor(rl *policy.RateLimiter) grpc.UnaryServerInterceptor {
+	return newRateLimitInterceptorFrom(func() *policy.RateLimiter { return rl })
+}
+
+// newRateLimitInterceptorFrom is newRateLimitInterceptor with the limiter
+// looked up per call (the policy in force: a reload swaps it).
+func newRateLimitInterceptorFrom(rlOf func() *policy.RateLimiter) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		c, ok := policy.CallerFrom(ctx)
 		if !ok {
 			return nil, statusError(&policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
 				Message: "call was not authenticated"})
 		}
-		if err := rl.Allow(ctx, c, info.FullMethod); err != nil {
+		if err := rlOf().Allow(ctx, c, info.FullMethod); err != nil {
 			return nil, statusError(err)
 		}
 		return h(ctx, req)

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
-	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -22,17 +21,13 @@ import (
 // Config is what the gRPC face is built from.
 type Config struct {
 	Pipeline *pipeline.Pipeline
+	// Registry is the live registry. The policy (authentication of every
+	// call; the roles and the registry rate limit, caller × method, of the
+	// methods other than InvokeTool, whose policy is the stages') is the
+	// pipeline's snapshot (pipeline.Policy), read per call.
 	Registry *registry.Registry
-	// Auth authenticates every call (credentials from metadata and the
-	// verified client certificate); Authz and RateLimit cover the methods
-	// other than InvokeTool, whose policy is the pipeline's. RateLimit is
-	// the registry calls' own limiter (policy.NewRegistryRateLimiter), not
-	// the pipeline's: its buckets are caller × method.
-	Auth      *policy.Authenticator
-	Authz     *policy.Authorizer
-	RateLimit *policy.RateLimiter
-	Metrics   *observe.Metrics
-	Log       *slog.Logger
+	Metrics  *observe.Metrics
+	Log      *slog.Logger
 	// StrictLint refuses every registration with provider-lint errors.
 	StrictLint bool
 	// ServerOptions are added to the server's (credentials, message

@@ -18,9 +18,10 @@ import (
 // 401 with a WWW-Authenticate challenge and the caller-safe policy message.
 func (m *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, err := m.authenticateHTTP(r)
+		pol := m.pipe.Policy()
+		caller, err := m.authenticateHTTP(r, pol.Auth)
 		if err != nil {
-			m.auditAuthFailure(w, r, err)
+			m.auditAuthFailure(w, r, pol, err)
 			// Whatever of the body is still unread stays so: close rather
 			// than let net/http drain it to reuse the connection.
 			w.Header().Set("Connection", "close")
@@ -40,7 +41,8 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 			http.Error(w, msg, code)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(policy.WithCaller(r.Context(), caller)))
+		// The request's calls run under the policy it was authenticated by.
+		next.ServeHTTP(w, r.WithContext(pipeline.WithPolicy(policy.WithCaller(r.Context(), caller), pol)))
 	})
 }
 
@@ -56,7 +58,7 @@ const mcpPeekBytes = 4 << 10
 // Other methods (initialize, tools/list, …) are not tool calls and, as on
 // gRPC, are not audited. The caller is unknown; the credential is never
 // read into the record (AuditRecord has no field for it).
-func (m *Server) auditAuthFailure(w http.ResponseWriter, r *http.Request, err error) {
+func (m *Server) auditAuthFailure(w http.ResponseWriter, r *http.Request, pol *pipeline.Policy, err error) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		return
 	}
@@ -69,6 +71,7 @@ func (m *Server) auditAuthFailure(w http.ResponseWriter, r *http.Request, err er
 		return
 	}
 	c := pipeline.NewCall(tool, callID, nil)
+	c.UsePolicy(pol)
 	m.pipe.Begin(c)
 	m.pipe.Finish(r.Context(), c, err)
 }
@@ -118,8 +121,8 @@ func peekToolCall(body []byte) (isCall bool, tool, callID string) {
 // Authenticator as gRPC: "Authorization: Bearer …" and "X-API-Key"
 // headers, and the verified client certificate chain. It returns the caller
 // or a *policy.Error (never echoing a credential).
-func (m *Server) authenticateHTTP(r *http.Request) (policy.Caller, error) {
-	if m.auth == nil {
+func (m *Server) authenticateHTTP(r *http.Request, auth *policy.Authenticator) (policy.Caller, error) {
+	if auth == nil {
 		return policy.Caller{}, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
 			Message: "authentication is not configured"}
 	}
@@ -138,5 +141,5 @@ func (m *Server) authenticateHTTP(r *http.Request) (policy.Caller, error) {
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 		c.PeerCerts = r.TLS.VerifiedChains[0]
 	}
-	return m.auth.Authenticate(r.Context(), c)
+	return auth.Authenticate(r.Context(), c)
 }

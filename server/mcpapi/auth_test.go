@@ -25,7 +25,7 @@ func TestAuthenticateHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer auth.Close()
-	m := &Server{auth: auth}
+	m := &Server{}
 	cases := []struct {
 		name, reason string
 		headers      map[string]string
@@ -44,7 +44,7 @@ func TestAuthenticateHTTP(t *testing.T) {
 			for k, v := range tc.headers {
 				r.Header.Set(k, v)
 			}
-			c, err := m.authenticateHTTP(r)
+			c, err := m.authenticateHTTP(r, auth)
 			if tc.refusal != "" {
 				pe, ok := policy.AsError(err)
 				if !ok || pe.Reason != tc.refusal || pe.Code != policy.Unauthenticated {

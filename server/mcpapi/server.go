@@ -76,9 +76,10 @@ const (
 // Config is what the MCP face is built from.
 type Config struct {
 	Pipeline *pipeline.Pipeline
+	// Registry is the live registry. Every HTTP request is authenticated
+	// with the pipeline's policy snapshot in force (pipeline.Policy; its
+	// Auth nil: every request is refused), and its calls run under it.
 	Registry *registry.Registry
-	// Auth authenticates every HTTP request (nil: every request is refused).
-	Auth *policy.Authenticator
 	// MaxRequestBytes bounds a request body (0: the SDK's default, 4 MiB).
 	MaxRequestBytes int
 	// HTTP bounds the HTTP connections (timeouts, connection cap).
@@ -89,7 +90,6 @@ type Config struct {
 // Server serves the MCP endpoint over HTTP at Path.
 type Server struct {
 	pipe *pipeline.Pipeline
-	auth *policy.Authenticator
 	reg  *registry.Registry
 	log  *slog.Logger
 	sdk  *mcp.Server
@@ -127,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Server{pipe: cfg.Pipeline, auth: cfg.Auth, reg: reg, log: log.With("component", "mcp"),
+	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"),
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes}
 	if m.maxBody <= 0 {
@@ -342,10 +342,16 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
 	callID, _ := p.Meta[MCPMetaCallID].(string)
-	if err := scanArgumentLimits(p.Name, p.Arguments, m.pipe.Limits()); err != nil {
+	// The policy the request was authenticated under is the call's.
+	pol := pipeline.PolicyFrom(ctx)
+	if pol == nil {
+		pol = m.pipe.Policy()
+	}
+	if err := scanArgumentLimits(p.Name, p.Arguments, pol.Limits); err != nil {
 		// Refused before decoding, with the pipeline's own limit refusal:
 		// recorded like any other call's outcome, mapped by callError.
 		c := pipeline.NewCall(p.Name, callID, nil)
+		c.UsePolicy(pol)
 		m.pipe.Begin(c)
 		perr := c.Fail(err)
 		m.pipe.Finish(ctx, c, perr)
@@ -356,6 +362,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
 	c := pipeline.NewCall(p.Name, callID, args)
+	c.UsePolicy(pol)
 	out, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {

@@ -31,8 +31,9 @@ type Admin struct {
 }
 
 // NewAdmin serves m's metrics and asks ready for /readyz (its error is the
-// reason in the 503 body: it must name no path or secret).
-func NewAdmin(m *Metrics, ready func() error) *Admin {
+// reason in the 503 body: it must name no path or secret); about, if not
+// nil, adds lines to a ready answer's body (the policy in force).
+func NewAdmin(m *Metrics, ready func() error, about func() string) *Admin {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -43,7 +44,11 @@ func NewAdmin(m *Metrics, ready func() error) *Admin {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ready\nversion " + buildinfo.Read().String() + "\n"))
+		body := "ready\nversion " + buildinfo.Read().String() + "\n"
+		if about != nil {
+			body += about()
+		}
+		w.Write([]byte(body))
 	})
 	a := &Admin{handler: mux}
 	mux.HandleFunc("GET /{$}", a.serveStatus)

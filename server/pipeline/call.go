@@ -71,7 +71,15 @@ type Call struct {
 	backendTime time.Duration // how long the backend call took, if called
 	err         *Error        // the error a stage or dispatch ended the call with
 	p           *Pipeline
+	pol         *Policy // the policy snapshot the call runs under (Begin)
+	// shadow is what shadow-mode entries would have refused (the call
+	// proceeded); nil on every call while the policy has none.
+	shadow []*policy.Error
 }
+
+// ShadowDenials are the refusals shadow-mode rules and authz entries would
+// have made on this call (it proceeded past them), in stage order.
+func (c *Call) ShadowDenials() []*policy.Error { return c.shadow }
 
 // NewCall is a call whose arguments are already decoded (nil means none).
 func NewCall(tool, callID string, args *structpb.Struct) *Call {

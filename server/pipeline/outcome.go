@@ -109,6 +109,9 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 	if c.HasCaller {
 		rec.CallerSubject, rec.CallerMethod = c.Caller.Subject, c.Caller.Method
 	}
+	for _, d := range c.shadow {
+		rec.ShadowDenials = append(rec.ShadowDenials, policy.ShadowDenial{Reason: d.Reason, Rule: d.Rule, Message: d.Message})
+	}
 	if c.Entry != nil {
 		sent := c.Sent()
 		repaired := c.args

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
 
@@ -31,6 +30,9 @@ type Config struct {
 	Limits        policy.Limits
 	Rules         *policy.Rules
 	InFlight      *policy.InFlight
+	// Auth and RegistryRate are the faces' part of the policy (Policy).
+	Auth         *policy.Authenticator
+	RegistryRate *policy.RateLimiter
 
 	// ForwardEntityBound lets a call through whose argument was still
 	// changing when entity decoding reached its pass bound (the value is
@@ -58,14 +60,15 @@ type Config struct {
 }
 
 // Pipeline runs tool calls through the stages (stages.go) and dispatches
-// them to the backend. It is safe for concurrent use.
+// them to the backend. It is safe for concurrent use. Its policy objects
+// are a snapshot (Policy) that SetPolicy swaps atomically; cfg's policy
+// fields are only the first snapshot.
 type Pipeline struct {
 	cfg    Config
+	pol    atomic.Pointer[Policy]
 	stages []Stage
 	fast   bool
-	// repairLimits is cfg.Limits as normalize bounds a repair.
-	repairLimits normalize.Limits
-	stats        struct{ forwarded, decoded atomic.Int64 }
+	stats  struct{ forwarded, decoded atomic.Int64 }
 }
 
 // New builds a pipeline.
@@ -73,18 +76,16 @@ func New(cfg Config) *Pipeline {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	// The argument limits are always on (policy.Limits.WithDefaults).
-	cfg.Limits = cfg.Limits.WithDefaults()
 	p := &Pipeline{cfg: cfg, fast: !cfg.DisableFastPaths}
-	p.repairLimits = normalize.Limits{MaxBytes: cfg.Limits.MaxArgumentBytes, MaxStringLength: cfg.Limits.MaxStringLength,
-		MaxDepth: cfg.Limits.MaxDepth, MaxElements: cfg.Limits.MaxListElements, MaxKeys: cfg.Limits.MaxObjectKeys}
+	p.SetPolicy(Policy{Auth: cfg.Auth, Authz: cfg.Authz, RateLimit: cfg.RateLimit, Limits: cfg.Limits, Rules: cfg.Rules,
+		InFlight: cfg.InFlight, ForwardEntityBound: cfg.ForwardEntityBound, RegistryRate: cfg.RegistryRate})
 	p.stages = p.stageList()
 	return p
 }
 
-// Limits returns the argument limits in force (defaults filled in), for a
-// face that parses arguments itself (MCP's JSON).
-func (p *Pipeline) Limits() policy.Limits { return p.cfg.Limits }
+// Limits returns the argument limits in force now (defaults filled in), for
+// a face that parses arguments itself (MCP's JSON).
+func (p *Pipeline) Limits() policy.Limits { return p.Policy().Limits }
 
 // Stages returns the stage list (for faces that run one stage at a time).
 func (p *Pipeline) Stages() []Stage { return p.stages }
@@ -106,6 +107,18 @@ func (p *Pipeline) Stats() Stats {
 func (p *Pipeline) Begin(c *Call) {
 	c.start = time.Now()
 	c.p = p
+	if c.pol == nil {
+		c.pol = p.pol.Load()
+	}
+}
+
+// policyOf is c's policy snapshot; a call run without Begin takes the one
+// in force.
+func (p *Pipeline) policyOf(c *Call) *Policy {
+	if c.pol == nil {
+		c.pol = p.pol.Load()
+	}
+	return c.pol
 }
 
 // RunStage runs stage i on c. A refusal is recorded on c and returned as
@@ -141,7 +154,7 @@ func (p *Pipeline) Invoke(ctx context.Context, c *Call) (res Result, err *Error)
 
 // Dispatch is the last stage: the in-flight limit, then the backend.
 func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
-	release, err := p.cfg.InFlight.Acquire(c.Tool)
+	release, err := p.policyOf(c).InFlight.Acquire(c.Tool)
 	if err != nil {
 		return Result{}, p.fail(c, err)
 	}
@@ -214,7 +227,11 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 // allow/deny lists. Every listing (ListTools, GetTool, WatchTools, MCP
 // tools/list) uses it.
 func (p *Pipeline) Visible(ctx context.Context, tool string) bool {
-	az := p.cfg.Authz
+	pol := PolicyFrom(ctx)
+	if pol == nil {
+		pol = p.Policy()
+	}
+	az := pol.Authz
 	if az == nil {
 		return true
 	}
@@ -231,7 +248,11 @@ const registerMethod = "/" + policy.RegistryService + "/RegisterTool"
 // backend: an address tells a model nothing it needs and an attacker where
 // to go around the gateway. Without authorization, everyone.
 func (p *Pipeline) SeesBackends(ctx context.Context) bool {
-	az := p.cfg.Authz
+	pol := PolicyFrom(ctx)
+	if pol == nil {
+		pol = p.Policy()
+	}
+	az := pol.Authz
 	if az == nil {
 		return true
 	}

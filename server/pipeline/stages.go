@@ -81,10 +81,11 @@ func (p *Pipeline) auditWritable(_ context.Context, c *Call) error {
 }
 
 func (p *Pipeline) checkRole(_ context.Context, c *Call) error {
-	if p.cfg.Authz == nil {
+	az := p.policyOf(c).Authz
+	if az == nil {
 		return nil
 	}
-	return p.cfg.Authz.AllowMethod(c.Caller, InvokeMethod)
+	return az.AllowMethod(c.Caller, InvokeMethod)
 }
 
 // checkName refuses a tool name no tool can have, before anything is keyed
@@ -128,12 +129,13 @@ func validCallID(id string) bool {
 // not exist: a bucket per registered-but-denied tool would tell them apart
 // (exhaust the shared bucket, then see which names still pass).
 func (p *Pipeline) rateLimit(ctx context.Context, c *Call) error {
-	rl := p.cfg.RateLimit
+	pol := p.policyOf(c)
+	rl := pol.RateLimit
 	if !rl.On() {
 		return nil
 	}
 	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok {
-		if az := p.cfg.Authz; az == nil || az.AllowTool(c.Caller, c.Tool) == nil {
+		if az := pol.Authz; az == nil || az.AllowTool(c.Caller, c.Tool) == nil {
 			return rl.Allow(ctx, c.Caller, c.Tool)
 		}
 	}
@@ -148,13 +150,19 @@ func (p *Pipeline) rateLimit(ctx context.Context, c *Call) error {
 // decoded form are decoded here, dropping the rest, and never forwarded
 // as they came.
 func (p *Pipeline) screen(_ context.Context, c *Call) error {
-	if az := p.cfg.Authz; az != nil {
+	pol := p.policyOf(c)
+	if az := pol.Authz; az != nil {
 		if err := az.AllowTool(c.Caller, c.Tool); err != nil {
 			return err
 		}
+		if az.HasShadow() {
+			if e := az.ShadowTool(c.Caller, c.Tool); e != nil {
+				c.shadow = append(c.shadow, e)
+			}
+		}
 	}
 	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() {
-		canonical, err := p.cfg.Limits.CheckWire(c.Tool, b)
+		canonical, err := pol.Limits.CheckWire(c.Tool, b)
 		if err != nil {
 			return err
 		}
@@ -178,7 +186,7 @@ func (p *Pipeline) checkLimits(c *Call) error {
 	if err != nil {
 		return err
 	}
-	return p.cfg.Limits.Check(c.Tool, args)
+	return p.policyOf(c).Limits.Check(c.Tool, args)
 }
 
 // normalize looks the tool up and applies its RT-TOOL-8 plan. Arguments
@@ -200,14 +208,14 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	// ApplyWithin never mutates the model's arguments (they stay available
 	// for audit) and returns them as they are, allocation-free, when nothing
 	// changed. The limits stop a JSON-string repair while it parses.
-	out, rep, err := e.Plan.ApplyWithin(args, p.repairLimits)
+	out, rep, err := e.Plan.ApplyWithin(args, p.policyOf(c).repairLimits)
 	if err != nil {
 		c.Report = rep
-		return p.repairRefusal(c.Tool, err)
+		return p.repairRefusal(c, err)
 	}
 	c.SetArgs(out)
 	c.Report = rep
-	if !p.cfg.ForwardEntityBound {
+	if !p.policyOf(c).ForwardEntityBound {
 		return refuseEntityBound(c)
 	}
 	return nil
@@ -265,14 +273,18 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 			return err
 		}
 	}
-	if !p.cfg.Rules.AppliesTo(c.Tool) {
+	rules := p.policyOf(c).Rules
+	if !rules.AppliesTo(c.Tool) {
 		return nil
 	}
 	args, err := c.Args()
 	if err != nil {
 		return err
 	}
-	return p.cfg.Rules.Evaluate(ctx, c.Caller, c.Tool, args)
+	if rules.HasShadow() {
+		return rules.EvaluateWithShadow(ctx, c.Caller, c.Tool, args, &c.shadow)
+	}
+	return rules.Evaluate(ctx, c.Caller, c.Tool, args)
 }
 
 // repairLimitNames are the policy limits behind normalize's limits.
@@ -286,10 +298,10 @@ var repairLimitNames = map[normalize.LimitKind]string{
 
 // repairRefusal is the refusal of a repair a limit stopped: the policy's
 // limit refusal, naming the limit and the path.
-func (p *Pipeline) repairRefusal(tool string, err error) error {
+func (p *Pipeline) repairRefusal(c *Call, err error) error {
 	var le *normalize.LimitError
 	if !errors.As(err, &le) {
 		return err
 	}
-	return p.cfg.Limits.Exceeded(tool, repairLimitNames[le.Kind], le.Path, true)
+	return p.policyOf(c).Limits.Exceeded(c.Tool, repairLimitNames[le.Kind], le.Path, true)
 }

@@ -1,0 +1,227 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/observe"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// retiredAuthGrace is how long a replaced Authenticator keeps its JWKS
+// refresh: a call that took the old policy just before a reload may still
+// be authenticating with it.
+const retiredAuthGrace = 30 * time.Second
+
+// policyReload is the gateway's reload state: the policy in force, its
+// hash, and the metrics. mu makes reloads one at a time and guards
+// Gateway.auth.
+type policyReload struct {
+	mu      sync.Mutex
+	cfg     PolicyConfig // the policy in force
+	hash    string
+	metrics *observe.PolicyMetrics
+	retired []retiredAuth // replaced Authenticators, closed after a grace
+}
+
+type retiredAuth struct {
+	auth  *policy.Authenticator
+	timer *time.Timer
+}
+
+func (r *policyReload) init(m *observe.Metrics, cfg PolicyConfig) {
+	r.metrics = observe.NewPolicyMetrics(m)
+	r.cfg, r.hash = cfg, policyHash(&cfg)
+	r.metrics.SetPolicy(r.hash)
+}
+
+// policyHash is the hex SHA-256 of the policy's file, or, for a policy
+// built in Go, of its printed form (pointers followed, the JWT HTTP
+// client left out; fmt prints maps sorted, so equal policies hash equal).
+func policyHash(cfg *PolicyConfig) string {
+	if cfg.SHA256 != "" {
+		return cfg.SHA256
+	}
+	c := *cfg
+	var jwt policy.JWTConfig
+	var mtls policy.MTLSConfig
+	if c.Auth.JWT != nil {
+		jwt = *c.Auth.JWT
+		jwt.HTTPClient = nil
+	}
+	if c.Auth.MTLS != nil {
+		mtls = *c.Auth.MTLS
+	}
+	c.Auth.JWT, c.Auth.MTLS = nil, nil
+	sum := sha256.Sum256(fmt.Appendf(nil, "%+v|%t %+v|%t %+v", c, cfg.Auth.JWT != nil, jwt, cfg.Auth.MTLS != nil, mtls))
+	return hex.EncodeToString(sum[:])
+}
+
+// PolicySHA256 is the hash of the policy in force (see flowdrop_policy_info).
+func (g *Gateway) PolicySHA256() string {
+	g.reload.mu.Lock()
+	defer g.reload.mu.Unlock()
+	return g.reload.hash
+}
+
+// ReloadPolicyFile reads the policy file and reloads it (ReloadPolicy);
+// adjust, if not nil, changes the parsed policy first (the binary applies
+// its flags' overrides). A file that does not parse is refused like any
+// other bad policy: logged, counted, the policy in force unchanged.
+func (g *Gateway) ReloadPolicyFile(path string, adjust func(*PolicyConfig)) error {
+	cfg, err := LoadPolicyFile(path)
+	if err != nil {
+		return g.refuseReload(err)
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	return g.ReloadPolicy(cfg)
+}
+
+// ReloadPolicy makes cfg the policy of every call from now on. It is
+// validated and every policy object built aside (authenticator with its
+// JWKS, authorizer, CEL rules, limits, rate limiters), then swapped in
+// atomically: calls in flight finish under the policy they began with. A
+// policy that fails any of that, or that changes what a reload cannot
+// (unswappable), is refused with an error naming every problem, logged
+// at ERROR and counted; the policy in force keeps serving.
+//
+// Rate-limit buckets are kept when rate_limit is unchanged and start full
+// again when it changed; the in-flight counters are kept when
+// limits.max_in_flight_per_tool is unchanged.
+func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
+	r := &g.reload
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := cfg.validate(); err != nil {
+		return g.refuseReloadLocked(err)
+	}
+	if err := unswappable(&r.cfg, &cfg); err != nil {
+		return g.refuseReloadLocked(err)
+	}
+	old := g.pipe.Policy()
+	// The JWKS fetch is bounded by jwt.fetch_timeout; the refresh lives
+	// until the Authenticator is closed.
+	pol, err := g.buildSwappable(context.Background(), &cfg, old, &r.cfg)
+	if err != nil {
+		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
+	}
+	g.pipe.SetPolicy(pol)
+	if prev := g.auth; prev != nil && prev != pol.Auth {
+		r.retired = append(r.retired, retiredAuth{prev, time.AfterFunc(retiredAuthGrace, prev.Close)})
+	}
+	g.auth = pol.Auth
+	prevHash := r.hash
+	r.cfg, r.hash = cfg, policyHash(&cfg)
+	r.metrics.SetPolicy(r.hash)
+	r.metrics.CountReload(observe.ReloadOK)
+	g.log.Info("policy reloaded", "sha256", r.hash, "previous_sha256", prevHash, "auth_off", pol.Auth.Off())
+	return nil
+}
+
+// refuseReload logs and counts a refused reload.
+func (g *Gateway) refuseReload(err error) error {
+	g.reload.mu.Lock()
+	defer g.reload.mu.Unlock()
+	return g.refuseReloadLocked(err)
+}
+
+func (g *Gateway) refuseReloadLocked(err error) error {
+	g.reload.metrics.CountReload(observe.ReloadError)
+	// The operator's log: the error may name files (never a secret: the
+	// policy holds only key hashes).
+	g.log.Error("policy reload refused; the policy in force keeps serving", "error", err.Error(), "sha256", g.reload.hash)
+	return err
+}
+
+// unswappable names what differs between the policy in force and next
+// that a reload cannot change: what was set up once at start (listeners,
+// the audit log, the tracer, the backend connections). Each is refused,
+// never ignored: a reload that silently kept the old audit path would
+// leave the operator believing the new one is in force.
+func unswappable(cur, next *PolicyConfig) error {
+	var errs []error
+	bad := func(field, why string) {
+		errs = append(errs, fmt.Errorf("policy reload: %s cannot change without a restart (%s)", field, why))
+	}
+	if !reflect.DeepEqual(cur.Audit, next.Audit) {
+		bad("audit (path, rotate_bytes, on_failure)", "the audit log is opened once, at start")
+	}
+	if cur.Admin.ListenAddr != next.Admin.ListenAddr {
+		bad("admin.listen_addr", "listeners are not reopened")
+	}
+	if !reflect.DeepEqual(cur.TLS, next.TLS) {
+		bad("tls (cert_file, key_file, client_ca_file)", "the gRPC listener's TLS is set up at start")
+	}
+	if !reflect.DeepEqual(cur.Tracing, next.Tracing) {
+		bad("tracing", "the exporter is set up at start")
+	}
+	if cur.BackendErrors != next.BackendErrors {
+		bad("backend_errors.pass_debug_info", "the backend connections are set up at start")
+	}
+	return errors.Join(errs...)
+}
+
+// buildSwappable builds the policy objects a reload swaps, from cfg. With
+// prev (the snapshot in force, built from prevCfg) it keeps the rate
+// limiters when rate_limit is unchanged (their buckets carry over) and the
+// in-flight counters when the limit is unchanged. With Redis configured the
+// limiters decide there (redis.go). ctx bounds a JWKS fetch.
+func (g *Gateway) buildSwappable(ctx context.Context, cfg *PolicyConfig, prev *pipeline.Policy, prevCfg *PolicyConfig) (pol pipeline.Policy, err error) {
+	if pol.Auth, err = policy.NewAuthenticator(ctx, cfg.Auth); err != nil {
+		return pol, err
+	}
+	defer func() {
+		if err != nil {
+			pol.Auth.Close()
+		}
+	}()
+	if pol.Authz, err = policy.NewAuthorizer(cfg.Authz); err != nil {
+		return pol, err
+	}
+	if pol.Rules, err = policy.NewRules(cfg.Rules); err != nil {
+		return pol, err
+	}
+	if prev != nil && reflect.DeepEqual(prevCfg.RateLimit, cfg.RateLimit) {
+		pol.RateLimit, pol.RegistryRate = prev.RateLimit, prev.RegistryRate
+	} else {
+		if pol.RateLimit, err = policy.NewRateLimiter(cfg.RateLimit, g.sharedLimits(redisToolBuckets, "tool", cfg.RateLimit.Fallback)...); err != nil {
+			return pol, err
+		}
+		// Registry calls get buckets of their own: paging ListTools must
+		// not spend (or be refused by) the invocation buckets.
+		if pol.RegistryRate, err = policy.NewRegistryRateLimiter(cfg.RateLimit, g.sharedLimits(redisMethodBuckets, "registry", cfg.RateLimit.Fallback)...); err != nil {
+			return pol, err
+		}
+	}
+	if prev != nil && prevCfg.Limits.MaxInFlightPerTool == cfg.Limits.MaxInFlightPerTool {
+		pol.InFlight = prev.InFlight
+	} else {
+		pol.InFlight = policy.NewInFlight(cfg.Limits.MaxInFlightPerTool)
+	}
+	pol.Limits = cfg.Limits
+	pol.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
+	return pol, nil
+}
+
+// closeRetired closes the Authenticators reloads replaced that their
+// timers have not closed yet (at Close).
+func (r *policyReload) closeRetired() {
+	for _, ra := range r.retired {
+		if ra.timer.Stop() {
+			ra.auth.Close()
+		}
+	}
+	r.retired = nil
+}
+
+// readyAbout is /readyz's extra line: the policy in force.
+func (g *Gateway) readyAbout() string { return "policy_sha256 " + g.PolicySHA256() + "\n" }
