@@ -39,6 +39,11 @@ commands:
   watch [--from REV] [--count N]
                    print one line per registry change until interrupted
                    (--from 0, the default, starts with the current tools)
+  import grpc --target HOST:PORT [--protoset FILE] [--service NAME] [--method NAME]
+              [--prefix P] [--dry-run] [--require-compatible]
+                   register one tool per unary method of a gRPC service, its
+                   descriptors from server reflection or a descriptor set file;
+                   prints the names registered, one a line (skips on stderr)
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -76,8 +81,10 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsDelete(ctx, rest, stdout, stderr)
 	case "watch":
 		return toolsWatch(ctx, rest, stdout, stderr)
+	case "import":
+		return toolsImport(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import or lint)\n", sub)
 	return 2
 }
 
