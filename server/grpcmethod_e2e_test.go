@@ -98,6 +98,14 @@ func TestGRPCMethodTools(t *testing.T) {
 		t.Fatal("reflection still answers after SetReflection(false)")
 	}
 
+	// A service that is gone: Unavailable naming the tool, not the target.
+	closed := gatewaytest.ClosedAddr(t)
+	importNotes(t, ctx, env, fileSrc, closed, "gone.")
+	_, err = env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: "gone.NotesService.Ping", Arguments: gatewaytest.Args(t, map[string]any{})})
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "gone.NotesService.Ping") || strings.Contains(st.Message(), closed) {
+		t.Errorf("a gone service: %v, want Unavailable naming the tool and not %s", err, closed)
+	}
+
 	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
 	faces := []struct {
 		name string

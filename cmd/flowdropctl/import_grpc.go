@@ -117,3 +117,12 @@ func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
 	fmt.Fprintln(stdout, string(b))
 	return 0
 }
+
+// toolBackend is how list and watch show a tool's backend: the
+// ToolBackendService target, or a gRPC method's target and method name.
+func toolBackend(t *gatewayv1.Tool) string {
+	if m := t.GetSpec().GetGrpcMethod(); m != nil {
+		return m.GetTarget() + m.GetMethod()
+	}
+	return t.GetBackend()
+}

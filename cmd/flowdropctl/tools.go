@@ -359,7 +359,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREVISION\tBACKEND\tLABELS\tDESCRIPTION")
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.GetName(), t.GetRevision(), t.GetBackend(), labelFlags(t.GetLabels()).String(), firstLine(t.GetDescription()))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.GetName(), t.GetRevision(), toolBackend(t), labelFlags(t.GetLabels()).String(), firstLine(t.GetDescription()))
 	}
 	tw.Flush()
 	return 0
@@ -466,7 +466,7 @@ func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func watchLine(ev *gatewayv1.WatchToolsResponse) string {
 	switch ev.GetType() {
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT:
-		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), ev.GetTool().GetBackend())
+		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), toolBackend(ev.GetTool()))
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE:
 		return fmt.Sprintf("DELETE %s revision=%d", ev.GetTool().GetName(), ev.GetRevision())
 	}

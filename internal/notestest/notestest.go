@@ -32,9 +32,17 @@ import (
 // GetNote finds one (NotFound otherwise), Ping answers.
 type Service struct {
 	testingv1.UnimplementedNotesServiceServer
-	mu      sync.Mutex
-	created []*testingv1.CreateNoteRequest
-	notes   map[string]*testingv1.Note
+	mu       sync.Mutex
+	created  []*testingv1.CreateNoteRequest
+	notes    map[string]*testingv1.Note
+	noRecord bool
+}
+
+// DontRecord stops recording requests and storing notes (benchmarks).
+func (s *Service) DontRecord() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRecord = true
 }
 
 // NewService is an empty service.
@@ -44,10 +52,12 @@ func NewService() *Service { return &Service{notes: map[string]*testingv1.Note{}
 func (s *Service) CreateNote(_ context.Context, req *testingv1.CreateNoteRequest) (*testingv1.CreateNoteResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.created = append(s.created, proto.CloneOf(req))
-	n := &testingv1.Note{Id: fmt.Sprintf("note-%d", len(s.created)), Title: req.GetTitle(), Tags: req.GetTags(),
-		AuthorId: req.GetAuthorId(), Priority: req.GetPriority()}
-	s.notes[n.Id] = n
+	n := &testingv1.Note{Id: "note", Title: req.GetTitle(), Tags: req.GetTags(), AuthorId: req.GetAuthorId(), Priority: req.GetPriority()}
+	if !s.noRecord {
+		s.created = append(s.created, proto.CloneOf(req))
+		n.Id = fmt.Sprintf("note-%d", len(s.created))
+		s.notes[n.Id] = n
+	}
 	return &testingv1.CreateNoteResponse{Note: n}, nil
 }
 
