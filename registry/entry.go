@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/normalize"
@@ -20,6 +21,9 @@ type Entry struct {
 	// Schema is the compiled input schema: validation, its messages and the
 	// fast paths.
 	Schema *schema.Schema
+	// Method is a gRPC-method tool's method, resolved from the descriptors
+	// stored with the revision; nil for other kinds.
+	Method protoreflect.MethodDescriptor
 }
 
 // Compile validates a tool definition and compiles its schema with the
@@ -47,8 +51,9 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if err := ValidateName(t.Name); err != nil {
 		return nil, err
 	}
-	if r := ValidateBackend(t.Backend); r != "" {
-		return nil, &ToolError{Tool: t.Name, Field: "backend", Reason: r}
+	method, te := checkBackend(t)
+	if te != nil {
+		return nil, te
 	}
 	if t.Timeout < 0 {
 		return nil, &ToolError{Tool: t.Name, Field: "timeout", Reason: fmt.Sprintf("must not be negative, got %s", t.Timeout)}
@@ -76,7 +81,7 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 		}
 		return nil, te
 	}
-	return &Entry{Tool: t, Plan: plan, Schema: s}, nil
+	return &Entry{Tool: t, Plan: plan, Schema: s, Method: method}, nil
 }
 
 // schemaToolError is a *schema.CompileError as the *ToolError naming the

@@ -169,6 +169,6 @@ func SeedWith(ctx context.Context, store Store, tools []Tool, a Admission) error
 // SameDefinition reports whether two tools define the same thing, ignoring
 // Revision.
 func SameDefinition(a, b Tool) bool {
-	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend &&
+	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend && sameSpec(a.Spec, b.Spec) &&
 		a.Timeout == b.Timeout && maps.Equal(a.Labels, b.Labels) && proto.Equal(a.InputSchema, b.InputSchema)
 }

@@ -13,7 +13,8 @@ type Tool struct {
 	Description string
 	// InputSchema is the tool's JSON Schema for its arguments; the root must be an object schema.
 	InputSchema *structpb.Struct
-	// Backend is the gRPC dial target of the service that runs the tool.
+	// Backend is the gRPC dial target of the ToolBackendService that runs
+	// the tool. Exactly one of Backend and Spec is set.
 	Backend string
 	// Timeout bounds every call of the tool (a caller's deadline may be
 	// shorter, never longer); zero means the gateway default.
@@ -21,4 +22,6 @@ type Tool struct {
 	// Revision is assigned by the store on every write.
 	Revision int64
 	Labels   map[string]string
+	// Spec is a typed backend (backend_spec.go); nil for a ToolBackendService.
+	Spec *BackendSpec
 }

@@ -178,7 +178,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.tools = backend.NewToolService(tsc)
 	undo = append(undo, g.tools.Close)
 
-	pc.Registry, pc.Backend, pc.Log = g.reg, g.tools, log
+	pc.Registry, pc.Backend, pc.Log = g.reg, backend.NewKinds(g.tools), log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
 	pc.Audit = g.auditor
@@ -349,7 +349,7 @@ func (g *Gateway) pruneLoop() {
 			inUse := map[string]bool{}
 			entries := g.reg.Snapshot().List()
 			for _, e := range entries {
-				inUse[e.Tool.Backend] = true
+				inUse[e.Tool.Target()] = true
 			}
 			g.tools.Retain(func(target string) bool { return inUse[target] })
 			if g.auditor != nil {

@@ -39,6 +39,11 @@ commands:
   watch [--from REV] [--count N]
                    print one line per registry change until interrupted
                    (--from 0, the default, starts with the current tools)
+  import grpc --target HOST:PORT [--protoset FILE] [--service NAME] [--method NAME]
+              [--prefix P] [--dry-run] [--require-compatible]
+                   register one tool per unary method of a gRPC service, its
+                   descriptors from server reflection or a descriptor set file;
+                   prints the names registered, one a line (skips on stderr)
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -76,8 +81,10 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsDelete(ctx, rest, stdout, stderr)
 	case "watch":
 		return toolsWatch(ctx, rest, stdout, stderr)
+	case "import":
+		return toolsImport(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import or lint)\n", sub)
 	return 2
 }
 
@@ -352,7 +359,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tREVISION\tBACKEND\tLABELS\tDESCRIPTION")
 	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.GetName(), t.GetRevision(), t.GetBackend(), labelFlags(t.GetLabels()).String(), firstLine(t.GetDescription()))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.GetName(), t.GetRevision(), toolBackend(t), labelFlags(t.GetLabels()).String(), firstLine(t.GetDescription()))
 	}
 	tw.Flush()
 	return 0
@@ -459,7 +466,7 @@ func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func watchLine(ev *gatewayv1.WatchToolsResponse) string {
 	switch ev.GetType() {
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT:
-		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), ev.GetTool().GetBackend())
+		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), toolBackend(ev.GetTool()))
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE:
 		return fmt.Sprintf("DELETE %s revision=%d", ev.GetTool().GetName(), ev.GetRevision())
 	}

@@ -175,20 +175,25 @@ const (
 // call is the one backend call: the deadline budget, the pooled
 // connection, the outgoing metadata, and the failure classified.
 func (t *ToolService) call(ctx context.Context, c *pipeline.Call, req, resp any) error {
+	return t.callMethod(ctx, c, c.Entry.Tool.Backend, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp)
+}
+
+// callMethod is call for any target and method (the gRPC-method kind's).
+func (t *ToolService) callMethod(ctx context.Context, c *pipeline.Call, target, method string, req, resp any) error {
 	budget, source := t.budget(ctx, c)
 	if source != deadlineCaller {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	conn, err := t.pool.get(c.Entry.Tool.Backend)
+	conn, err := t.pool.get(target)
 	if err != nil {
 		return t.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
 	}
 	defer conn.release()
 	conn.reconnectIfFailed(ctx)
 	ctx = metadata.NewOutgoingContext(ctx, t.outgoingMD(ctx, c))
-	if err := conn.cc.Invoke(ctx, gatewayv1.ToolBackendService_Invoke_FullMethodName, req, resp); err != nil {
+	if err := conn.cc.Invoke(ctx, method, req, resp); err != nil {
 		return t.failure(c, budget, source, err)
 	}
 	return nil

@@ -21,6 +21,7 @@ func toolFromProto(p *gatewayv1.Tool) (registry.Tool, error) {
 		InputSchema: p.GetInputSchema(),
 		Backend:     p.GetBackend(),
 		Labels:      maps.Clone(p.GetLabels()),
+		Spec:        specFromProto(p.GetSpec()),
 	}
 	if d := p.GetTimeout(); d != nil {
 		if err := d.CheckValid(); err != nil {
@@ -41,6 +42,7 @@ func toolProto(t registry.Tool) *gatewayv1.Tool {
 		Backend:     t.Backend,
 		Revision:    t.Revision,
 		Labels:      maps.Clone(t.Labels),
+		Spec:        specProto(t.Spec),
 	}
 	if t.Timeout != 0 {
 		p.Timeout = durationpb.New(t.Timeout)

@@ -373,6 +373,7 @@ func (s *registryService) readProto(t registry.Tool, backend bool) *gatewayv1.To
 	p := toolProto(t)
 	if !backend {
 		p.Backend = ""
+		hideSpecTarget(p)
 	}
 	return p
 }
@@ -385,6 +386,7 @@ func watchEventProto(ev registry.Event, backend bool) *gatewayv1.WatchToolsRespo
 		out.Tool = toolProto(ev.Tool)
 		if !backend {
 			out.Tool.Backend = ""
+			hideSpecTarget(out.Tool)
 		}
 	case registry.EventDelete:
 		out.Type = gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE

@@ -11,9 +11,14 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Version is the format version written by Encode. Decode refuses any other,
-// so an older binary never silently misreads a newer record.
-const Version = 1
+// Version is the format version written by Encode for a tool with a typed
+// backend (Tool.Spec); other tools are written as VersionPlain, which every
+// earlier build reads. Decode refuses any version it does not know, so an
+// older binary never silently misreads a newer record.
+const (
+	Version      = 2
+	VersionPlain = 1
+)
 
 // record is the JSON document. The schema is embedded as raw JSON produced by
 // protojson so that structpb values (numbers, nulls, nesting) round-trip exactly.
@@ -26,12 +31,24 @@ type record struct {
 	Timeout     string            `json:"timeout,omitempty"` // time.Duration.String: exact to the nanosecond
 	Revision    int64             `json:"revision,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	Spec        *specRecord       `json:"spec,omitempty"` // version 2
+}
+
+// specRecord is registry.BackendSpec; descriptors are base64 (encoding/json's []byte).
+type specRecord struct {
+	GRPCMethod *grpcMethodRecord `json:"grpc_method,omitempty"`
+}
+
+type grpcMethodRecord struct {
+	Target      string `json:"target"`
+	Method      string `json:"method"`
+	Descriptors []byte `json:"descriptors"`
 }
 
 // Encode returns the stored form of t, including t.Revision when non-zero.
 func Encode(t registry.Tool) ([]byte, error) {
 	r := record{
-		V:           Version,
+		V:           VersionPlain,
 		Name:        t.Name,
 		Description: t.Description,
 		Backend:     t.Backend,
@@ -40,6 +57,12 @@ func Encode(t registry.Tool) ([]byte, error) {
 	}
 	if t.Timeout != 0 {
 		r.Timeout = t.Timeout.String()
+	}
+	if t.Spec != nil {
+		r.V, r.Spec = Version, &specRecord{}
+		if m := t.Spec.GRPCMethod; m != nil {
+			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
 	}
 	if t.InputSchema != nil {
 		raw, err := protojson.Marshal(t.InputSchema)
@@ -68,7 +91,7 @@ func Decode(b []byte) (registry.Tool, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return registry.Tool{}, fmt.Errorf("toolcodec: decode: %w", err)
 	}
-	if r.V != Version {
+	if r.V != Version && r.V != VersionPlain {
 		return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: unsupported format version %d (this build reads version %d)", r.Name, r.V, Version)
 	}
 	t := registry.Tool{
@@ -77,6 +100,12 @@ func Decode(b []byte) (registry.Tool, error) {
 		Backend:     r.Backend,
 		Revision:    r.Revision,
 		Labels:      r.Labels,
+	}
+	if r.Spec != nil {
+		t.Spec = &registry.BackendSpec{}
+		if m := r.Spec.GRPCMethod; m != nil {
+			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)

@@ -1,6 +1,7 @@
 package toolcodec
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -73,6 +74,17 @@ func TestRoundTrip(t *testing.T) {
 			},
 		},
 		{
+			name:   "grpc-method",
+			reason: "a typed backend (target, method, descriptor bytes) is stored with the revision and must come back byte for byte",
+			tool: registry.Tool{
+				Name:        "notes.create",
+				InputSchema: &structpb.Struct{},
+				Spec: &registry.BackendSpec{GRPCMethod: &registry.GRPCMethod{
+					Target: "127.0.0.1:7002", Method: "/flowdrop.testing.v1.NotesService/CreateNote",
+					Descriptors: []byte{0x0a, 0x00, 0xff, 0x80}}},
+			},
+		},
+		{
 			name:   "empty-schema",
 			reason: "an empty object schema is not the same as no schema and must stay non-nil",
 			tool:   registry.Tool{Name: "e", InputSchema: &structpb.Struct{}},
@@ -105,6 +117,12 @@ func assertToolEqual(t *testing.T, got, want registry.Tool, reason string) {
 	if got.Name != want.Name || got.Description != want.Description || got.Backend != want.Backend ||
 		got.Timeout != want.Timeout || got.Revision != want.Revision {
 		t.Errorf("scalar fields: got %+v, want %+v (%s)", got, want, reason)
+	}
+	gs, ws := got.Spec, want.Spec
+	if (gs == nil) != (ws == nil) || (gs != nil && ((gs.GRPCMethod == nil) != (ws.GRPCMethod == nil) ||
+		(gs.GRPCMethod != nil && (gs.GRPCMethod.Target != ws.GRPCMethod.Target || gs.GRPCMethod.Method != ws.GRPCMethod.Method ||
+			!bytes.Equal(gs.GRPCMethod.Descriptors, ws.GRPCMethod.Descriptors))))) {
+		t.Errorf("spec: got %+v, want %+v (%s)", gs, ws, reason)
 	}
 	if (got.InputSchema == nil) != (want.InputSchema == nil) || !proto.Equal(got.InputSchema, want.InputSchema) {
 		t.Errorf("input schema: got %v, want %v (%s)", got.InputSchema, want.InputSchema, reason)
@@ -158,13 +176,48 @@ func TestGolden(t *testing.T) {
 	assertToolEqual(t, got, tool, "the golden v1 record must keep decoding")
 }
 
+// TestGoldenSpec pins version 2, the record of a tool with a typed
+// backend; a tool without one keeps being written as version 1 (TestGolden),
+// so older builds keep reading every record they could before.
+func TestGoldenSpec(t *testing.T) {
+	tool := registry.Tool{
+		Name:        "golden.grpc",
+		InputSchema: mustStruct(t, map[string]any{"type": "object"}),
+		Revision:    3,
+		Spec: &registry.BackendSpec{GRPCMethod: &registry.GRPCMethod{
+			Target: "127.0.0.1:7002", Method: "/p.S/M", Descriptors: []byte("\x0a\x03a.p")}},
+	}
+	b, err := Encode(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "tool_v2.json")
+	if *update {
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(b) {
+		t.Errorf("encoding changed; bump Version if intended\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertToolEqual(t, got, tool, "the golden v2 record must keep decoding")
+}
+
 func TestDecodeErrors(t *testing.T) {
 	cases := []struct {
 		name, in, wantSub, reason string
 	}{
 		{"not-json", `{`, "toolcodec: decode", "corrupt bytes must be reported, not decoded to a zero tool"},
 		{"no-version", `{"name":"x"}`, `tool "x": unsupported format version 0`, "a record without a version is not ours"},
-		{"future-version", `{"v":2,"name":"x"}`, "unsupported format version 2", "a newer format must be refused rather than misread"},
+		{"future-version", `{"v":3,"name":"x"}`, "unsupported format version 3", "a newer format must be refused rather than misread"},
 		{"bad-timeout", `{"v":1,"name":"x","timeout":"soon"}`, `tool "x": timeout`, "the error must name the field"},
 		{"schema-not-object", `{"v":1,"name":"x","input_schema":[1]}`, `tool "x": input_schema`, "the schema must be a JSON object"},
 	}

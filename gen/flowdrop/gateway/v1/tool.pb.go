@@ -85,7 +85,9 @@ type Tool struct {
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// The tool's input JSON Schema. The root must be an object schema.
 	InputSchema *structpb.Struct `protobuf:"bytes,3,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
-	// Backend target in gRPC dial form, e.g. "127.0.0.1:7001" or "dns:///tools:7001".
+	// Backend target in gRPC dial form, e.g. "127.0.0.1:7001" or "dns:///tools:7001",
+	// of a service implementing flowdrop.gateway.v1.ToolBackendService.
+	// Exactly one of backend and spec is set.
 	Backend string `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
 	// Timeout for one call when the caller sets no deadline; zero means the
 	// gateway's default.
@@ -94,7 +96,10 @@ type Tool struct {
 	// optimistic concurrency.
 	Revision int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	// Labels for filtering and policy.
-	Labels        map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Spec is a typed backend, for a service that does not implement
+	// ToolBackendService. Exactly one of backend and spec is set.
+	Spec          *BackendSpec `protobuf:"bytes,8,opt,name=spec,proto3" json:"spec,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -178,6 +183,150 @@ func (x *Tool) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *Tool) GetSpec() *BackendSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// BackendSpec is a tool's backend by kind.
+type BackendSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*BackendSpec_GrpcMethod
+	Kind          isBackendSpec_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendSpec) Reset() {
+	*x = BackendSpec{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendSpec) ProtoMessage() {}
+
+func (x *BackendSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendSpec.ProtoReflect.Descriptor instead.
+func (*BackendSpec) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *BackendSpec) GetKind() isBackendSpec_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *BackendSpec) GetGrpcMethod() *GrpcMethod {
+	if x != nil {
+		if x, ok := x.Kind.(*BackendSpec_GrpcMethod); ok {
+			return x.GrpcMethod
+		}
+	}
+	return nil
+}
+
+type isBackendSpec_Kind interface {
+	isBackendSpec_Kind()
+}
+
+type BackendSpec_GrpcMethod struct {
+	// A unary method of any gRPC service.
+	GrpcMethod *GrpcMethod `protobuf:"bytes,1,opt,name=grpc_method,json=grpcMethod,proto3,oneof"`
+}
+
+func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
+
+// GrpcMethod is a unary method of a gRPC service called with the tool's
+// arguments as its request message (proto3 JSON mapping), its response
+// message being the tool's result.
+type GrpcMethod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Target in gRPC dial form, e.g. "127.0.0.1:7001" or "dns:///notes:7001".
+	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	// Method is the full method name, "/package.Service/Method".
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// Descriptors is a serialized google.protobuf.FileDescriptorSet holding
+	// the file that declares the service and every file it imports, stored
+	// with the tool's revision: calls do not need server reflection, and a
+	// changed service is a new revision.
+	Descriptors   []byte `protobuf:"bytes,3,opt,name=descriptors,proto3" json:"descriptors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrpcMethod) Reset() {
+	*x = GrpcMethod{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrpcMethod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrpcMethod) ProtoMessage() {}
+
+func (x *GrpcMethod) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrpcMethod.ProtoReflect.Descriptor instead.
+func (*GrpcMethod) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GrpcMethod) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *GrpcMethod) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *GrpcMethod) GetDescriptors() []byte {
+	if x != nil {
+		return x.Descriptors
+	}
+	return nil
+}
+
 // Repair is one change normalization made to a call's arguments.
 type Repair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -194,7 +343,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -206,7 +355,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -219,7 +368,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Repair) GetPath() string {
@@ -264,7 +413,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +425,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,7 +438,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Caller) GetSubject() string {
@@ -317,7 +466,7 @@ var File_flowdrop_gateway_v1_tool_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\n" +
-	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xdd\x02\n" +
+	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x93\x03\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -325,10 +474,20 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\abackend\x18\x04 \x01(\tR\abackend\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x1a\n" +
 	"\brevision\x18\x06 \x01(\x03R\brevision\x12=\n" +
-	"\x06labels\x18\a \x03(\v2%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\a \x03(\v2%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x124\n" +
+	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\vBackendSpec\x12B\n" +
+	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
+	"grpcMethodB\x06\n" +
+	"\x04kindJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x0f\x10\x10\"^\n" +
+	"\n" +
+	"GrpcMethod\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12 \n" +
+	"\vdescriptors\x18\x03 \x01(\fR\vdescriptors\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -357,26 +516,30 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(RepairKind)(0),             // 0: flowdrop.gateway.v1.RepairKind
 	(*Tool)(nil),                // 1: flowdrop.gateway.v1.Tool
-	(*Repair)(nil),              // 2: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 3: flowdrop.gateway.v1.Caller
-	nil,                         // 4: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 5: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 6: google.protobuf.Duration
+	(*BackendSpec)(nil),         // 2: flowdrop.gateway.v1.BackendSpec
+	(*GrpcMethod)(nil),          // 3: flowdrop.gateway.v1.GrpcMethod
+	(*Repair)(nil),              // 4: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 5: flowdrop.gateway.v1.Caller
+	nil,                         // 6: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 7: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	5, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	6, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	4, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
-	0, // 3: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	7, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	8, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	6, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	2, // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
+	3, // 4: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	0, // 5: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -384,13 +547,16 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	if File_flowdrop_gateway_v1_tool_proto != nil {
 		return
 	}
+	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{
+		(*BackendSpec_GrpcMethod)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/grpcimport"
+	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+const importUsage = "import grpc --target HOST:PORT [--protoset FILE] [--service NAME] [--method NAME] [--prefix P] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
+
+// toolsImport dispatches `flowdropctl tools import <kind>`.
+func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "grpc" {
+		fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage)
+		return 2
+	}
+	return toolsImportGRPC(ctx, args[1:], stdout, stderr)
+}
+
+// toolsImportGRPC registers one gRPC-method tool per unary method of a
+// service, its descriptors from server reflection or --protoset.
+func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("import grpc", importUsage, stderr, 30*time.Second)
+	target := f.fs.String("target", "", "the service's gRPC dial target (HOST:PORT or a gRPC target), stored in each tool")
+	protoset := f.fs.String("protoset", "", "descriptor set file (buf build -o, protoc --include_imports --descriptor_set_out) instead of server reflection")
+	service := f.fs.String("service", "", "import only this service (full or unqualified name)")
+	method := f.fs.String("method", "", "import only this method (its name)")
+	prefix := f.fs.String("prefix", "", "start every tool name with P")
+	dryRun := f.fs.Bool("dry-run", false, "print the tools as JSON instead of registering them")
+	requireCompat := f.fs.Bool("require-compatible", false, "refuse re-importing a method whose request changed incompatibly")
+	if _, code := f.parse(args, 0, stderr); code >= 0 {
+		return code
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "flowdropctl tools import grpc: "+format+"\n", a...)
+		return code
+	}
+	if r := registry.ValidateBackend(*target); r != "" {
+		return fail(2, "--target: %s", r)
+	}
+	if *f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *f.timeout)
+		defer cancel()
+	}
+	var src *grpcimport.Source
+	if *protoset != "" {
+		b, err := os.ReadFile(*protoset)
+		if err != nil {
+			return fail(2, "--protoset: %v", err)
+		}
+		if src, err = grpcimport.FromDescriptorSet(b); err != nil {
+			return fail(2, "--protoset %s: %v", *protoset, err)
+		}
+	} else {
+		// Reflection is read from the service itself, in plaintext as the
+		// gateway's backend connections are.
+		cc, err := grpc.NewClient(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return fail(2, "--target: %v", err)
+		}
+		src, err = grpcimport.FromReflection(ctx, cc)
+		cc.Close()
+		if err != nil {
+			return fail(1, "%s: %v", *target, err)
+		}
+	}
+	tools, skipped, err := grpcimport.Tools(src, grpcimport.Options{Target: *target, Service: *service, Method: *method, Prefix: *prefix})
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Method, s.Reason)
+	}
+	if len(tools) == 0 {
+		return fail(1, "no method to import")
+	}
+	if *dryRun {
+		return printToolsJSON(stdout, stderr, tools)
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	for i, t := range tools {
+		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: *requireCompat})
+		if err != nil {
+			fmt.Fprintf(stderr, "tool %s:\n", t.GetName())
+			printToolsStatus(stderr, err)
+			if left := len(tools) - i - 1; left > 0 {
+				fmt.Fprintf(stderr, "stopped: %d later tool(s) were not registered\n", left)
+			}
+			return 1
+		}
+		fmt.Fprintln(stdout, t.GetName())
+	}
+	return 0
+}
+
+// printToolsJSON prints {"tools": [...]} with the tools file's field names.
+func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
+	out := &gatewayv1.ListToolsResponse{Tools: tools}
+	b, err := protoNames.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowdropctl tools import grpc: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, string(b))
+	return 0
+}
+
+// toolBackend is how list and watch show a tool's backend: the
+// ToolBackendService target, or a gRPC method's target and method name.
+func toolBackend(t *gatewayv1.Tool) string {
+	if m := t.GetSpec().GetGrpcMethod(); m != nil {
+		return m.GetTarget() + m.GetMethod()
+	}
+	return t.GetBackend()
+}
