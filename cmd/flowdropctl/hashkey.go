@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,8 +15,18 @@ var hashKeyCommand = &command{name: "hash-key", summary: "print the sha256 of an
 // runHashKey reads the key from stdin (first line), so it stays out of the
 // shell history and the process list, and prints "sha256:<hex>".
 func runHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "usage: flowdropctl hash-key < keyfile   (the key is read from stdin, never from arguments)")
+	fs := flag.NewFlagSet("flowdropctl hash-key", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: flowdropctl hash-key [--output text|json] < keyfile   (the key is read from stdin, never from arguments)")
+		fs.PrintDefaults()
+	}
+	out := addOutputFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
 		return 2
 	}
 	line, err := bufio.NewReader(stdin).ReadString('\n')
@@ -27,6 +38,10 @@ func runHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if key == "" {
 		fmt.Fprintln(stderr, "flowdropctl hash-key: no key on stdin")
 		return 2
+	}
+	if out.json {
+		writeJSON(stdout, map[string]string{"sha256": policy.HashAPIKey(key)})
+		return 0
 	}
 	fmt.Fprintln(stdout, policy.HashAPIKey(key))
 	return 0

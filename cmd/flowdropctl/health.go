@@ -35,6 +35,7 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	conn := addConnFlags(fs)
 	service := fs.String("service", "", `service to ask about ("" is the whole server)`)
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	out := addOutputFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,10 +53,17 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer cancel()
 	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: *service})
 	if err != nil {
+		if out.json {
+			return writeJSONError(stdout, err)
+		}
 		fmt.Fprintln(stderr, "flowdropctl health:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, resp.GetStatus())
+	if out.json {
+		writeJSON(stdout, map[string]string{"status": resp.GetStatus().String()})
+	} else {
+		fmt.Fprintln(stdout, resp.GetStatus())
+	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return 1
 	}

@@ -40,7 +40,11 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 		return code
 	}
 	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "flowdropctl tools import grpc: "+format+"\n", a...)
+		msg := fmt.Sprintf(format, a...)
+		if code == exitCall && f.out.json {
+			writeJSON(stdout, map[string]any{"error": &callError{Code: "Unknown", Message: msg}})
+		}
+		fmt.Fprintln(stderr, "flowdropctl tools import grpc: "+msg)
 		return code
 	}
 	if r := registry.ValidateBackend(*target); r != "" {
@@ -77,8 +81,14 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fail(2, "%v", err)
 	}
+	type skip struct {
+		Method string `json:"method"`
+		Reason string `json:"reason"`
+	}
+	skips := []skip{}
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Method, s.Reason)
+		skips = append(skips, skip{string(s.Method), s.Reason})
 	}
 	if len(tools) == 0 {
 		return fail(1, "no method to import")
@@ -91,8 +101,14 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 		return 2
 	}
 	defer done()
+	registered := []string{}
 	for i, t := range tools {
 		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: *requireCompat})
+		if err != nil && f.out.json {
+			writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips, "error": newCallError(err),
+				"failed": t.GetName(), "not_sent": len(tools) - i - 1})
+			return exitCall
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "tool %s:\n", t.GetName())
 			printToolsStatus(stderr, err)
@@ -101,7 +117,14 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 			}
 			return 1
 		}
+		if f.out.json {
+			registered = append(registered, t.GetName())
+			continue
+		}
 		fmt.Fprintln(stdout, t.GetName())
+	}
+	if f.out.json {
+		writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips})
 	}
 	return 0
 }

@@ -22,11 +22,14 @@ import (
 // CLI does not pull in the whole server).
 const defaultGatewayAddr = "127.0.0.1:7443"
 
-const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--call-id ID] [--timeout DUR] [connection flags]
+const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--call-id ID] [--timeout DUR] [--output text|json] [connection flags]
 
 Calls a tool through the gateway and prints the result and the repairs the
 gateway made to the arguments. Exits 1 on an error (printing the status code,
-message and any field violations), 2 on bad usage.
+message and any field violations) or when the tool reported one, 2 on bad
+usage. With --output json, stdout is one JSON document: the response
+({"result", "is_error", "repairs"}), or {"error": {"code", "message",
+"details"}} when the call failed.
 
 ` + connHelp
 
@@ -47,6 +50,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	gw := addConnFlags(fs)
 	callID := fs.String("call-id", "", "tool-call id passed to the backend and the audit log")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the call")
+	out := addOutputFlag(fs)
 
 	// Accept flags before and after TOOL.
 	var positional []string
@@ -88,10 +92,23 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		Tool: tool, Arguments: arguments, CallId: *callID,
 	})
 	if err != nil {
+		if out.json {
+			return writeJSONError(stdout, err)
+		}
 		printStatus(stderr, err)
 		return 1
 	}
-	printResponse(stdout, resp)
+	if out.json {
+		// The response as the gateway sent it: result, is_error, repairs.
+		raw, err := protoJSON(resp)
+		if err != nil {
+			fmt.Fprintf(stderr, "flowdropctl invoke: encoding the response: %v\n", err)
+			return 1
+		}
+		writeJSON(stdout, raw)
+	} else {
+		printResponse(stdout, resp)
+	}
 	if resp.GetIsError() {
 		// The tool ran and reported a failure: the result is printed, but a
 		// script should still see that it failed.

@@ -59,6 +59,7 @@ func runToolsLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	file := fs.String("f", "", "tool file, YAML or JSON: one tool or a tools: list (\"-\" reads stdin)")
 	var profiles lintProfileList
 	fs.Var(&profiles, "profile", "provider profile to check: openai, openai-strict, anthropic or gemini (repeatable or comma-separated; default all)")
+	out := addOutputFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "usage: flowdropctl tools lint -f FILE [--profile openai|openai-strict|anthropic|gemini]...")
@@ -87,6 +88,14 @@ func runToolsLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		return 2
 	}
 
+	type finding struct {
+		Profile  string `json:"profile"`
+		Severity string `json:"severity"`
+		Path     string `json:"path"`
+		Rule     string `json:"rule"`
+		Message  string `json:"message"`
+	}
+	findings := []finding{}
 	var nErr, nWarn int
 	for _, t := range tools {
 		for _, f := range lint.Lint(t.name, t.schema, profiles...) {
@@ -94,13 +103,20 @@ func runToolsLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 			if f.Path == lint.NamePath {
 				path = t.namePath
 			}
-			fmt.Fprintf(stdout, "%s %s %s %s: %s\n", f.Profile, f.Severity, path, f.Rule, f.Message)
+			if out.json {
+				findings = append(findings, finding{string(f.Profile), string(f.Severity), path, f.Rule, f.Message})
+			} else {
+				fmt.Fprintf(stdout, "%s %s %s %s: %s\n", f.Profile, f.Severity, path, f.Rule, f.Message)
+			}
 			if f.Severity == lint.SeverityError {
 				nErr++
 			} else {
 				nWarn++
 			}
 		}
+	}
+	if out.json {
+		writeJSON(stdout, map[string]any{"findings": findings, "errors": nErr, "warnings": nWarn, "tools": len(tools)})
 	}
 	fmt.Fprintf(stderr, "%d error(s), %d warning(s) in %d tool(s)\n", nErr, nWarn, len(tools))
 	if nErr > 0 {

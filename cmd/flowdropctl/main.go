@@ -26,7 +26,7 @@ type command struct {
 }
 
 // commands is every subcommand, by name.
-var commands = commandTable(hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand)
+var commands = commandTable(completionCommand, hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand)
 
 func commandTable(cs ...*command) map[string]*command {
 	m := make(map[string]*command, len(cs))
@@ -87,4 +87,14 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun flowdropctl <command> -h for a command's flags.")
+}
+
+// commandNames lists the commands (for completion; a function, so the
+// completion command can use the table it is in).
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	return names
 }

@@ -48,6 +48,7 @@ func runNormalize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	schemaFile := fs.String("schema", "", "`FILE` holding the tool's input JSON Schema (required)")
 	report := fs.Bool("report", false, "write the repair report to stderr, one line per repair or skip")
 	maxPasses := fs.Int("max-passes", normalize.DefaultMaxPasses, "bound on entity-decoding passes per string (>= 1)")
+	out := addOutputFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), normHelp)
 		fs.PrintDefaults()
@@ -94,12 +95,32 @@ func runNormalize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail("stdin: %v", err)
 	}
-	out, rep := plan.Apply(argStruct)
+	normalized, rep := plan.Apply(argStruct)
 
+	// text: the normalized arguments alone; json: them and the report.
+	var doc any = normalized.AsMap()
+	if out.json {
+		repairs, skipped := []map[string]any{}, []map[string]any{}
+		for _, r := range rep.Repairs {
+			m := map[string]any{"path": r.Path, "kind": r.Kind.String()}
+			if r.Kind == normalize.EntitiesDecoded {
+				m["passes"], m["bound_hit"] = r.Passes, r.BoundHit
+			}
+			repairs = append(repairs, m)
+		}
+		for _, s := range rep.Skipped {
+			m := map[string]any{"path": s.Path, "declared": s.Declared, "reason": s.Reason.String()}
+			if s.Got != "" {
+				m["got"] = s.Got
+			}
+			skipped = append(skipped, m)
+		}
+		doc = map[string]any{"arguments": normalized.AsMap(), "repairs": repairs, "skipped": skipped}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // "a && b" must come out as written, not as \u0026
-	if err := enc.Encode(out.AsMap()); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return fail("encoding the result: %v", err)
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {

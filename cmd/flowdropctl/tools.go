@@ -93,6 +93,7 @@ type toolsFlags struct {
 	fs      *flag.FlagSet
 	conn    *connFlags
 	timeout *time.Duration
+	out     *output
 }
 
 func newToolsFlags(sub, usage string, stderr io.Writer, defaultTimeout time.Duration) *toolsFlags {
@@ -103,7 +104,18 @@ func newToolsFlags(sub, usage string, stderr io.Writer, defaultTimeout time.Dura
 		fs:      fs,
 		conn:    addConnFlags(fs),
 		timeout: fs.Duration("timeout", defaultTimeout, "deadline for the whole command (0: none)"),
+		out:     addOutputFlag(fs),
 	}
+}
+
+// fail reports a failed call — on stdout as {"error": ...} with --output
+// json, else on stderr — and returns exitCall.
+func (f *toolsFlags) fail(stdout, stderr io.Writer, err error) int {
+	if f.out.json {
+		return writeJSONError(stdout, err)
+	}
+	printToolsStatus(stderr, err)
+	return exitCall
 }
 
 // parse parses flags placed before or after the positional arguments and
@@ -226,16 +238,33 @@ func toolsRegister(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		return 2
 	}
 	defer done()
+	// JSON: {"registered": [RegisterToolResponse...]}, plus "error" when a
+	// tool was refused (the later ones were not sent).
+	registered := []json.RawMessage{}
 	for i, t := range tools {
 		resp, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{
 			Tool: t, ExpectedRevision: expected.v, RequireCompatible: *requireCompat, StrictLint: *strictLint,
 		})
 		if err != nil {
+			left := len(tools) - i - 1
+			if f.out.json {
+				writeJSON(stdout, map[string]any{"registered": registered, "error": newCallError(err), "not_sent": left})
+				return exitCall
+			}
 			printToolsStatus(stderr, err)
-			if left := len(tools) - i - 1; left > 0 {
+			if left > 0 {
 				fmt.Fprintf(stderr, "stopped: %d later tool(s) in the file were not registered\n", left)
 			}
 			return 1
+		}
+		if f.out.json {
+			raw, err := protoJSON(resp)
+			if err != nil {
+				fmt.Fprintf(stderr, "error: encoding %s: %v\n", resp.GetTool().GetName(), err)
+				return exitCall
+			}
+			registered = append(registered, raw)
+			continue
 		}
 		verb := "updated"
 		if resp.GetCreated() {
@@ -248,6 +277,9 @@ func toolsRegister(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		for _, l := range resp.GetLintFindings() {
 			fmt.Fprintf(stdout, "  lint: %s\n", lintLine(l))
 		}
+	}
+	if f.out.json {
+		writeJSON(stdout, map[string]any{"registered": registered})
 	}
 	return 0
 }
@@ -307,7 +339,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	prefix := f.fs.String("prefix", "", "only tools whose name starts with P")
 	labels := labelFlags{}
 	f.fs.Var(labels, "label", "only tools with this label (key=value; repeatable, all must match)")
-	asJSON := f.fs.Bool("json", false, "print a JSON array of tools")
+	asJSON := f.fs.Bool("json", false, "print a JSON array of tools (as --output json)")
 	pageSize := f.fs.Int("page-size", 100, "tools per request (the gateway caps it at 1000)")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
@@ -326,8 +358,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for {
 		resp, err := client.ListTools(ctx, req)
 		if err != nil {
-			printToolsStatus(stderr, err)
-			return 1
+			return f.fail(stdout, stderr, err)
 		}
 		tools = append(tools, resp.GetTools()...)
 		if resp.GetNextPageToken() == "" {
@@ -339,7 +370,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
-	if *asJSON {
+	if *asJSON || f.out.json {
 		items := make([]json.RawMessage, len(tools))
 		for i, t := range tools {
 			b, err := protoNames.Marshal(t)
@@ -383,8 +414,7 @@ func toolsGet(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer done()
 	resp, err := client.GetTool(ctx, &gatewayv1.GetToolRequest{Name: pos[0]})
 	if err != nil {
-		printToolsStatus(stderr, err)
-		return 1
+		return f.fail(stdout, stderr, err)
 	}
 	// protojson's whitespace is deliberately unstable; re-indent for a
 	// stable print.
@@ -415,8 +445,11 @@ func toolsDelete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer done()
 	if _, err := client.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: pos[0], ExpectedRevision: expected.v}); err != nil {
-		printToolsStatus(stderr, err)
-		return 1
+		return f.fail(stdout, stderr, err)
+	}
+	if f.out.json {
+		writeJSON(stdout, map[string]any{"deleted": pos[0]})
+		return 0
 	}
 	fmt.Fprintf(stdout, "deleted %s\n", pos[0])
 	return 0
@@ -441,8 +474,7 @@ func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	defer done()
 	stream, err := client.WatchTools(ctx, &gatewayv1.WatchToolsRequest{StartRevision: *from})
 	if err != nil {
-		printToolsStatus(stderr, err)
-		return 1
+		return f.fail(stdout, stderr, err)
 	}
 	for n := 0; *count == 0 || n < *count; n++ {
 		ev, err := stream.Recv()
@@ -454,8 +486,16 @@ func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) in
 				fmt.Fprintln(stderr, "error: the gateway ended the watch")
 				return 1
 			}
-			printToolsStatus(stderr, err)
-			return 1
+			return f.fail(stdout, stderr, err)
+		}
+		if f.out.json { // JSON lines: one event per line
+			raw, err := protoJSON(ev)
+			if err != nil {
+				fmt.Fprintf(stderr, "error: encoding an event: %v\n", err)
+				return exitCall
+			}
+			writeJSONLine(stdout, raw)
+			continue
 		}
 		fmt.Fprintln(stdout, watchLine(ev))
 	}
