@@ -196,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
-			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log}); err != nil {
+			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP}); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -281,4 +282,38 @@ func httpBody(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMCPRequestCounters: MCP requests are counted by method and outcome —
+// a listing, a served call, a call the pipeline refused, a method no one
+// knows (counted as "other", so the label set stays bounded).
+func TestMCPRequestCounters(t *testing.T) {
+	t.Parallel()
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)), gatewaytest.WithAdmin(), gatewaytest.WithMCP())
+	ctx := testCtx(t)
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"X-Api-Key": {keyInvoker}}})
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "ls && rm -rf /"}})
+	fams := scrape(t, env.AdminURL)
+	for _, c := range []struct {
+		labels map[string]string
+		reason string
+	}{
+		{map[string]string{"method": "tools/list", "outcome": "ok"}, "the listing"},
+		{map[string]string{"method": "tools/call", "outcome": "ok"}, "the served call"},
+	} {
+		if got := sample(fams, "flowdrop_mcp_requests_total", c.labels); got < 1 {
+			t.Errorf("flowdrop_mcp_requests_total%v = %v; want ≥ 1 (%s)", c.labels, got, c.reason)
+		}
+	}
+	refused := max(0, sample(fams, "flowdrop_mcp_requests_total", map[string]string{"method": "tools/call", "outcome": "tool-error"})) +
+		max(0, sample(fams, "flowdrop_mcp_requests_total", map[string]string{"method": "tools/call", "outcome": "error"}))
+	if refused < 1 {
+		t.Errorf("the refused tools/call is not counted as tool-error or error: %v", fams["flowdrop_mcp_requests_total"])
+	}
 }

@@ -85,7 +85,16 @@ type Config struct {
 	// HTTP bounds the HTTP connections (timeouts, connection cap).
 	HTTP HTTPLimits
 	Log  *slog.Logger
+	// CountRequest, when set, is told each MCP request's method (one of
+	// countedMethods, else "other") and outcome: "ok", "tool-error" (a
+	// tools/call whose result is isError) or "error" (a JSON-RPC error).
+	CountRequest func(method, outcome string)
 }
+
+// countedMethods are the MCP methods counted by name (a client can send
+// any method string; the label set stays bounded).
+var countedMethods = map[string]bool{"initialize": true, "tools/list": true, "tools/call": true, "ping": true,
+	"subscriptions/listen": true, "notifications/initialized": true}
 
 // Server serves the MCP endpoint over HTTP at Path.
 type Server struct {
@@ -97,6 +106,7 @@ type Server struct {
 
 	limits  HTTPLimits
 	maxBody int
+	count   func(method, outcome string)
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -127,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"),
+	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes}
 	if m.maxBody <= 0 {
@@ -286,6 +296,28 @@ func (m *Server) unreachable(context.Context, *mcp.CallToolRequest) (*mcp.CallTo
 
 // middleware runs on every MCP method the SDK receives.
 func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	handle := m.handle(next)
+	if m.count == nil {
+		return handle
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := handle(ctx, method, req)
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		} else if cr, ok := res.(*mcp.CallToolResult); ok && cr.IsError {
+			outcome = "tool-error"
+		}
+		if !countedMethods[method] {
+			method = "other"
+		}
+		m.count(method, outcome)
+		return res, err
+	}
+}
+
+// handle routes the methods the gateway answers itself.
+func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call":

@@ -27,6 +27,7 @@ type Metrics struct {
 	denials   *prometheus.CounterVec
 	backendH  *prometheus.HistogramVec
 	addedH    *prometheus.HistogramVec
+	mcpReqs   *prometheus.CounterVec
 	auditDrop prometheus.Counter
 	errs      toolErrors // each tool's last error, for the status page
 }
@@ -45,6 +46,8 @@ func NewMetrics() *Metrics {
 		backendH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_backend_latency_seconds",
 			Help:    "Latency of backend calls, by tool and gRPC status code.",
 			Buckets: latencyBuckets}, []string{"tool", "code"}),
+		mcpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_requests_total",
+			Help: "MCP requests by method (initialize, tools/list, tools/call, …; other) and outcome (ok, tool-error, error)."}, []string{"method", "outcome"}),
 		addedH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_gateway_added_seconds",
 			Help:    "Time the gateway added to a tool call (the call's total minus its backend call), by tool: authentication, policy, normalization, validation, audit.",
 			Buckets: latencyBuckets}, []string{"tool"}),
@@ -57,7 +60,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.auditDrop,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.auditDrop,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -114,6 +117,9 @@ func (m *Metrics) WatchRegistryStaleness(staleFor func() time.Duration) {
 		Help: "Seconds since the registry snapshot was last known current (0: current). Non-zero while the store (etcd) is unreachable; tools are served from the snapshot meanwhile."},
 		func() float64 { return staleFor().Seconds() }))
 }
+
+// CountMCP counts one MCP request (mcpapi.Config.CountRequest).
+func (m *Metrics) CountMCP(method, outcome string) { m.mcpReqs.WithLabelValues(method, outcome).Inc() }
 
 // CountAuditDropped counts one lost audit record.
 func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
