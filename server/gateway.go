@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"google.golang.org/grpc"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -181,6 +183,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Registry, pc.Backend, pc.Log = g.reg, backend.NewKinds(g.tools), log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
+	if g.tracing.On { // the call's facts on its span
+		pc.Recorders = append(pc.Recorders, g.tracing)
+	}
 	pc.Audit = g.auditor
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
@@ -196,7 +201,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
-			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP}); err != nil {
+			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
+			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator()}); err != nil {
 			return nil, err
 		}
 	}
@@ -505,3 +511,11 @@ func dialAddr(a net.Addr) string {
 
 // Store is the registry's store.
 func (g *Gateway) Store() registry.Store { return g.store }
+
+// mcpTracer is the MCP face's tracer, nil when tracing is off.
+func (g *Gateway) mcpTracer() trace.Tracer {
+	if !g.tracing.On {
+		return nil
+	}
+	return g.tracing.Tracer()
+}

@@ -36,6 +36,11 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -89,6 +94,11 @@ type Config struct {
 	// countedMethods, else "other") and outcome: "ok", "tool-error" (a
 	// tools/call whose result is isError) or "error" (a JSON-RPC error).
 	CountRequest func(method, outcome string)
+	// Tracer and Propagator, when set, trace the face: the caller's W3C
+	// trace context (traceparent) is read from each HTTP request and every
+	// tools/call gets a server span under it, parent of the backend call's.
+	Tracer     trace.Tracer
+	Propagator propagation.TextMapPropagator
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -107,6 +117,8 @@ type Server struct {
 	limits  HTTPLimits
 	maxBody int
 	count   func(method, outcome string)
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -137,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest,
+	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes}
 	if m.maxBody <= 0 {
@@ -172,7 +184,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	mux := http.NewServeMux()
 	// Authentication reads headers only; the body is read (bounded) after it.
-	mux.Handle(Path, m.authenticate(m.readBody(h)))
+	mux.Handle(Path, m.traceContext(m.authenticate(m.readBody(h))))
 	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
 	// request, and says why.
 	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
@@ -322,7 +334,19 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				return m.callTool(ctx, r)
+				if m.tracer == nil {
+					return m.callTool(ctx, r)
+				}
+				ctx, span := m.tracer.Start(ctx, "MCP tools/call", trace.WithSpanKind(trace.SpanKindServer),
+					trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
+				defer span.End()
+				res, err := m.callTool(ctx, r)
+				if err != nil {
+					span.SetStatus(codes.Error, "JSON-RPC error")
+				} else if res != nil && res.IsError {
+					span.SetStatus(codes.Error, "tool error")
+				}
+				return res, err
 			}
 		case "tools/list":
 			res, err := next(ctx, method, req)
@@ -404,4 +428,16 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		return m.callError(ctx, perr, c.Report)
 	}
 	return toolResult(out, c.Report)
+}
+
+// traceContext reads the caller's W3C trace context from the request's
+// headers into its context (a no-op without tracing).
+func (m *Server) traceContext(next http.Handler) http.Handler {
+	if m.prop == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := m.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

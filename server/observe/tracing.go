@@ -3,6 +3,15 @@ package observe
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
+	"github.com/flowdrop/gateway/internal/buildinfo"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/pipeline"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -71,7 +80,7 @@ func NewTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
 		}
-		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(Resource()))
 		return &Tracing{tp: sdk, shutdown: sdk.Shutdown, On: true}, nil
 	}
 	return nil, fmt.Errorf("tracing: exporter %q: must be %q or %q", cfg.Exporter, TracingNone, TracingOTLP)
@@ -91,6 +100,46 @@ func (t *Tracing) ServerHandler() stats.Handler { return otelgrpc.NewServerHandl
 
 // ClientHandler is the backend connections' stats handler (client spans).
 func (t *Tracing) ClientHandler() stats.Handler { return otelgrpc.NewClientHandler(t.opts()...) }
+
+// Resource names the gateway in its spans: service.name flowdrop-gateway
+// and the build's version (without it an OTLP backend shows
+// unknown_service:<binary>).
+func Resource() *resource.Resource {
+	bi := buildinfo.Read()
+	return resource.NewWithAttributes(semconv.SchemaURL,
+		semconv.ServiceName("flowdrop-gateway"), semconv.ServiceVersion(bi.Version),
+		attribute.String("vcs.revision", bi.ShortRevision()))
+}
+
+// Tracer is the gateway's tracer (spans of the MCP face).
+func (t *Tracing) Tracer() trace.Tracer { return t.tp.Tracer("github.com/flowdrop/gateway") }
+
+// Propagator is the W3C trace context propagator both faces read.
+func (t *Tracing) Propagator() propagation.TextMapPropagator { return propagator }
+
+// RecordCall puts the call's facts on the span its context carries (the
+// gRPC server span, or the MCP face's): the tool, the caller, the repairs
+// made and the decision. A no-op when the span is not recording.
+func (t *Tracing) RecordCall(ctx context.Context, c *pipeline.Call, o pipeline.Outcome) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(
+		attribute.String("flowdrop.tool", o.Label),
+		attribute.String("flowdrop.caller", policy.Bound(c.Caller.Subject)),
+		attribute.Int("flowdrop.repairs", len(c.Report.Repairs)),
+		attribute.String("flowdrop.decision", o.Decision),
+	)
+	if o.Reason != "" {
+		span.SetAttributes(attribute.String("flowdrop.reason", o.Reason))
+	}
+}
+
+// RecordBackend is a no-op: the backend call has its own client span.
+func (t *Tracing) RecordBackend(string, string, time.Duration) {}
+
+var _ pipeline.Recorder = (*Tracing)(nil)
 
 // Shutdown flushes and stops the exporter.
 func (t *Tracing) Shutdown(ctx context.Context) error { return t.shutdown(ctx) }
