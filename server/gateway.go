@@ -45,6 +45,8 @@ type Gateway struct {
 	// redis is the state shared by replicas (nil: none; redis.go).
 	redis         *redisstate.Client
 	countFallback func(mode string)
+	// idempotency is the idempotent calls' store (idempotency.go).
+	idempotency *pipeline.Idempotency
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -143,6 +145,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, g.closeRedis)
+	idem, err := g.openIdempotency(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, g.closeIdempotency)
 	pc, err := g.buildPolicy(ctx, &cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("config: policy: %w", err)
@@ -176,6 +183,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics}
 	pc.Audit = g.auditor
+	pc.Idempotency = idem
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Auth: g.auth, Authz: pc.Authz,
 		RateLimit: g.registryRate, Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
@@ -430,6 +438,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		}
 		g.serving.Wait()
 		g.closePolicy()
+		g.closeIdempotency()
 		g.closeRedis()
 		g.tracing.Shutdown(ctx)
 		g.reg.Close()

@@ -42,6 +42,11 @@ type AuditRecord struct {
 	LatencyMS     float64         `json:"latency_ms"`
 	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
 	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
+	// IdempotencyKey is the call's idempotency key (bounded), if it had one.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Replayed: the result was an earlier call's stored outcome under the
+	// same key; the backend was not called (backend_code is empty).
+	Replayed bool `json:"replayed,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
 }
@@ -99,6 +104,7 @@ const maxAuditViolations = 16
 // bounded by the argument limits, not here.
 func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
+	a.IdempotencyKey = Bound(a.IdempotencyKey)
 	if n := len(a.Violations); n > 0 {
 		keep := min(n, maxAuditViolations)
 		vs := make([]string, keep, keep+1)

@@ -43,6 +43,8 @@ type Received struct {
 type Call struct {
 	Tool   string
 	CallID string
+	// IdempotencyKey makes the call idempotent (idempotency.go); "" is none.
+	IdempotencyKey string
 
 	// Caller is the authenticated identity (set by the caller stage from
 	// the face's authentication); HasCaller is false before that stage or
@@ -71,6 +73,10 @@ type Call struct {
 	backendTime time.Duration // how long the backend call took, if called
 	err         *Error        // the error a stage or dispatch ended the call with
 	p           *Pipeline
+	// keyConflict: the face received two different idempotency keys.
+	keyConflict bool
+	// replayed: the result is an earlier call's stored outcome.
+	replayed bool
 }
 
 // NewCall is a call whose arguments are already decoded (nil means none).
@@ -93,6 +99,25 @@ func (c *Call) Receive(r Received) {
 	c.received, c.hasReceived = r, true
 	c.sent, c.args = nil, nil
 }
+
+// SetIdempotencyKey sets the call's idempotency key from the places a
+// face reads it (a field, a header): "" means not given; two different
+// keys are refused by the identifiers stage.
+func (c *Call) SetIdempotencyKey(keys ...string) {
+	for _, k := range keys {
+		switch {
+		case k == "":
+		case c.IdempotencyKey == "":
+			c.IdempotencyKey = k
+		case k != c.IdempotencyKey:
+			c.keyConflict = true
+		}
+	}
+}
+
+// Replayed reports whether the call's result is an earlier call's stored
+// outcome (the backend was not called).
+func (c *Call) Replayed() bool { return c.replayed }
 
 // Decoded reports whether the arguments exist in decoded form.
 func (c *Call) Decoded() bool { return c.args != nil || !c.hasReceived }
