@@ -47,6 +47,8 @@ type Gateway struct {
 	countFallback func(mode string)
 	// reload is the policy reload's state (reload.go).
 	reload policyReload
+	// idempotency is the idempotent calls' store (idempotency.go).
+	idempotency *pipeline.Idempotency
 
 	grpcLis, mcpLis, adminLis net.Listener
 
@@ -150,6 +152,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, g.closeRedis)
+	idem, err := g.openIdempotency(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, g.closeIdempotency)
 	pc, err := g.buildPolicy(ctx, &cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("config: policy: %w", err)
@@ -187,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		pc.Recorders = append(pc.Recorders, g.tracing)
 	}
 	pc.Audit = g.auditor
+	pc.Idempotency = idem
 	g.pipe = pipeline.New(pc)
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
@@ -430,6 +438,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		}
 		g.serving.Wait()
 		g.closePolicy()
+		g.closeIdempotency()
 		g.closeRedis()
 		g.tracing.Shutdown(ctx)
 		g.reg.Close()

@@ -40,6 +40,8 @@ type PolicyConfig struct {
 	// sets it; "" for a policy built in Go): the active policy's hash in
 	// flowdrop_policy_info and /readyz.
 	SHA256 string `json:"-"`
+	// Idempotency is how idempotent calls' outcomes are kept (idempotency.go).
+	Idempotency IdempotencyConfig
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -166,6 +168,9 @@ func (c *PolicyConfig) validate() error {
 	if _, err := policy.NewRateLimiter(c.RateLimit); err != nil {
 		bad("%v", err) // names rate_limit and the field
 	}
+	if err := c.Idempotency.validate(); err != nil {
+		bad("%v", err)
+	}
 	for _, l := range []struct {
 		name string
 		v    int
@@ -271,6 +276,11 @@ type policyFile struct {
 	BackendErrors struct {
 		PassDebugInfo bool `json:"pass_debug_info"`
 	} `json:"backend_errors"`
+	Idempotency struct {
+		TTL            duration `json:"ttl"`
+		MaxResultBytes int      `json:"max_result_bytes"`
+		MaxEntries     int      `json:"max_entries"`
+	} `json:"idempotency"`
 }
 
 type toolAccess struct {
@@ -339,6 +349,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	sum := sha256.Sum256(b)
 	c.SHA256 = hex.EncodeToString(sum[:])
+	c.Idempotency = IdempotencyConfig{TTL: time.Duration(f.Idempotency.TTL), MaxResultBytes: f.Idempotency.MaxResultBytes, MaxEntries: f.Idempotency.MaxEntries}
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}

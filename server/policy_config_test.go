@@ -36,6 +36,10 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
 	}
+	if q, err := ParsePolicy([]byte("auth: {mode: off}\nidempotency: {ttl: 1h, max_result_bytes: 4096, max_entries: 10}\n"), "inline"); err != nil ||
+		q.Idempotency != (IdempotencyConfig{TTL: time.Hour, MaxResultBytes: 4096, MaxEntries: 10}) {
+		t.Errorf("idempotency section = %+v, %v; want it loaded as written", q.Idempotency, err)
+	}
 	if q, err := ParsePolicy([]byte("auth: {mode: off}\nbackend_errors: {pass_debug_info: true}\n"), "inline"); err != nil || !q.BackendErrors.PassDebugInfo {
 		t.Errorf("backend_errors.pass_debug_info: true = %+v, %v; want it set", q.BackendErrors, err)
 	}
@@ -72,6 +76,10 @@ func TestParsePolicyErrors(t *testing.T) {
 			doc: "auth: {mode: off}\nrate_limit: {rate: 5}\n", want: []string{"rate_limit: burst"}},
 		{name: "registry-rate-without-burst", reason: "the registry bucket is a whole bucket: rate and burst",
 			doc: "auth: {mode: off}\nrate_limit: {registry: {rate: 5}}\n", want: []string{"rate_limit.registry"}},
+		{name: "negative-idempotency-ttl", reason: "a TTL is a duration to keep outcomes, not a sign",
+			doc: "auth: {mode: off}\nidempotency: {ttl: -1h}\n", want: []string{"idempotency.ttl"}},
+		{name: "unknown-idempotency-key", reason: "a typo in the bound must not leave the default silently",
+			doc: "auth: {mode: off}\nidempotency: {max_result_byte: 10}\n", want: []string{"max_result_byte"}},
 		{name: "bad-rate-limit-fallback", reason: "only local or deny; a typo must not mean unlimited while Redis is away",
 			doc: "auth: {mode: off}\nrate_limit: {fallback: allow}\n", want: []string{"rate_limit.fallback", "allow"}},
 		{name: "bad-audit-on-failure", reason: "only the two audit failure modes; a typo must not mean fail-open",

@@ -216,21 +216,47 @@ func TestRawPath(t *testing.T) {
 	})
 
 	t.Run("caller-field-from-the-client-is-not-forwarded", func(t *testing.T) {
-		// A client that sends InvokeRequest.caller (field 4) itself must not
-		// reach the backend with it: unknown fields take the decoding path.
-		req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "t"}), CallId: "raw-spoof"}
+		// A client that sends InvokeRequest.caller itself must not reach the
+		// backend with it. At the gateway field 4 is the idempotency key:
+		// caller bytes there are refused as a key; a real key never lets the
+		// message be forwarded whole; a higher unknown field takes the
+		// decoding path.
 		spoof, _ := proto.Marshal(&gatewayv1.Caller{Subject: "root", Roles: []string{"admin"}})
-		req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), spoof))
-		var err error
-		fast, _, decAll := pathDelta(env.Gateway, func() { _, err = env.Client.InvokeTool(testCtx(t), req) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fast != 0 || decAll != 1 {
-			t.Errorf("fast=%d decodedAll=%d, want 0 and 1", fast, decAll)
-		}
-		if got, want := backendCall(t, env, "create_note", "raw-spoof").GetCaller(), decodingPathCaller(t, "raw-spoof-ref"); !proto.Equal(got, want) {
-			t.Errorf("backend got caller %v, want the gateway's %v", got, want)
+		for _, tc := range []struct {
+			name, callID string
+			field        protowire.Number
+			key          string
+			refused      bool
+			decAll       int64
+			reason       string
+		}{
+			{"caller bytes as field 4", "raw-spoof-4", 4, "", true, 0, "field 4 is the idempotency key: caller bytes are not printable ASCII"},
+			{"a key in field 4", "raw-key-4", 0, "raw-key", false, 0, "scanned, but the message is not the backend request's head"},
+			{"caller bytes as field 5", "raw-spoof-5", 5, "", false, 1, "unknown fields take the decoding path and are dropped"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "t"}), CallId: tc.callID, IdempotencyKey: tc.key}
+				if tc.field != 0 {
+					req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, tc.field, protowire.BytesType), spoof))
+				}
+				var err error
+				fast, _, decAll := pathDelta(env.Gateway, func() { _, err = env.Client.InvokeTool(testCtx(t), req) })
+				if tc.refused {
+					if status.Code(err) != codes.InvalidArgument {
+						t.Fatalf("%v; want InvalidArgument (%s)", err, tc.reason)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fast != 0 || decAll != tc.decAll {
+					t.Errorf("fast=%d decodedAll=%d, want 0 and %d (%s)", fast, decAll, tc.decAll, tc.reason)
+				}
+				if got, want := backendCall(t, env, "create_note", tc.callID).GetCaller(), decodingPathCaller(t, "raw-spoof-ref"); !proto.Equal(got, want) {
+					t.Errorf("backend got caller %v, want the gateway's %v (%s)", got, want, tc.reason)
+				}
+			})
 		}
 	})
 }

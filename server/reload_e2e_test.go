@@ -90,6 +90,8 @@ func TestReloadPolicy(t *testing.T) {
 	brokenRule.Rules = []policy.Rule{{Name: "half-typed", Expr: `args.title.startsWith(`}}
 	auditMoved := next
 	auditMoved.Audit = server.AuditConfig{Path: filepath.Join(dir, "audit.jsonl")}
+	idemChanged := next
+	idemChanged.Idempotency.TTL = time.Hour
 	broken := []struct {
 		name, reason string
 		reload       func() error
@@ -103,6 +105,8 @@ func TestReloadPolicy(t *testing.T) {
 			reload: func() error { return g.ReloadPolicyFile(filepath.Join(dir, "gone.yaml"), nil) }, want: "gone.yaml"},
 		{name: "audit-path", reason: "the audit log cannot change without a restart: refused loudly, not ignored",
 			reload: func() error { return g.ReloadPolicy(auditMoved) }, want: "audit (path, rotate_bytes, on_failure) cannot change without a restart"},
+		{name: "idempotency", reason: "the idempotency store is built at start: a changed ttl is refused, not silently ignored",
+			reload: func() error { return g.ReloadPolicy(idemChanged) }, want: "idempotency cannot change without a restart"},
 	}
 	for _, tc := range broken {
 		err := tc.reload()

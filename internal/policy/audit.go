@@ -45,6 +45,11 @@ type AuditRecord struct {
 	// ShadowDenials are what shadow-mode entries would have refused; the
 	// call proceeded past them (its decision is its enforced one).
 	ShadowDenials []ShadowDenial `json:"shadow_denials,omitempty"`
+	// IdempotencyKey is the call's idempotency key (bounded), if it had one.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Replayed: the result was an earlier call's stored outcome under the
+	// same key; the backend was not called (backend_code is empty).
+	Replayed bool `json:"replayed,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
 }
@@ -111,6 +116,7 @@ const maxAuditViolations = 16
 // bounded by the argument limits, not here.
 func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
+	a.IdempotencyKey = Bound(a.IdempotencyKey)
 	if n := len(a.Violations); n > 0 {
 		keep := min(n, maxAuditViolations)
 		vs := make([]string, keep, keep+1)

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -82,7 +83,7 @@ func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, int
 	// Everything that reads the received bytes runs inside this call: the
 	// decoded paths copy what they keep (proto.Unmarshal does not alias).
 	defer rc.raw.Release()
-	req, err := g.request(rc)
+	req, err := g.request(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -95,14 +96,21 @@ func rawInvokeToolHandler(srv any, ctx context.Context, dec func(any) error, int
 
 // request sets up the call from the received bytes: undecoded when the
 // envelope is plain, else from the whole request decoded.
-func (g *gatewayService) request(rc *rawCall) (*gatewayv1.InvokeToolRequest, error) {
+func (g *gatewayService) request(ctx context.Context, rc *rawCall) (*gatewayv1.InvokeToolRequest, error) {
 	if env, ok := scanEnvelope(rc.raw.Buf); ok && env.hasArgs {
 		rc.call.Init(env.tool, env.callID, nil)
-		rcv := pipeline.Received{Args: env.args, Message: rc.raw.Buf}
-		if rc.raw.Held != nil {
-			rcv.Hold = rc.raw.Held
+		rcv := pipeline.Received{Args: env.args}
+		// With an idempotency key (field 4) the message is not a backend
+		// request's head: InvokeRequest's field 4 is the caller.
+		if !env.hasKey {
+			rcv.Message = rc.raw.Buf
+			if rc.raw.Held != nil {
+				rcv.Hold = rc.raw.Held
+			}
 		}
 		rc.call.Receive(rcv)
+		rc.call.SetIdempotencyKey(env.idemKey)
+		rc.call.SetIdempotencyKey(metadata.ValueFromIncomingContext(ctx, IdempotencyKeyHeader)...)
 		rc.req.Tool, rc.req.CallId = env.tool, env.callID
 		return &rc.req, nil
 	}
@@ -114,6 +122,8 @@ func (g *gatewayService) request(rc *rawCall) (*gatewayv1.InvokeToolRequest, err
 		return nil, status.Errorf(codes.InvalidArgument, "request is not a valid InvokeToolRequest: %v", err)
 	}
 	rc.call.Init(req.GetTool(), req.GetCallId(), req.GetArguments())
+	rc.call.SetIdempotencyKey(req.GetIdempotencyKey())
+	rc.call.SetIdempotencyKey(metadata.ValueFromIncomingContext(ctx, IdempotencyKeyHeader)...)
 	return req, nil
 }
 
@@ -130,14 +140,19 @@ func (g *gatewayService) invokeTool(ctx context.Context, _ *gatewayv1.InvokeTool
 	}
 	repairs := c.Report.Repairs
 	if res.Encoded != nil {
-		// InvokeToolResponse is InvokeResponse plus repairs (field 3): the
-		// backend's bytes, followed by the repairs when there are any.
-		if len(repairs) == 0 {
+		// InvokeToolResponse is InvokeResponse plus repairs (field 3) and
+		// replayed (field 4): the backend's (or the stored) bytes, followed
+		// by the repairs and the mark when there are any.
+		if len(repairs) == 0 && !res.Replayed {
 			return &rawcodec.Response{Buf: res.Encoded}, nil
 		}
-		return &rawcodec.Response{Buf: appendRepairs(res.Encoded[:len(res.Encoded):len(res.Encoded)], repairs)}, nil
+		b := appendRepairs(res.Encoded[:len(res.Encoded):len(res.Encoded)], repairs)
+		if res.Replayed {
+			b = protowire.AppendVarint(protowire.AppendTag(b, 4, protowire.VarintType), 1)
+		}
+		return &rawcodec.Response{Buf: b}, nil
 	}
-	return &gatewayv1.InvokeToolResponse{Result: res.Value, IsError: res.IsError, Repairs: repairsProto(repairs)}, nil
+	return &gatewayv1.InvokeToolResponse{Result: res.Value, IsError: res.IsError, Repairs: repairsProto(repairs), Replayed: res.Replayed}, nil
 }
 
 // appendRepairs appends InvokeToolResponse.repairs (field 3) as
@@ -179,19 +194,23 @@ func appendRepairs(b []byte, rs []normalize.Repair) []byte {
 
 // envelope is what scanEnvelope reads of an InvokeToolRequest.
 type envelope struct {
-	tool, callID string
-	args         []byte
-	hasArgs      bool
+	tool, callID, idemKey string
+	args                  []byte
+	hasArgs, hasKey       bool
 }
 
+// IdempotencyKeyHeader is the gRPC metadata that carries an idempotency
+// key (like InvokeToolRequest.idempotency_key).
+const IdempotencyKeyHeader = "idempotency-key"
+
 // scanEnvelope reads the envelope with protowire. It reports false for
-// anything but fields 1–3, each at most once, length-delimited, strings
+// anything but fields 1–4, each at most once, length-delimited, strings
 // valid UTF-8.
 func scanEnvelope(b []byte) (env envelope, ok bool) {
 	var seen uint8
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || num < 1 || num > 3 || seen&(1<<num) != 0 {
+		if n < 0 || typ != protowire.BytesType || num < 1 || num > 4 || seen&(1<<num) != 0 {
 			return env, false
 		}
 		seen |= 1 << num
@@ -213,6 +232,11 @@ func scanEnvelope(b []byte) (env envelope, ok bool) {
 				return env, false
 			}
 			env.callID = string(v)
+		case 4:
+			if !utf8.Valid(v) {
+				return env, false
+			}
+			env.idemKey, env.hasKey = string(v), true
 		}
 	}
 	return env, true

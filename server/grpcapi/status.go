@@ -62,6 +62,9 @@ func isPipelineError(err error) bool {
 //     flowdrop.gateway.v1.Repair details;
 //   - backend failures: the backend's (or the transport's) status with its
 //     details kept, under the pipeline's code and message;
+//   - idempotency outcomes (key invalid or reused, still running, result
+//     not stored, store unavailable): an ErrorInfo (IDEMPOTENCY_…) and,
+//     when a retry with the same key helps, a RetryInfo;
 //   - fail-closed audit that cannot write: Unavailable with an ErrorInfo
 //     (AUDIT_UNAVAILABLE) and, for a call refused before it ran, a RetryInfo;
 //   - anything else: the code and the caller-safe message.
@@ -80,6 +83,19 @@ func Status(e *pipeline.Error) *status.Status {
 		// file) is logged, never sent.
 		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain}}
 		if e.RetryAfter > 0 { // refused up front; a withheld result has none
+			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+		}
+		return withDetails(status.New(code, e.Message), details...)
+	case strings.HasPrefix(e.Reason, "idempotency-"):
+		// The key's outcome: ErrorInfo (tool, and the bound when it is the
+		// reason), RetryInfo when a retry with the key will help; a store
+		// outage's cause (which may name Redis) is never sent.
+		md := map[string]string{"tool": e.Tool}
+		if e.Limit != "" {
+			md["limit"] = e.Limit
+		}
+		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain, Metadata: md}}
+		if e.RetryAfter > 0 {
 			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
 		}
 		return withDetails(status.New(code, e.Message), details...)

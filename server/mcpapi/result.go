@@ -41,6 +41,9 @@ import (
 //     execution errors. Unreachable/overloaded and deadline get a message that
 //     names the tool and the budget but not the backend's address; any other
 //     status the backend returned is its own message, passed on as gRPC does.
+//   - idempotency outcomes (key invalid or reused, still running, result
+//     not stored, store unavailable) → isError with the reason: a new key
+//     or a retry with this one is the model's to choose.
 //   - fail-closed audit cannot write → isError "audit log unavailable"
 //     (try later); never the file's path or error.
 //   - cancellation → the context error; anything else → JSON-RPC internal
@@ -97,6 +100,14 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 			"backend-unavailable", report), nil
 	case pipeline.ReasonAuditUnavailable:
 		return errorResult(e.Message, pipeline.ReasonAuditUnavailable, report), nil
+	case pipeline.ReasonIdempotencyKeyInvalid, pipeline.ReasonIdempotencyKeyReused, pipeline.ReasonIdempotencyInProgress,
+		pipeline.ReasonIdempotencyResultNotStored, pipeline.ReasonIdempotencyUnavailable:
+		// The model can act on each: a new key, or a retry with this one.
+		msg := e.Message
+		if e.RetryAfter > 0 {
+			msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter.Round(time.Millisecond))
+		}
+		return errorResult(msg, e.Reason, report), nil
 	case pipeline.ReasonBackendError:
 		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
 	case pipeline.ReasonGatewaySendLimit, pipeline.ReasonBackendResponseTooLarge:
@@ -146,6 +157,12 @@ func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResu
 	}
 	if rs := repairsMeta(report.Repairs); rs != nil {
 		r.Meta = mcp.Meta{MCPMetaRepairs: rs}
+	}
+	if res.Replayed {
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MCPMetaReplayed] = true
 	}
 	return r, nil
 }

@@ -68,6 +68,12 @@ const (
 	// to the backend like InvokeToolRequest.call_id. MCP has no call id of its
 	// own and the SDK does not expose the JSON-RPC id to handlers.
 	MCPMetaCallID = "flowdrop/call_id"
+	// MCPMetaIdempotencyKey (in tools/call params): the call's idempotency
+	// key, like InvokeToolRequest.idempotency_key; a string.
+	MCPMetaIdempotencyKey = "flowdrop/idempotency_key"
+	// MCPMetaReplayed (in a tools/call result): true when the result is an
+	// earlier call's stored outcome under the same idempotency key.
+	MCPMetaReplayed = "flowdrop/replayed"
 )
 
 // MCP JSON-RPC error codes beyond the standard ones.
@@ -398,6 +404,11 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
 	callID, _ := p.Meta[MCPMetaCallID].(string)
+	idemKey, isString := p.Meta[MCPMetaIdempotencyKey].(string)
+	if v, given := p.Meta[MCPMetaIdempotencyKey]; given && !isString {
+		// Ignoring it would run a call the client meant to run once.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: _meta[%q] must be a string, got %T", policy.Bound(p.Name), MCPMetaIdempotencyKey, v)}
+	}
 	// The policy the request was authenticated under is the call's.
 	pol := pipeline.PolicyFrom(ctx)
 	if pol == nil {
@@ -419,6 +430,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 	}
 	c := pipeline.NewCall(p.Name, callID, args)
 	c.UsePolicy(pol)
+	c.SetIdempotencyKey(idemKey)
 	out, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {

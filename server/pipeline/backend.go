@@ -24,4 +24,7 @@ type Result struct {
 	// flowdrop.gateway.v1.InvokeResponse with only result (1) and is_error
 	// (2): a face speaking that message may send the bytes as they are.
 	Encoded []byte
+	// Replayed: the answer is an earlier call's stored outcome under the
+	// same idempotency key (the backend was not called).
+	Replayed bool
 }

@@ -43,6 +43,8 @@ type Received struct {
 type Call struct {
 	Tool   string
 	CallID string
+	// IdempotencyKey makes the call idempotent (idempotency.go); "" is none.
+	IdempotencyKey string
 
 	// Caller is the authenticated identity (set by the caller stage from
 	// the face's authentication); HasCaller is false before that stage or
@@ -75,6 +77,10 @@ type Call struct {
 	// shadow is what shadow-mode entries would have refused (the call
 	// proceeded); nil on every call while the policy has none.
 	shadow []*policy.Error
+	// keyConflict: the face received two different idempotency keys.
+	keyConflict bool
+	// replayed: the result is an earlier call's stored outcome.
+	replayed bool
 }
 
 // ShadowDenials are the refusals shadow-mode rules and authz entries would
@@ -101,6 +107,25 @@ func (c *Call) Receive(r Received) {
 	c.received, c.hasReceived = r, true
 	c.sent, c.args = nil, nil
 }
+
+// SetIdempotencyKey sets the call's idempotency key from the places a
+// face reads it (a field, a header): "" means not given; two different
+// keys are refused by the identifiers stage.
+func (c *Call) SetIdempotencyKey(keys ...string) {
+	for _, k := range keys {
+		switch {
+		case k == "":
+		case c.IdempotencyKey == "":
+			c.IdempotencyKey = k
+		case k != c.IdempotencyKey:
+			c.keyConflict = true
+		}
+	}
+}
+
+// Replayed reports whether the call's result is an earlier call's stored
+// outcome (the backend was not called).
+func (c *Call) Replayed() bool { return c.replayed }
 
 // Decoded reports whether the arguments exist in decoded form.
 func (c *Call) Decoded() bool { return c.args != nil || !c.hasReceived }

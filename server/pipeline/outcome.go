@@ -100,6 +100,9 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		Validation:  o.Validation,
 		BackendCode: o.BackendCode,
 		LatencyMS:   float64(o.Latency.Microseconds()) / 1000,
+		// The key is bounded with the other caller-supplied strings.
+		IdempotencyKey: c.IdempotencyKey,
+		Replayed:       c.replayed,
 	}
 	if e := o.Err; e != nil && e.Kind == KindValidation {
 		for _, v := range e.Violations {

@@ -33,6 +33,9 @@ type Config struct {
 	// Auth and RegistryRate are the faces' part of the policy (Policy).
 	Auth         *policy.Authenticator
 	RegistryRate *policy.RateLimiter
+	// Idempotency makes calls with an idempotency key run once
+	// (idempotency.go); nil: keys are checked, then ignored.
+	Idempotency *Idempotency
 
 	// ForwardEntityBound lets a call through whose argument was still
 	// changing when entity decoding reached its pass bound (the value is
@@ -152,8 +155,17 @@ func (p *Pipeline) Invoke(ctx context.Context, c *Call) (res Result, err *Error)
 	return p.Dispatch(ctx, c)
 }
 
-// Dispatch is the last stage: the in-flight limit, then the backend.
+// Dispatch is the last stage: the in-flight limit, then the backend; a
+// call with an idempotency key goes through the idempotency store.
 func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
+	if c.IdempotencyKey != "" && p.cfg.Idempotency != nil {
+		return p.dispatchOnce(ctx, c)
+	}
+	return p.dispatch(ctx, c)
+}
+
+// dispatch is Dispatch without idempotency.
+func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 	release, err := p.policyOf(c).InFlight.Acquire(c.Tool)
 	if err != nil {
 		return Result{}, p.fail(c, err)

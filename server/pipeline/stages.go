@@ -33,7 +33,7 @@ func (p *Pipeline) stageList() []Stage {
 		{"caller", p.identify},              // the face's authenticated caller, or Unauthenticated
 		{"audit", p.auditWritable},          // fail-closed audit can write, or Unavailable
 		{"role", p.checkRole},               // the caller holds a role for InvokeTool
-		{"identifiers", p.checkIdentifiers}, // tool name (registry.NamePattern) and call id
+		{"identifiers", p.checkIdentifiers}, // tool name (registry.NamePattern), call id, idempotency key
 		{"rate-limit", p.rateLimit},         // caller × tool token bucket
 		{"screen", p.screen},                // tool allow/deny; size limits on the arguments as sent
 		{"normalize", p.normalize},          // RT-TOOL-8 against the tool's schema
@@ -97,6 +97,9 @@ func (p *Pipeline) checkIdentifiers(_ context.Context, c *Call) error {
 	}
 	if !validCallID(c.CallID) {
 		return CallIDInvalid(c.CallID)
+	}
+	if c.IdempotencyKey != "" || c.keyConflict {
+		return checkIdempotencyKey(c)
 	}
 	return nil
 }

@@ -29,9 +29,14 @@ type InvokeToolRequest struct {
 	// The model's arguments, as the model produced them.
 	Arguments *structpb.Struct `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// The model's tool-call id, passed to the backend and the audit log.
-	CallId        string `protobuf:"bytes,3,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CallId string `protobuf:"bytes,3,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Makes the call idempotent: a retry with the same key (same caller and
+	// tool, same normalized arguments) within the key's TTL gets the first
+	// call's result without running the tool again. At most 256 bytes of
+	// printable ASCII; the idempotency-key metadata header says the same.
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InvokeToolRequest) Reset() {
@@ -85,6 +90,13 @@ func (x *InvokeToolRequest) GetCallId() string {
 	return ""
 }
 
+func (x *InvokeToolRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 type InvokeToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The backend's result.
@@ -92,7 +104,10 @@ type InvokeToolResponse struct {
 	// The tool itself reported a failure the model should read.
 	IsError bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	// Every repair normalization made before the call was forwarded.
-	Repairs       []*Repair `protobuf:"bytes,3,rep,name=repairs,proto3" json:"repairs,omitempty"`
+	Repairs []*Repair `protobuf:"bytes,3,rep,name=repairs,proto3" json:"repairs,omitempty"`
+	// The result is the stored outcome of an earlier call with the same
+	// idempotency key: the tool did not run again.
+	Replayed      bool `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,19 +163,28 @@ func (x *InvokeToolResponse) GetRepairs() []*Repair {
 	return nil
 }
 
+func (x *InvokeToolResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
 var File_flowdrop_gateway_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_gateway_proto_rawDesc = "" +
 	"\n" +
-	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"w\n" +
+	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa0\x01\n" +
 	"\x11InvokeToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x17\n" +
-	"\acall_id\x18\x03 \x01(\tR\x06callId\"\x96\x01\n" +
+	"\acall_id\x18\x03 \x01(\tR\x06callId\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xb2\x01\n" +
 	"\x12InvokeToolResponse\x12.\n" +
 	"\x06result\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x125\n" +
-	"\arepairs\x18\x03 \x03(\v2\x1b.flowdrop.gateway.v1.RepairR\arepairs2s\n" +
+	"\arepairs\x18\x03 \x03(\v2\x1b.flowdrop.gateway.v1.RepairR\arepairs\x12\x1a\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed2s\n" +
 	"\x12ToolGatewayService\x12]\n" +
 	"\n" +
 	"InvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a'.flowdrop.gateway.v1.InvokeToolResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"

@@ -1,0 +1,248 @@
+package idempotency_test
+
+// One contract, every store: the same table runs against Memory, Bolt (a
+// real file) and Redis (a real redis-server from PATH).
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/idempotency"
+	"github.com/flowdrop/gateway/internal/redisstate"
+	"github.com/flowdrop/gateway/internal/redistest"
+)
+
+type storeKind struct {
+	name string
+	open func(t *testing.T) idempotency.Store
+}
+
+func storeKinds() []storeKind {
+	return []storeKind{
+		{"memory", func(t *testing.T) idempotency.Store { return idempotency.NewMemory(0) }},
+		{"bolt", func(t *testing.T) idempotency.Store {
+			s, err := idempotency.OpenBolt(filepath.Join(t.TempDir(), "idempotency.db"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"redis", func(t *testing.T) idempotency.Store {
+			rs := redistest.Start(t)
+			c, err := redisstate.Open(redisstate.Config{Addr: rs.Addr(), Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.Idempotency("test:idem:")
+		}},
+	}
+}
+
+var (
+	hashA = idempotency.Hash{1}
+	hashB = idempotency.Hash{2}
+)
+
+const (
+	long  = time.Hour
+	short = 50 * time.Millisecond
+)
+
+// eventually polls cond for up to a bound (a guard, not a speed claim).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 200 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("never: %s", what)
+}
+
+func TestStoreContract(t *testing.T) {
+	ctx := context.Background()
+	type step func(t *testing.T, s idempotency.Store)
+	cases := []struct {
+		name   string
+		reason string
+		run    step
+	}{
+		{"first claim wins", "the first call with a key runs; a second sees it running with the first's hash",
+			func(t *testing.T, s idempotency.Store) {
+				if _, ok, err := s.Claim(ctx, "k", hashA, long); !ok || err != nil {
+					t.Fatalf("first claim = %v, %v; want claimed", ok, err)
+				}
+				e, ok, err := s.Claim(ctx, "k", hashB, long)
+				if ok || err != nil || e.State != idempotency.Running || e.ArgsHash != hashA {
+					t.Fatalf("second claim = %+v, %v, %v; want the running entry with hash A", e, ok, err)
+				}
+			}},
+		{"completed entry is returned", "a duplicate after completion gets the stored result",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				if err := s.Complete(ctx, "k", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA, Result: []byte("result")}, long); err != nil {
+					t.Fatal(err)
+				}
+				e, ok, err := s.Claim(ctx, "k", hashA, long)
+				if ok || err != nil || e.State != idempotency.Done || string(e.Result) != "result" {
+					t.Fatalf("claim after completion = %+v, %v, %v; want Done with the result", e, ok, err)
+				}
+			}},
+		{"too large is remembered", "a result over the bound is not stored, but its size is, so a duplicate is told why",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				s.Complete(ctx, "k", idempotency.Entry{State: idempotency.TooLarge, ArgsHash: hashA, ResultSize: 12345}, long)
+				e, _, err := s.Claim(ctx, "k", hashA, long)
+				if err != nil || e.State != idempotency.TooLarge || e.ResultSize != 12345 {
+					t.Fatalf("claim = %+v, %v; want TooLarge 12345", e, err)
+				}
+			}},
+		{"release lets the next run", "an outcome that is not stored (a failure) leaves nothing: the next try claims",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				if err := s.Release(ctx, "k"); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok, err := s.Claim(ctx, "k", hashB, long); !ok || err != nil {
+					t.Fatalf("claim after release = %v, %v; want claimed", ok, err)
+				}
+			}},
+		{"keys are separate", "another key (another caller, tool or key) is unaffected",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k1", hashA, long)
+				if _, ok, err := s.Claim(ctx, "k2", hashA, long); !ok || err != nil {
+					t.Fatalf("claim of another key = %v, %v; want claimed", ok, err)
+				}
+			}},
+		{"ttl expires", "an entry past its TTL is gone: the key runs again",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				s.Complete(ctx, "k", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA}, short)
+				eventually(t, "the entry expires", func() bool {
+					_, ok, err := s.Claim(ctx, "k", hashA, long)
+					return ok && err == nil
+				})
+			}},
+		{"lease expires", "a claim whose replica died ends with its lease: the key runs again",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, short)
+				eventually(t, "the claim expires", func() bool {
+					_, ok, err := s.Claim(ctx, "k", hashA, long)
+					return ok && err == nil
+				})
+			}},
+		{"wait sees completion", "a duplicate waiting on a running claim gets the outcome when it is stored",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				var wg sync.WaitGroup
+				got := make([]idempotency.Entry, 5)
+				for i := range got {
+					wg.Go(func() {
+						e, ok, err := s.Wait(ctx, "k")
+						if !ok || err != nil {
+							t.Errorf("wait %d = %v, %v", i, ok, err)
+						}
+						got[i] = e
+					})
+				}
+				time.Sleep(20 * time.Millisecond) // let some start waiting (either order is correct)
+				s.Complete(ctx, "k", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA, Result: []byte("r")}, long)
+				wg.Wait()
+				for i, e := range got {
+					if e.State != idempotency.Done || string(e.Result) != "r" {
+						t.Errorf("waiter %d got %+v; want Done r", i, e)
+					}
+				}
+			}},
+		{"wait sees release", "a waiter whose first call failed learns the key is free",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				done := make(chan bool)
+				go func() { _, ok, _ := s.Wait(ctx, "k"); done <- ok }()
+				time.Sleep(20 * time.Millisecond)
+				s.Release(ctx, "k")
+				if found := <-done; found {
+					t.Fatal("wait after release found an entry; want not found")
+				}
+			}},
+		{"wait is bounded by ctx", "a waiter's own deadline ends its wait with ctx's error",
+			func(t *testing.T, s idempotency.Store) {
+				s.Claim(ctx, "k", hashA, long)
+				wctx, cancel := context.WithTimeout(ctx, short)
+				defer cancel()
+				if _, _, err := s.Wait(wctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("wait = %v; want DeadlineExceeded", err)
+				}
+			}},
+		{"wait on nothing", "no entry: nothing to wait for",
+			func(t *testing.T, s idempotency.Store) {
+				if _, ok, err := s.Wait(ctx, "absent"); ok || err != nil {
+					t.Fatalf("wait = %v, %v; want not found", ok, err)
+				}
+			}},
+	}
+	for _, kind := range storeKinds() {
+		t.Run(kind.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					s := kind.open(t)
+					tc.run(t, s)
+					if t.Failed() {
+						t.Log(tc.reason)
+					}
+				})
+			}
+		})
+	}
+}
+
+// Memory is bounded: the oldest completed entry makes room; running
+// claims are never evicted (ErrFull instead).
+func TestMemoryBounded(t *testing.T) {
+	ctx := context.Background()
+	m := idempotency.NewMemory(2)
+	m.Claim(ctx, "a", hashA, long)
+	m.Complete(ctx, "a", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA}, long)
+	m.Claim(ctx, "b", hashA, long)
+	if _, ok, err := m.Claim(ctx, "c", hashA, long); !ok || err != nil || m.Len() != 2 {
+		t.Fatalf("claim past the bound = %v, %v, len %d; want the completed entry evicted", ok, err, m.Len())
+	}
+	if _, _, err := m.Claim(ctx, "d", hashA, long); !errors.Is(err, idempotency.ErrFull) {
+		t.Fatalf("claim with only running claims held = %v; want ErrFull", err)
+	}
+}
+
+// Bolt keeps entries across a reopen (a restart) and its sweep deletes
+// expired ones from the file.
+func TestBoltSurvivesReopenAndSweeps(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "idempotency.db")
+	s, err := idempotency.OpenBolt(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Claim(ctx, "kept", hashA, long)
+	s.Complete(ctx, "kept", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA, Result: []byte("r")}, long)
+	s.Claim(ctx, "gone", hashA, long)
+	s.Complete(ctx, "gone", idempotency.Entry{State: idempotency.Done, ArgsHash: hashA}, time.Millisecond)
+	s.Close()
+	if s, err = idempotency.OpenBolt(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, ok, err := s.Claim(ctx, "kept", hashA, long)
+	if ok || err != nil || string(e.Result) != "r" {
+		t.Fatalf("after reopen = %+v, %v, %v; want the stored result", e, ok, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := s.Sweep(); n != 1 || err != nil || s.Len() != 1 {
+		t.Fatalf("sweep = %d, %v, len %d; want the expired entry deleted", n, err, s.Len())
+	}
+}
