@@ -157,6 +157,11 @@ func (c *PolicyConfig) validate() error {
 	default:
 		bad(`normalize.on_entity_bound %q: must be "refuse" or "forward"`, c.Normalize.OnEntityBound)
 	}
+	switch c.Limits.Mode {
+	case "", policy.ModeEnforce, policy.ModeShadow:
+	default:
+		bad(`limits.mode %q: must be "enforce" or "shadow"`, c.Limits.Mode)
+	}
 	switch c.Audit.OnFailure {
 	case "", AuditFailClosed, AuditFailOpen:
 	default:
@@ -229,12 +234,13 @@ type policyFile struct {
 		Mode    string   `json:"mode"`
 	} `json:"rules"`
 	Limits struct {
-		MaxArgumentBytes   int `json:"max_argument_bytes"`
-		MaxStringLength    int `json:"max_string_length"`
-		MaxDepth           int `json:"max_depth"`
-		MaxListElements    int `json:"max_list_elements"`
-		MaxObjectKeys      int `json:"max_object_keys"`
-		MaxInFlightPerTool int `json:"max_in_flight_per_tool"`
+		MaxArgumentBytes   int    `json:"max_argument_bytes"`
+		MaxStringLength    int    `json:"max_string_length"`
+		MaxDepth           int    `json:"max_depth"`
+		MaxListElements    int    `json:"max_list_elements"`
+		MaxObjectKeys      int    `json:"max_object_keys"`
+		MaxInFlightPerTool int    `json:"max_in_flight_per_tool"`
+		Mode               string `json:"mode"`
 	} `json:"limits"`
 	RateLimit struct {
 		Rate  float64 `json:"rate"`
@@ -251,6 +257,7 @@ type policyFile struct {
 			Burst int     `json:"burst"`
 		} `json:"registry"`
 		Fallback string `json:"fallback"`
+		Mode     string `json:"mode"`
 	} `json:"rate_limit"`
 	Audit struct {
 		Path        string `json:"path"`
@@ -340,7 +347,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 			Default: policy.ToolAccess(f.Authz.Default)},
 		Limits: policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
-			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback},
+			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback, Mode: f.RateLimit.Mode},
 		Audit:     AuditConfig(f.Audit),
 		TLS:       TLSConfig(f.TLS),
 		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},

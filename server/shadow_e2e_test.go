@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 
-	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"path/filepath"
 	"testing"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/policy"
@@ -124,4 +126,38 @@ func TestShadowMode(t *testing.T) {
 		}
 	}
 
+}
+
+// TestShadowLimits: rate_limit.mode and limits.mode shadow watch a limit
+// instead of enforcing it — calls over it proceed and are counted as
+// shadow denials — while the default argument limits, which bound the
+// gateway's own memory, stay enforced whatever the mode.
+func TestShadowLimits(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(nil)
+	p.RateLimit = policy.RateLimitConfig{Rate: 0.001, Burst: 1, Mode: policy.ModeShadow}
+	p.Limits = policy.Limits{MaxStringLength: 8, Mode: policy.ModeShadow}
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithAdmin())
+	for i := range 3 { // burst 1: the 2nd and 3rd are over the rate; each title is over 8 bytes
+		if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note",
+			Arguments: gatewaytest.Args(t, map[string]any{"title": "a title over eight bytes"})}); err != nil {
+			t.Fatalf("call %d under shadow limits: %v; want OK", i, err)
+		}
+	}
+	fams := scrape(t, env.AdminURL)
+	if got := sample(fams, "flowdrop_policy_shadow_denials_total", map[string]string{"tool": "create_note", "reason": policy.ReasonRateLimited}); got != 2 {
+		t.Errorf("shadow rate-limit denials = %v, want 2", got)
+	}
+	if got := sample(fams, "flowdrop_policy_shadow_denials_total", map[string]string{"tool": "create_note", "reason": policy.ReasonLimitStringLength}); got != 3 {
+		t.Errorf("shadow string-length denials = %v, want 3", got)
+	}
+	// The defaults stay enforced in shadow mode: a 2 MiB string is refused.
+	_, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note",
+		Arguments: gatewaytest.Args(t, map[string]any{"title": strings.Repeat("x", 2<<20)})})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a string over the default limit under limits.mode shadow: %v; want InvalidArgument", err)
+	}
+	if _, err := server.ParsePolicy([]byte("auth: {mode: off}\nlimits: {mode: watch}\n"), "inline"); err == nil {
+		t.Error("limits.mode watch was accepted")
+	}
 }

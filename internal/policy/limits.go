@@ -29,6 +29,12 @@ type Limits struct {
 	MaxObjectKeys int
 	// MaxInFlightPerTool bounds concurrent calls per tool (see InFlight).
 	MaxInFlightPerTool int
+	// Mode is ModeEnforce (also "") or ModeShadow. In shadow mode the
+	// argument limits above are only watched (a call over them proceeds,
+	// recorded as a shadow denial) while the defaults stay enforced: they
+	// bound the gateway's own memory and work, which no mode may lift.
+	// MaxInFlightPerTool is enforced in either mode.
+	Mode string
 }
 
 // The default argument limits. They bound the memory one call can make the

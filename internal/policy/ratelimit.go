@@ -38,6 +38,10 @@ type RateLimitConfig struct {
 	// Fallback is what the limiter does when its shared buckets (Redis)
 	// cannot decide: FallbackLocal (also when empty) or FallbackDeny.
 	Fallback string
+	// Mode is ModeEnforce (also "") or ModeShadow: a shadow limiter's
+	// refusals are recorded as shadow denials and the call proceeds (the
+	// pipeline's rate-limit stage), so a new limit can be watched first.
+	Mode string
 }
 
 // MethodRate is a rate (tokens per second) and burst.
@@ -93,6 +97,9 @@ func WithClock(now func() time.Time) RateLimitOption { return func(r *RateLimite
 
 // NewRateLimiter validates cfg.
 func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter, error) {
+	if err := checkMode("rate_limit", cfg.Mode); err != nil {
+		return nil, err
+	}
 	if cfg.Rate > 0 && cfg.Burst < 1 {
 		return nil, errors.New("rate_limit: burst must be at least 1 when rate is set")
 	}
@@ -127,6 +134,9 @@ func NewRateLimiter(cfg RateLimitConfig, opts ...RateLimitOption) (*RateLimiter,
 	}
 	return r, nil
 }
+
+// Shadow reports whether the limiter is in shadow mode (rate_limit.mode).
+func (r *RateLimiter) Shadow() bool { return r != nil && r.cfg.Mode == ModeShadow }
 
 // On reports whether any limit is configured (nil: none).
 func (r *RateLimiter) On() bool { return r != nil && (r.cfg.Rate > 0 || len(r.cfg.Tools) > 0) }

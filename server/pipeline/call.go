@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -213,4 +214,12 @@ func WithCall(ctx context.Context, c *Call) context.Context {
 func CallFrom(ctx context.Context) *Call {
 	c, _ := ctx.Value(callKey{}).(*Call)
 	return c
+}
+
+// addShadow records what a shadow-mode entry would have refused.
+func (c *Call) addShadow(err error) {
+	var pe *policy.Error
+	if errors.As(err, &pe) {
+		c.shadow = append(c.shadow, pe)
+	}
 }

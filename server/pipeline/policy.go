@@ -28,12 +28,20 @@ type Policy struct {
 
 	// repairLimits is Limits as normalize bounds a repair.
 	repairLimits normalize.Limits
+	// shadowLimits are the configured argument limits when limits.mode is
+	// shadow (Limits are then the defaults); nil otherwise.
+	shadowLimits *policy.Limits
 }
 
 // SetPolicy makes pol the policy of every call that begins from now on;
 // calls in flight finish under the one they began with. The argument
 // limits' defaults are filled in (they are always on).
 func (p *Pipeline) SetPolicy(pol Policy) {
+	if pol.Limits.Mode == policy.ModeShadow {
+		watched := pol.Limits.WithDefaults()
+		pol.shadowLimits = &watched
+		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool}
+	}
 	pol.Limits = pol.Limits.WithDefaults()
 	l := pol.Limits
 	pol.repairLimits = normalize.Limits{MaxBytes: l.MaxArgumentBytes, MaxStringLength: l.MaxStringLength,

@@ -137,12 +137,17 @@ func (p *Pipeline) rateLimit(ctx context.Context, c *Call) error {
 	if !rl.On() {
 		return nil
 	}
-	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok {
-		if az := pol.Authz; az == nil || az.AllowTool(c.Caller, c.Tool) == nil {
-			return rl.Allow(ctx, c.Caller, c.Tool)
-		}
+	var err error
+	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok && (pol.Authz == nil || pol.Authz.AllowTool(c.Caller, c.Tool) == nil) {
+		err = rl.Allow(ctx, c.Caller, c.Tool)
+	} else {
+		err = rl.AllowUnoffered(ctx, c.Caller, c.Tool)
 	}
-	return rl.AllowUnoffered(ctx, c.Caller, c.Tool)
+	if err != nil && rl.Shadow() {
+		c.addShadow(err)
+		return nil
+	}
+	return err
 }
 
 // screen: the tool allow/deny lists (deny early: cheaper, and a denied
@@ -274,6 +279,15 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 	if _, unchanged := c.Forwardable(); !unchanged {
 		if err := p.checkLimits(c); err != nil {
 			return err
+		}
+	}
+	if watched := p.policyOf(c).shadowLimits; watched != nil {
+		args, err := c.Args()
+		if err != nil {
+			return err
+		}
+		if err := watched.Check(c.Tool, args); err != nil {
+			c.addShadow(err)
 		}
 	}
 	rules := p.policyOf(c).Rules
