@@ -196,6 +196,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Audit = g.auditor
 	pc.Idempotency = idem
 	g.pipe = pipeline.New(pc)
+	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
 

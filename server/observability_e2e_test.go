@@ -125,6 +125,8 @@ func TestAdminMetricsAfterKnownCalls(t *testing.T) {
 		{"the handling-time histogram is on: all four calls", "grpc_server_handling_seconds", map[string]string{"grpc_method": "InvokeTool"}, 4},
 		{"the time the gateway added, for the served call", "flowdrop_gateway_added_seconds", map[string]string{"tool": "create_note"}, 1},
 		{"... and for the refused ones", "flowdrop_gateway_added_seconds", map[string]string{"tool": "run_command"}, 1},
+		{"each stage's time: the caller stage ran for all four calls", "flowdrop_stage_seconds", map[string]string{"stage": "caller"}, 4},
+		{"... normalize too (the unknown tool is refused there, by the lookup)", "flowdrop_stage_seconds", map[string]string{"stage": "normalize"}, 4},
 	}
 	for _, c := range checks {
 		if got := sample(fams, c.name, c.labels); got != c.want {

@@ -20,14 +20,18 @@ import (
 // Label values are bounded: tool is a registered tool's name or "_unknown"
 // (a model can send any tool name), reason a policy Reason, kind a repair kind.
 type Metrics struct {
-	reg       *prometheus.Registry
-	grpc      *grpcprom.ServerMetrics
-	repairs   *prometheus.CounterVec
-	invalid   *prometheus.CounterVec
-	denials   *prometheus.CounterVec
-	backendH  *prometheus.HistogramVec
-	addedH    *prometheus.HistogramVec
-	mcpReqs   *prometheus.CounterVec
+	reg      *prometheus.Registry
+	grpc     *grpcprom.ServerMetrics
+	repairs  *prometheus.CounterVec
+	invalid  *prometheus.CounterVec
+	denials  *prometheus.CounterVec
+	backendH *prometheus.HistogramVec
+	addedH   *prometheus.HistogramVec
+	mcpReqs  *prometheus.CounterVec
+	stageH   *prometheus.HistogramVec
+	// stageObs are stageH's observers by stage index, resolved once
+	// (SetStages), so a call observes its stages without label lookups.
+	stageObs  []prometheus.Observer
 	auditDrop prometheus.Counter
 	errs      toolErrors // each tool's last error, for the status page
 }
@@ -36,7 +40,7 @@ type Metrics struct {
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg:  prometheus.NewRegistry(),
-		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram()),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(latencyBuckets))),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_repairs_total",
 			Help: "Argument repairs made by RT-TOOL-8 normalization, by tool and repair kind."}, []string{"tool", "kind"}),
 		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_validation_failures_total",
@@ -46,6 +50,9 @@ func NewMetrics() *Metrics {
 		backendH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_backend_latency_seconds",
 			Help:    "Latency of backend calls, by tool and gRPC status code.",
 			Buckets: latencyBuckets}, []string{"tool", "code"}),
+		stageH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_stage_seconds",
+			Help:    "Time each pipeline stage took (caller, audit, role, identifiers, rate-limit, screen, normalize, validate, rules), over every tool.",
+			Buckets: latencyBuckets}, []string{"stage"}),
 		mcpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_requests_total",
 			Help: "MCP requests by method (initialize, tools/list, tools/call, …; other) and outcome (ok, tool-error, error)."}, []string{"method", "outcome"}),
 		addedH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_gateway_added_seconds",
@@ -60,7 +67,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.auditDrop,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -89,6 +96,11 @@ func (m *Metrics) GRPC() *grpcprom.ServerMetrics { return m.grpc }
 // failure.
 func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Outcome) {
 	m.addedH.WithLabelValues(o.Label).Observe((o.Latency - o.BackendLatency).Seconds())
+	for i, d := range c.StageTimes() {
+		if i < len(m.stageObs) && d > 0 {
+			m.stageObs[i].Observe(d.Seconds())
+		}
+	}
 	for _, r := range c.Report.Repairs {
 		m.repairs.WithLabelValues(o.Label, r.Kind.String()).Inc()
 	}
@@ -116,6 +128,15 @@ func (m *Metrics) WatchRegistryStaleness(staleFor func() time.Duration) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowdrop_registry_stale_seconds",
 		Help: "Seconds since the registry snapshot was last known current (0: current). Non-zero while the store (etcd) is unreachable; tools are served from the snapshot meanwhile."},
 		func() float64 { return staleFor().Seconds() }))
+}
+
+// SetStages resolves the per-stage observers for the pipeline's stage
+// names, in order (Pipeline.StageNames without "dispatch").
+func (m *Metrics) SetStages(names []string) {
+	m.stageObs = make([]prometheus.Observer, len(names))
+	for i, n := range names {
+		m.stageObs[i] = m.stageH.WithLabelValues(n)
+	}
 }
 
 // CountMCP counts one MCP request (mcpapi.Config.CountRequest).

@@ -69,10 +69,11 @@ type Call struct {
 	rewrite bool
 
 	start       time.Time
-	validation  string        // "ok" | "failed" | "" (not reached)
-	backend     string        // the backend's status code name, if called
-	backendTime time.Duration // how long the backend call took, if called
-	err         *Error        // the error a stage or dispatch ended the call with
+	validation  string                   // "ok" | "failed" | "" (not reached)
+	backend     string                   // the backend's status code name, if called
+	backendTime time.Duration            // how long the backend call took, if called
+	stageTime   [maxStages]time.Duration // how long each stage took (0: not run)
+	err         *Error                   // the error a stage or dispatch ended the call with
 	p           *Pipeline
 	pol         *Policy // the policy snapshot the call runs under (Begin)
 	// shadow is what shadow-mode entries would have refused (the call
@@ -222,4 +223,17 @@ func (c *Call) addShadow(err error) {
 	if errors.As(err, &pe) {
 		c.shadow = append(c.shadow, pe)
 	}
+}
+
+// maxStages bounds the stage list (stages.go has 9): the per-stage times
+// live in the Call, not in an allocation.
+const maxStages = 16
+
+// StageTimes is how long each stage took, by stage index (0: not run).
+func (c *Call) StageTimes() []time.Duration {
+	n := len(c.stageTime)
+	if c.p != nil {
+		n = min(n, len(c.p.stages))
+	}
+	return c.stageTime[:n]
 }

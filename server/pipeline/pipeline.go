@@ -131,7 +131,12 @@ func (p *Pipeline) RunStage(ctx context.Context, i int, c *Call) *Error {
 	if h := p.cfg.StageHook; h != nil {
 		h(s.Name, c)
 	}
-	if err := s.Run(ctx, c); err != nil {
+	start := time.Now()
+	err := s.Run(ctx, c)
+	if i < len(c.stageTime) {
+		c.stageTime[i] = time.Since(start)
+	}
+	if err != nil {
 		return p.fail(c, err)
 	}
 	return nil
