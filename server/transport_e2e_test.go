@@ -162,7 +162,8 @@ func TestBackendTLS(t *testing.T) {
 		{Match: "127.0.0.*:" + mtlsPort, TLS: registry.TransportSecurity{CAFile: f.caFile, CertFile: f.clientCert, KeyFile: f.clientKey}},
 		{Match: plainAddr, TLS: registry.TransportSecurity{Require: true, CAFile: f.caFile}},
 	}
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p),
+	var logs syncBuffer
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs),
 		gatewaytest.WithTool(plainTool("tls.peer", tlsAddr, false)),
 		gatewaytest.WithTool(plainTool("mtls.peer", mtlsAddr, false)),
 		gatewaytest.WithTool(plainTool("plain.required", plainAddr, true)))
@@ -236,6 +237,9 @@ func TestBackendTLS(t *testing.T) {
 	wantUnavailableNaming(t, err, "gone.NotesService.Ping", "a TLS file that does not load fails the call", goneCA, f.dir)
 	if n := plainNotes.calls.Load(); n != 0 {
 		t.Errorf("the plaintext notes service got %d calls after a CA file went away, want 0", n)
+	}
+	if !strings.Contains(logs.String(), "tls ca_file "+goneCA) {
+		t.Errorf("the gateway's log does not name the TLS file that failed (%s):\n%s", goneCA, logs.String())
 	}
 
 	// The registry gives spec.tls back as registered (this caller sees

@@ -8,8 +8,9 @@ import (
 )
 
 // Load balancing over a backend's replicas. A target naming several
-// addresses — "dns:///tools:7001" (every address the name resolves to) or
-// "static:///10.0.0.1:7001,10.0.0.2:7001" (a fixed list) — is balanced
+// addresses — "dns:///tools:7001" (every address the name resolves to),
+// "static:///10.0.0.1:7001,tools-b:7001" (a fixed list of host:port) or
+// gRPC's own "ipv4:"/"ipv6:" address lists — is balanced
 // round_robin: each call goes to the next ready replica, and a replica
 // that is down is skipped while it reconnects. Other targets (one
 // host:port) keep gRPC's pick_first.
@@ -23,7 +24,7 @@ func balanceOptions(target string) []grpc.DialOption {
 	switch {
 	case strings.HasPrefix(target, StaticScheme+":"):
 		return []grpc.DialOption{grpc.WithResolvers(staticResolver{}), grpc.WithDefaultServiceConfig(roundRobinServiceConfig)}
-	case strings.HasPrefix(target, "dns:"):
+	case strings.HasPrefix(target, "dns:"), strings.HasPrefix(target, "ipv4:"), strings.HasPrefix(target, "ipv6:"):
 		return []grpc.DialOption{grpc.WithDefaultServiceConfig(roundRobinServiceConfig)}
 	}
 	return nil
