@@ -71,10 +71,9 @@ func (s TransportSecurity) ClientConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// check is admission's look at s: something set, the files present and
-// parsing. It returns the field at fault (".ca_file") and a reason that
-// names no path (the caller sent it; the gateway's view of its disk is not
-// the caller's business).
+// check is compilation's look at s, the same on every replica: something
+// set, both halves of a client certificate. It returns the field at fault
+// (".cert_file") and a reason.
 func (s *TransportSecurity) check() (string, string) {
 	if !s.Enabled() {
 		return "", "sets nothing: set require, ca_file, cert_file and key_file, or server_name (or leave tls out)"
@@ -82,14 +81,28 @@ func (s *TransportSecurity) check() (string, string) {
 	if (s.CertFile == "") != (s.KeyFile == "") {
 		return ".cert_file", "cert_file and key_file go together (mTLS): set both or neither"
 	}
-	if _, err := s.ClientConfig(); err != nil {
+	return "", ""
+}
+
+// checkTLSFiles is admission's look at t's TLS files: present and parsing
+// on the gateway that admits it. Not part of compilation: a stored tool
+// whose file is missing on some replica stays registered there and its
+// calls fail Unavailable naming it (the file in the log), rather than the
+// tool vanishing. The reason names no path (the caller sent it; the
+// gateway's view of its disk is not the caller's business).
+func checkTLSFiles(t Tool) *ToolError {
+	if t.Spec == nil || t.Spec.TLS == nil {
+		return nil
+	}
+	if _, err := t.Spec.TLS.ClientConfig(); err != nil {
+		field := "spec.tls"
 		var fe *TLSFileError
 		if errors.As(err, &fe) {
-			return "." + fe.Field, "does not load on the gateway: missing, unreadable, or not PEM of the right kind"
+			field += "." + fe.Field
 		}
-		return "", "does not load on the gateway"
+		return &ToolError{Tool: t.Name, Field: field, Reason: "does not load on the gateway: missing, unreadable, or not PEM of the right kind"}
 	}
-	return "", ""
+	return nil
 }
 
 func sameTLS(a, b *TransportSecurity) bool {

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,7 +17,9 @@ import (
 
 // TestCompileTransportSecurity: admission reads a tool's TLS files as a
 // connection would, and refuses one that would not load naming the field,
-// never the path.
+// never the path; compilation (every replica, every stored revision) checks
+// only the settings, so a file missing on one replica does not make the
+// tool vanish there.
 func TestCompileTransportSecurity(t *testing.T) {
 	dir := t.TempDir()
 	ca := testca.New(t)
@@ -34,17 +37,18 @@ func TestCompileTransportSecurity(t *testing.T) {
 		name, reason      string
 		tls               registry.TransportSecurity
 		wantField, wantIn string // "" wantField: admitted
+		compiles          bool   // refused by admission only, for its files
 	}{
 		{name: "ca", reason: "a CA file that parses is admitted", tls: registry.TransportSecurity{CAFile: caFile}},
 		{name: "mtls", reason: "a CA with a client certificate and key is admitted", tls: registry.TransportSecurity{CAFile: caFile, CertFile: certFile, KeyFile: keyFile}},
 		{name: "require-only", reason: "require alone means TLS with the host's roots", tls: registry.TransportSecurity{Require: true}},
 		{name: "empty", reason: "a tls block setting nothing is a mistake, not plaintext", wantField: "spec.tls", wantIn: "sets nothing"},
 		{name: "missing-ca", reason: "a CA file the gateway cannot read is refused at admission, not at the first call",
-			tls: registry.TransportSecurity{CAFile: missing}, wantField: "spec.tls.ca_file", wantIn: "does not load"},
-		{name: "junk-ca", reason: "a CA file with no PEM certificate is refused", tls: registry.TransportSecurity{CAFile: junk}, wantField: "spec.tls.ca_file", wantIn: "does not load"},
+			tls: registry.TransportSecurity{CAFile: missing}, wantField: "spec.tls.ca_file", wantIn: "does not load", compiles: true},
+		{name: "junk-ca", reason: "a CA file with no PEM certificate is refused", tls: registry.TransportSecurity{CAFile: junk}, wantField: "spec.tls.ca_file", wantIn: "does not load", compiles: true},
 		{name: "cert-without-key", reason: "mTLS needs both halves", tls: registry.TransportSecurity{CertFile: certFile}, wantField: "spec.tls.cert_file", wantIn: "go together"},
 		{name: "key-mismatch", reason: "a certificate with a key that is not its own does not load",
-			tls: registry.TransportSecurity{CertFile: certFile, KeyFile: caFile}, wantField: "spec.tls.cert_file", wantIn: "does not load"},
+			tls: registry.TransportSecurity{CertFile: certFile, KeyFile: caFile}, wantField: "spec.tls.cert_file", wantIn: "does not load", compiles: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +56,11 @@ func TestCompileTransportSecurity(t *testing.T) {
 			tool := registry.Tool{Name: "notes.create", InputSchema: &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("object")}},
 				Spec: &registry.BackendSpec{TLS: &tls, GRPCMethod: &registry.GRPCMethod{Target: "127.0.0.1:7002",
 					Method: "/flowdrop.testing.v1.NotesService/CreateNote", Descriptors: notestest.DescriptorSet()}}}
-			_, err := registry.Compile(tool)
+			_, cerr := registry.Compile(tool)
+			if tc.compiles && cerr != nil {
+				t.Errorf("Compile: %v, want compiled (files are admission's, not every replica's) (%s)", cerr, tc.reason)
+			}
+			_, err := registry.Admission{}.Admit(context.Background(), tool, nil)
 			if tc.wantField == "" {
 				if err != nil {
 					t.Fatalf("Compile: %v (%s)", err, tc.reason)

@@ -226,6 +226,19 @@ func TestBackendTLS(t *testing.T) {
 		t.Errorf("the plaintext notes service got %d calls, want 0", n)
 	}
 
+	// A TLS file the gateway cannot load is refused at registration, naming
+	// the field and not the path.
+	missing := filepath.Join(f.dir, "missing-ca.pem")
+	bad, _, err := grpcimport.Tools(src, grpcimport.Options{Target: tlsNotes.addr, Prefix: "bad.", Method: "Ping"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad[0].Spec.Tls = &gatewayv1.TransportSecurity{CaFile: missing}
+	_, err = rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: bad[0]})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "spec.tls.ca_file") || strings.Contains(st.Message(), f.dir) {
+		t.Errorf("register with a missing CA file: %v, want InvalidArgument naming spec.tls.ca_file, not the path", err)
+	}
+
 	// A tool whose TLS file went away after admission: Unavailable naming
 	// the tool, not the path; never plaintext.
 	goneCA := f.write(t, "gone-ca.pem", f.ca.PEM)
