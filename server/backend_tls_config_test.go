@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/flowdrop/gateway/internal/testca"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
 )
 
 // TestPolicyBackendTLS: the policy file's backend_tls list is read with its
@@ -43,5 +45,21 @@ func TestPolicyBackendTLS(t *testing.T) {
 				t.Errorf("ParsePolicy: %v, want an error containing %q (%s)", err, tc.want, tc.reason)
 			}
 		})
+	}
+}
+
+// TestReloadRefusesBackendTLSChange: backend connections are set up at
+// start, so a reload changing backend_tls is refused, naming it, rather
+// than leaving the operator believing new TLS settings are in force.
+func TestReloadRefusesBackendTLSChange(t *testing.T) {
+	cur := DemoPolicy()
+	next := DemoPolicy()
+	next.BackendTLS = []backend.TargetTLS{{Match: "*", TLS: registry.TransportSecurity{Require: true}}}
+	if err := unswappable(&cur, &next); err == nil || !strings.Contains(err.Error(), "backend_tls") {
+		t.Errorf("unswappable: %v, want backend_tls refused", err)
+	}
+	same := DemoPolicy()
+	if err := unswappable(&cur, &same); err != nil {
+		t.Errorf("unswappable with no change: %v", err)
 	}
 }
