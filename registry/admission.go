@@ -67,6 +67,9 @@ func (a Admission) admit(ctx context.Context, t Tool, current func(context.Conte
 	if err != nil {
 		return Admitted{}, err
 	}
+	if te := checkTLSFiles(t); te != nil {
+		return Admitted{}, te
+	}
 	res := Admitted{Entry: entry}
 	if len(a.LintProfiles) > 0 {
 		res.Findings = lint.Lint(t.Name, t.InputSchema, a.LintProfiles...)

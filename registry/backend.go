@@ -9,7 +9,7 @@ import (
 
 // targetSchemes are the gRPC resolver schemes a backend may use. Other
 // schemes are refused so that a typo cannot reach a resolver by accident.
-var targetSchemes = []string{"dns", "unix", "unix-abstract", "passthrough", "ipv4", "ipv6"}
+var targetSchemes = []string{"dns", "unix", "unix-abstract", "passthrough", "ipv4", "ipv6", "static"}
 
 // ValidateBackend checks a backend dial target: "host:port" with a port in
 // 1–65535, or a gRPC target with one of the schemes dns, unix,
@@ -30,7 +30,7 @@ func ValidateBackend(target string) string {
 		}
 	}
 	if i := strings.Index(target, "://"); i > 0 {
-		return fmt.Sprintf("%q: unsupported scheme %q (want host:port or one of dns, unix, unix-abstract, passthrough, ipv4, ipv6)", target, target[:i])
+		return fmt.Sprintf("%q: unsupported scheme %q (want host:port or one of dns, unix, unix-abstract, passthrough, ipv4, ipv6, static)", target, target[:i])
 	}
 	if r := checkHostPort(target, true); r != "" {
 		return fmt.Sprintf("%q: %s", target, r)
@@ -78,6 +78,18 @@ func checkSchemeTarget(scheme, rest string) string {
 		}
 		if rest == "" {
 			return "passthrough target has no address"
+		}
+	case "static":
+		// static:///host:port,host:port — the gateway's fixed replica list,
+		// balanced round_robin.
+		list, ok := strings.CutPrefix(rest, "///")
+		if !ok || list == "" {
+			return "static target must be static:///host:port[,host:port...]"
+		}
+		for _, a := range strings.Split(list, ",") {
+			if r := checkHostPort(a, true); r != "" {
+				return fmt.Sprintf("address %q: %s", a, r)
+			}
 		}
 	case "ipv4", "ipv6":
 		if rest == "" {

@@ -15,6 +15,9 @@ import (
 // ToolBackendService. Exactly one kind is set.
 type BackendSpec struct {
 	GRPCMethod *GRPCMethod
+	// TLS is transport security to the backend, whatever the kind
+	// (transport_security.go); nil: the gateway's per-target settings.
+	TLS *TransportSecurity
 }
 
 // GRPCMethod is a unary method of any gRPC service: the tool's arguments
@@ -43,6 +46,9 @@ func sameSpec(a, b *BackendSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
+	if !sameTLS(a.TLS, b.TLS) {
+		return false
+	}
 	ga, gb := a.GRPCMethod, b.GRPCMethod
 	if ga == nil || gb == nil {
 		return ga == gb
@@ -65,6 +71,11 @@ func checkBackend(t Tool) (protoreflect.MethodDescriptor, *ToolError) {
 		return nil, bad("backend", "must be empty when spec is set: set exactly one of backend and spec")
 	case t.Spec.GRPCMethod == nil:
 		return nil, bad("spec", "names no backend kind: set grpc_method")
+	}
+	if t.Spec.TLS != nil {
+		if field, r := t.Spec.TLS.check(); r != "" {
+			return nil, bad("spec.tls"+field, r)
+		}
 	}
 	m := t.Spec.GRPCMethod
 	if r := ValidateBackend(m.Target); r != "" {

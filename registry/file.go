@@ -23,6 +23,7 @@ import (
 //	    backend: 127.0.0.1:7001
 //	    timeout: 5s
 //	    labels: {team: boards}
+//	    annotations: {idempotent_hint: true}
 //	    input_schema: {type: object, properties: {...}}
 type fileTool struct {
 	Name        string            `json:"name"`
@@ -31,6 +32,15 @@ type fileTool struct {
 	Backend     string            `json:"backend"`
 	Timeout     string            `json:"timeout"`
 	Labels      map[string]string `json:"labels"`
+	Annotations *fileAnnotations  `json:"annotations"`
+}
+
+// fileAnnotations are ToolAnnotations in the tools file (MCP's names).
+type fileAnnotations struct {
+	ReadOnlyHint    *bool `json:"read_only_hint"`
+	DestructiveHint *bool `json:"destructive_hint"`
+	IdempotentHint  *bool `json:"idempotent_hint"`
+	OpenWorldHint   *bool `json:"open_world_hint"`
 }
 
 // LoadFile reads a YAML or JSON tools file; see ParseTools.
@@ -77,6 +87,10 @@ func ParseTools(data []byte, source string) ([]Tool, error) {
 		}
 		seen[ft.Name] = i
 		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels}
+		if a := ft.Annotations; a != nil {
+			t.Annotations = &ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+				IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		}
 		if ft.Timeout != "" {
 			d, err := time.ParseDuration(ft.Timeout)
 			if err != nil {
@@ -169,6 +183,6 @@ func SeedWith(ctx context.Context, store Store, tools []Tool, a Admission) error
 // SameDefinition reports whether two tools define the same thing, ignoring
 // Revision.
 func SameDefinition(a, b Tool) bool {
-	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend && sameSpec(a.Spec, b.Spec) &&
+	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend && sameSpec(a.Spec, b.Spec) && sameAnnotations(a.Annotations, b.Annotations) &&
 		a.Timeout == b.Timeout && maps.Equal(a.Labels, b.Labels) && proto.Equal(a.InputSchema, b.InputSchema)
 }

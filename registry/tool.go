@@ -24,4 +24,6 @@ type Tool struct {
 	Labels   map[string]string
 	// Spec is a typed backend (backend_spec.go); nil for a ToolBackendService.
 	Spec *BackendSpec
+	// Annotations are the tool's behaviour hints (annotations.go); nil: none.
+	Annotations *ToolAnnotations
 }

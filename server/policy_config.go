@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/observe"
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/yaml"
@@ -42,6 +44,9 @@ type PolicyConfig struct {
 	SHA256 string `json:"-"`
 	// Idempotency is how idempotent calls' outcomes are kept (idempotency.go).
 	Idempotency IdempotencyConfig
+	// BackendTLS is transport security to backends by target (policy file
+	// backend_tls), for tools whose spec sets no tls; none: plaintext.
+	BackendTLS []backend.TargetTLS
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -176,6 +181,9 @@ func (c *PolicyConfig) validate() error {
 	if err := c.Idempotency.validate(); err != nil {
 		bad("%v", err)
 	}
+	if err := backend.CheckTargetTLS(c.BackendTLS); err != nil {
+		bad("%v", err) // names backend_tls[i], the match and the file
+	}
 	for _, l := range []struct {
 		name string
 		v    int
@@ -288,6 +296,14 @@ type policyFile struct {
 		MaxResultBytes int      `json:"max_result_bytes"`
 		MaxEntries     int      `json:"max_entries"`
 	} `json:"idempotency"`
+	BackendTLS []struct {
+		Match      string `json:"match"`
+		CAFile     string `json:"ca_file"`
+		CertFile   string `json:"cert_file"`
+		KeyFile    string `json:"key_file"`
+		ServerName string `json:"server_name"`
+		Require    bool   `json:"require"`
+	} `json:"backend_tls"`
 }
 
 type toolAccess struct {
@@ -357,6 +373,10 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	sum := sha256.Sum256(b)
 	c.SHA256 = hex.EncodeToString(sum[:])
 	c.Idempotency = IdempotencyConfig{TTL: time.Duration(f.Idempotency.TTL), MaxResultBytes: f.Idempotency.MaxResultBytes, MaxEntries: f.Idempotency.MaxEntries}
+	for _, e := range f.BackendTLS {
+		c.BackendTLS = append(c.BackendTLS, backend.TargetTLS{Match: e.Match, TLS: registry.TransportSecurity{
+			CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, ServerName: e.ServerName, Require: e.Require}})
+	}
 	for _, k := range f.Auth.APIKeys {
 		c.Auth.APIKeys = append(c.Auth.APIKeys, policy.APIKey{Name: k.Name, SHA256: k.SHA256, Roles: k.Roles})
 	}

@@ -2,22 +2,39 @@ package backend
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+
+	"github.com/flowdrop/gateway/registry"
 )
 
-// backendPool holds one *grpc.ClientConn per backend target. A connection
-// is created on first use (grpc.NewClient does not dial until a call needs
-// it), shared by every call to that target, and closed once no registered
-// tool uses the target any more and its in-flight calls have finished.
+// backendPool holds one *grpc.ClientConn per backend target and transport
+// security: two tools with different TLS settings to one target get
+// different connections. A connection is created on first use
+// (grpc.NewClient does not dial until a call needs it; the TLS files are
+// read then), shared by every call with the same key, and closed once no
+// registered tool uses the target any more and its in-flight calls have
+// finished.
 type backendPool struct {
 	dialOpts []grpc.DialOption
+	// targetTLS is the per-target transport security, for keys whose tool
+	// sets none (transportFor).
+	targetTLS []TargetTLS
 
 	mu     sync.RWMutex
-	conns  map[string]*pooledConn
+	conns  map[poolKey]*pooledConn
 	closed bool
+}
+
+// poolKey is a connection's identity: comparable, so a lookup allocates
+// nothing. tls is the tool's own setting (zero when it has none; the
+// per-target settings then apply, fixed for the pool's life).
+type poolKey struct {
+	target string
+	tls    registry.TransportSecurity
 }
 
 type pooledConn struct {
@@ -41,19 +58,25 @@ func (c *pooledConn) release() {
 	}
 }
 
-func newBackendPool(dialOpts []grpc.DialOption) *backendPool {
-	return &backendPool{conns: map[string]*pooledConn{}, dialOpts: dialOpts}
+func newBackendPool(dialOpts []grpc.DialOption, targetTLS []TargetTLS) *backendPool {
+	return &backendPool{conns: map[poolKey]*pooledConn{}, dialOpts: dialOpts, targetTLS: targetTLS}
 }
 
 // errPoolClosed is returned by get after close.
 var errPoolClosed = fmt.Errorf("gateway is shutting down")
 
-// get returns the connection for target, creating it if needed; the caller
-// must call its release when its call is done (a method, not a returned
-// func: a method value would allocate on every call).
-func (p *backendPool) get(target string) (*pooledConn, error) {
+// get returns the connection for target with the tool's own transport
+// security (nil: none), creating it if needed; the caller must call its
+// release when its call is done (a method, not a returned func: a method
+// value would allocate on every call). A TLS file that does not load is a
+// *registry.TLSFileError and no connection: never plaintext instead.
+func (p *backendPool) get(target string, own *registry.TransportSecurity) (*pooledConn, error) {
+	key := poolKey{target: target}
+	if own != nil {
+		key.tls = *own
+	}
 	p.mu.RLock()
-	c, ok := p.conns[target]
+	c, ok := p.conns[key]
 	if ok {
 		c.refs.Add(1) // under the read lock, so prune cannot retire c in between
 	}
@@ -71,13 +94,18 @@ func (p *backendPool) get(target string) (*pooledConn, error) {
 	if p.closed {
 		return nil, errPoolClosed
 	}
-	if c, ok = p.conns[target]; !ok {
-		cc, err := grpc.NewClient(target, p.dialOpts...)
+	if c, ok = p.conns[key]; !ok {
+		creds, err := transportCredentials(transportFor(target, key.tls, p.targetTLS))
+		if err != nil {
+			return nil, err
+		}
+		opts := append(append([]grpc.DialOption{creds}, balanceOptions(target)...), p.dialOpts...)
+		cc, err := grpc.NewClient(target, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("bad backend target: %w", err)
 		}
 		c = &pooledConn{cc: cc}
-		p.conns[target] = c
+		p.conns[key] = c
 	}
 	c.refs.Add(1)
 	return c, nil
@@ -88,11 +116,11 @@ func (p *backendPool) get(target string) (*pooledConn, error) {
 func (p *backendPool) retain(inUse func(target string) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for target, c := range p.conns {
-		if inUse(target) {
+	for key, c := range p.conns {
+		if inUse(key.target) {
 			continue
 		}
-		delete(p.conns, target)
+		delete(p.conns, key)
 		c.retired.Store(true)
 		if c.refs.Load() == 0 {
 			c.close()
@@ -100,13 +128,15 @@ func (p *backendPool) retain(inUse func(target string) bool) {
 	}
 }
 
-// targets lists the targets with an open connection (for tests).
+// targets lists the targets with an open connection, once each (for tests).
 func (p *backendPool) targets() []string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make([]string, 0, len(p.conns))
-	for t := range p.conns {
-		out = append(out, t)
+	for k := range p.conns {
+		if !slices.Contains(out, k.target) {
+			out = append(out, k.target)
+		}
 	}
 	return out
 }
@@ -117,8 +147,8 @@ func (p *backendPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	for target, c := range p.conns {
-		delete(p.conns, target)
+	for key, c := range p.conns {
+		delete(p.conns, key)
 		c.close()
 	}
 }

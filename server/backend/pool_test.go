@@ -3,22 +3,20 @@ package backend
 import (
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 func TestBackendPool(t *testing.T) {
 	t.Parallel()
-	p := newBackendPool([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())})
+	p := newBackendPool(nil, nil)
 	defer p.close()
 
-	pa1, err := p.get("127.0.0.1:1")
+	pa1, err := p.get("127.0.0.1:1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa2, _ := p.get("127.0.0.1:1")
-	pb, _ := p.get("127.0.0.1:2")
+	pa2, _ := p.get("127.0.0.1:1", nil)
+	pb, _ := p.get("127.0.0.1:2", nil)
 	a1, a2, b := pa1.cc, pa2.cc, pb.cc
 	if a1 != a2 {
 		t.Error("two calls to one target got different connections; want one pooled connection")
@@ -44,18 +42,18 @@ func TestBackendPool(t *testing.T) {
 	}
 
 	// A target used again after retirement gets a fresh connection.
-	pa3, _ := p.get("127.0.0.1:1")
+	pa3, _ := p.get("127.0.0.1:1", nil)
 	defer pa3.release()
 	a3 := pa3.cc
 	if a3 == a1 {
 		t.Error("got the closed connection back")
 	}
 
-	if _, err := p.get("dns:///%zz"); err == nil {
+	if _, err := p.get("dns:///%zz", nil); err == nil {
 		t.Error("a malformed target was accepted")
 	}
 	p.close()
-	if _, err := p.get("127.0.0.1:1"); err != errPoolClosed {
+	if _, err := p.get("127.0.0.1:1", nil); err != errPoolClosed {
 		t.Errorf("get after close: %v, want errPoolClosed", err)
 	}
 }

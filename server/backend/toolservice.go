@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -19,6 +18,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
 )
@@ -60,6 +60,10 @@ type ToolServiceConfig struct {
 	// backend's internals) in the backend errors callers receive; by default
 	// they are removed (policy file: backend_errors.pass_debug_info).
 	PassDebugInfo bool
+	// TargetTLS is transport security per backend target (policy file
+	// backend_tls), for tools whose spec sets no tls; the first match wins.
+	// A target no entry matches is plaintext.
+	TargetTLS []TargetTLS
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
@@ -73,8 +77,9 @@ type ToolService struct {
 
 // NewToolService builds the kind; Close releases its connections.
 func NewToolService(cfg ToolServiceConfig) *ToolService {
+	// Transport credentials are per connection (pool.get): TLS or plaintext
+	// by the tool's and the target's settings.
 	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(cfg.MaxRecvMsgSize),
 			grpc.MaxCallSendMsgSize(cfg.MaxSendMsgSize),
@@ -84,7 +89,7 @@ func NewToolService(cfg ToolServiceConfig) *ToolService {
 		),
 		connectParams(cfg.ReconnectMaxDelay),
 	}, cfg.DialOptions...)
-	return &ToolService{cfg: cfg, pool: newBackendPool(opts)}
+	return &ToolService{cfg: cfg, pool: newBackendPool(opts, cfg.TargetTLS)}
 }
 
 // Retain closes the connections to targets inUse reports false for (once
@@ -179,6 +184,8 @@ func (t *ToolService) call(ctx context.Context, c *pipeline.Call, req, resp any)
 }
 
 // callMethod is call for any target and method (the gRPC-method kind's).
+// An idempotent tool's call is retried on Unavailable (retry.go); any
+// other tool's is made once.
 func (t *ToolService) callMethod(ctx context.Context, c *pipeline.Call, target, method string, req, resp any) error {
 	budget, source := t.budget(ctx, c)
 	if source != deadlineCaller {
@@ -186,17 +193,31 @@ func (t *ToolService) callMethod(ctx context.Context, c *pipeline.Call, target, 
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	conn, err := t.pool.get(target)
+	var own *registry.TransportSecurity
+	if s := c.Entry.Tool.Spec; s != nil {
+		own = s.TLS
+	}
+	conn, err := t.pool.get(target, own)
 	if err != nil {
+		// The cause (a TLS file's name, a malformed target) is for the log.
 		return t.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
 	}
 	defer conn.release()
-	conn.reconnectIfFailed(ctx)
 	ctx = metadata.NewOutgoingContext(ctx, t.outgoingMD(ctx, c))
-	if err := conn.cc.Invoke(ctx, method, req, resp); err != nil {
-		return t.failure(c, budget, source, err)
+	attempts := 1
+	if c.Entry.Tool.Idempotent() {
+		attempts = retryAttempts
 	}
-	return nil
+	for attempt := 1; ; attempt++ {
+		conn.reconnectIfFailed(ctx)
+		err := conn.cc.Invoke(ctx, method, req, resp)
+		if err == nil {
+			return nil
+		}
+		if attempt >= attempts || status.Code(err) != codes.Unavailable || !retryWait(ctx, attempt) {
+			return t.failure(c, budget, source, err)
+		}
+	}
 }
 
 // budget picks the call's deadline and names where it came from: the

@@ -22,6 +22,7 @@ func toolFromProto(p *gatewayv1.Tool) (registry.Tool, error) {
 		Backend:     p.GetBackend(),
 		Labels:      maps.Clone(p.GetLabels()),
 		Spec:        specFromProto(p.GetSpec()),
+		Annotations: annotationsFromProto(p.GetAnnotations()),
 	}
 	if d := p.GetTimeout(); d != nil {
 		if err := d.CheckValid(); err != nil {
@@ -43,6 +44,7 @@ func toolProto(t registry.Tool) *gatewayv1.Tool {
 		Revision:    t.Revision,
 		Labels:      maps.Clone(t.Labels),
 		Spec:        specProto(t.Spec),
+		Annotations: annotationsProto(t.Annotations),
 	}
 	if t.Timeout != 0 {
 		p.Timeout = durationpb.New(t.Timeout)

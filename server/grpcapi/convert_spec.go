@@ -15,6 +15,10 @@ func specFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 	if m := p.GetGrpcMethod(); m != nil {
 		s.GRPCMethod = &registry.GRPCMethod{Target: m.GetTarget(), Method: m.GetMethod(), Descriptors: m.GetDescriptors()}
 	}
+	if ts := p.GetTls(); ts != nil {
+		s.TLS = &registry.TransportSecurity{CAFile: ts.GetCaFile(), CertFile: ts.GetCertFile(), KeyFile: ts.GetKeyFile(),
+			ServerName: ts.GetServerName(), Require: ts.GetRequire()}
+	}
 	return s
 }
 
@@ -29,13 +33,41 @@ func specProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 		p.Kind = &gatewayv1.BackendSpec_GrpcMethod{GrpcMethod: &gatewayv1.GrpcMethod{
 			Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}}
 	}
+	if ts := s.TLS; ts != nil {
+		p.Tls = &gatewayv1.TransportSecurity{CaFile: ts.CAFile, CertFile: ts.CertFile, KeyFile: ts.KeyFile,
+			ServerName: ts.ServerName, Require: ts.Require}
+	}
 	return p
 }
 
-// hideSpecTarget clears a response tool's typed backend's target, for a
-// caller who does not see backends (the spec is toolProto's own copy).
+// hideSpecTarget clears a response tool's typed backend's target and its
+// TLS file paths (the gateway's disk), for a caller who does not see
+// backends (the spec is toolProto's own copy). That TLS is required stays.
 func hideSpecTarget(p *gatewayv1.Tool) {
+	if ts := p.GetSpec().GetTls(); ts != nil {
+		p.Spec.Tls = &gatewayv1.TransportSecurity{Require: true}
+	}
 	if m := p.GetSpec().GetGrpcMethod(); m != nil {
 		m.Target = ""
 	}
+}
+
+// annotationsFromProto is Tool.annotations as the registry's type; nil
+// stays nil, an unset hint stays unset.
+func annotationsFromProto(p *gatewayv1.ToolAnnotations) *registry.ToolAnnotations {
+	if p == nil {
+		return nil
+	}
+	return &registry.ToolAnnotations{ReadOnlyHint: p.ReadOnlyHint, DestructiveHint: p.DestructiveHint,
+		IdempotentHint: p.IdempotentHint, OpenWorldHint: p.OpenWorldHint}
+}
+
+// annotationsProto is stored annotations for a response (the hints are
+// shared: stored tools are read-only).
+func annotationsProto(a *registry.ToolAnnotations) *gatewayv1.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &gatewayv1.ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+		IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 }

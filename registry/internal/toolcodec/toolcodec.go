@@ -11,32 +11,54 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Version is the format version written by Encode for a tool with a typed
-// backend (Tool.Spec); other tools are written as VersionPlain, which every
-// earlier build reads. Decode refuses any version it does not know, so an
-// older binary never silently misreads a newer record.
+// Version is the format version written by Encode for a tool with
+// annotations or transport security; a tool with a typed backend (Tool.Spec)
+// without either is written as VersionSpec, other tools as VersionPlain,
+// which every earlier build reads. Decode refuses any version it does not
+// know, so an older binary never silently misreads a newer record (one
+// that dropped a tool's TLS would call it in plaintext).
 const (
-	Version      = 2
+	Version      = 3
+	VersionSpec  = 2
 	VersionPlain = 1
 )
 
 // record is the JSON document. The schema is embedded as raw JSON produced by
 // protojson so that structpb values (numbers, nulls, nesting) round-trip exactly.
 type record struct {
-	V           int               `json:"v"`
-	Name        string            `json:"name"`
-	Description string            `json:"description,omitempty"`
-	InputSchema json.RawMessage   `json:"input_schema,omitempty"`
-	Backend     string            `json:"backend,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"` // time.Duration.String: exact to the nanosecond
-	Revision    int64             `json:"revision,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Spec        *specRecord       `json:"spec,omitempty"` // version 2
+	V           int                `json:"v"`
+	Name        string             `json:"name"`
+	Description string             `json:"description,omitempty"`
+	InputSchema json.RawMessage    `json:"input_schema,omitempty"`
+	Backend     string             `json:"backend,omitempty"`
+	Timeout     string             `json:"timeout,omitempty"` // time.Duration.String: exact to the nanosecond
+	Revision    int64              `json:"revision,omitempty"`
+	Labels      map[string]string  `json:"labels,omitempty"`
+	Spec        *specRecord        `json:"spec,omitempty"`        // version 2
+	Annotations *annotationsRecord `json:"annotations,omitempty"` // version 3
+}
+
+// annotationsRecord is registry.ToolAnnotations; a nil hint is unset.
+type annotationsRecord struct {
+	ReadOnly    *bool `json:"read_only,omitempty"`
+	Destructive *bool `json:"destructive,omitempty"`
+	Idempotent  *bool `json:"idempotent,omitempty"`
+	OpenWorld   *bool `json:"open_world,omitempty"`
+}
+
+// tlsRecord is registry.TransportSecurity (version 3).
+type tlsRecord struct {
+	CAFile     string `json:"ca_file,omitempty"`
+	CertFile   string `json:"cert_file,omitempty"`
+	KeyFile    string `json:"key_file,omitempty"`
+	ServerName string `json:"server_name,omitempty"`
+	Require    bool   `json:"require,omitempty"`
 }
 
 // specRecord is registry.BackendSpec; descriptors are base64 (encoding/json's []byte).
 type specRecord struct {
 	GRPCMethod *grpcMethodRecord `json:"grpc_method,omitempty"`
+	TLS        *tlsRecord        `json:"tls,omitempty"` // version 3
 }
 
 type grpcMethodRecord struct {
@@ -59,10 +81,18 @@ func Encode(t registry.Tool) ([]byte, error) {
 		r.Timeout = t.Timeout.String()
 	}
 	if t.Spec != nil {
-		r.V, r.Spec = Version, &specRecord{}
+		r.V, r.Spec = VersionSpec, &specRecord{}
 		if m := t.Spec.GRPCMethod; m != nil {
 			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
 		}
+		if s := t.Spec.TLS; s != nil {
+			r.V = Version
+			r.Spec.TLS = &tlsRecord{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
+		}
+	}
+	if a := t.Annotations; a != nil {
+		r.V = Version
+		r.Annotations = &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
 	}
 	if t.InputSchema != nil {
 		raw, err := protojson.Marshal(t.InputSchema)
@@ -91,7 +121,7 @@ func Decode(b []byte) (registry.Tool, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return registry.Tool{}, fmt.Errorf("toolcodec: decode: %w", err)
 	}
-	if r.V != Version && r.V != VersionPlain {
+	if r.V != Version && r.V != VersionSpec && r.V != VersionPlain {
 		return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: unsupported format version %d (this build reads version %d)", r.Name, r.V, Version)
 	}
 	t := registry.Tool{
@@ -106,6 +136,12 @@ func Decode(b []byte) (registry.Tool, error) {
 		if m := r.Spec.GRPCMethod; m != nil {
 			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
 		}
+		if s := r.Spec.TLS; s != nil {
+			t.Spec.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
+		}
+	}
+	if a := r.Annotations; a != nil {
+		t.Annotations = &registry.ToolAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)

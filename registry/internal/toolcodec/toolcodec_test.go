@@ -124,6 +124,9 @@ func assertToolEqual(t *testing.T, got, want registry.Tool, reason string) {
 			!bytes.Equal(gs.GRPCMethod.Descriptors, ws.GRPCMethod.Descriptors))))) {
 		t.Errorf("spec: got %+v, want %+v (%s)", gs, ws, reason)
 	}
+	if !registry.SameDefinition(registry.Tool{Spec: gs, Annotations: got.Annotations}, registry.Tool{Spec: ws, Annotations: want.Annotations}) {
+		t.Errorf("spec TLS or annotations: got %+v %+v, want %+v %+v (%s)", gs, got.Annotations, ws, want.Annotations, reason)
+	}
 	if (got.InputSchema == nil) != (want.InputSchema == nil) || !proto.Equal(got.InputSchema, want.InputSchema) {
 		t.Errorf("input schema: got %v, want %v (%s)", got.InputSchema, want.InputSchema, reason)
 	}
@@ -211,13 +214,56 @@ func TestGoldenSpec(t *testing.T) {
 	assertToolEqual(t, got, tool, "the golden v2 record must keep decoding")
 }
 
+// TestGoldenV3 pins version 3, a record with annotations or transport
+// security: older builds refuse it rather than drop a tool's TLS.
+func TestGoldenV3(t *testing.T) {
+	yes, no := true, false
+	tool := registry.Tool{
+		Name:        "golden.tls",
+		InputSchema: mustStruct(t, map[string]any{"type": "object"}),
+		Revision:    4,
+		Spec: &registry.BackendSpec{GRPCMethod: &registry.GRPCMethod{Target: "dns:///notes:7002", Method: "/p.S/M", Descriptors: []byte("\x0a\x03a.p")},
+			TLS: &registry.TransportSecurity{CAFile: "/etc/ca.pem", CertFile: "/etc/c.pem", KeyFile: "/etc/k.pem", ServerName: "notes", Require: true}},
+		Annotations: &registry.ToolAnnotations{IdempotentHint: &yes, DestructiveHint: &no},
+	}
+	b, err := Encode(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "tool_v3.json")
+	if *update {
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(b) {
+		t.Errorf("encoding changed; bump Version if intended\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertToolEqual(t, got, tool, "the golden v3 record must keep decoding")
+	if !got.Idempotent() || got.Annotations.ReadOnlyHint != nil {
+		t.Errorf("annotations: got %+v, want idempotent set, read-only unset (an unset hint must stay unset, not false)", got.Annotations)
+	}
+	plain := registry.Tool{Name: "a", Backend: "127.0.0.1:1", Annotations: &registry.ToolAnnotations{IdempotentHint: &yes}}
+	if b, _ := Encode(plain); !strings.HasPrefix(string(b), `{"v":3,`) {
+		t.Errorf("a plain tool with annotations encoded as %s, want version 3 (older builds must refuse it, not drop the marker)", b)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	cases := []struct {
 		name, in, wantSub, reason string
 	}{
 		{"not-json", `{`, "toolcodec: decode", "corrupt bytes must be reported, not decoded to a zero tool"},
 		{"no-version", `{"name":"x"}`, `tool "x": unsupported format version 0`, "a record without a version is not ours"},
-		{"future-version", `{"v":3,"name":"x"}`, "unsupported format version 3", "a newer format must be refused rather than misread"},
+		{"future-version", `{"v":4,"name":"x"}`, "unsupported format version 4", "a newer format must be refused rather than misread"},
 		{"bad-timeout", `{"v":1,"name":"x","timeout":"soon"}`, `tool "x": timeout`, "the error must name the field"},
 		{"schema-not-object", `{"v":1,"name":"x","input_schema":[1]}`, `tool "x": input_schema`, "the schema must be a JSON object"},
 	}

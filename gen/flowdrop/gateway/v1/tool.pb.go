@@ -99,7 +99,11 @@ type Tool struct {
 	Labels map[string]string `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Spec is a typed backend, for a service that does not implement
 	// ToolBackendService. Exactly one of backend and spec is set.
-	Spec          *BackendSpec `protobuf:"bytes,8,opt,name=spec,proto3" json:"spec,omitempty"`
+	Spec *BackendSpec `protobuf:"bytes,8,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Annotations are hints about the tool's behaviour (MCP's tool
+	// annotations); idempotent_hint lets the gateway retry a call to a
+	// backend that was unavailable.
+	Annotations   *ToolAnnotations `protobuf:"bytes,9,opt,name=annotations,proto3" json:"annotations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -190,20 +194,105 @@ func (x *Tool) GetSpec() *BackendSpec {
 	return nil
 }
 
+func (x *Tool) GetAnnotations() *ToolAnnotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+// ToolAnnotations are MCP's tool annotations; unset means MCP's default.
+type ToolAnnotations struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool does not change its environment (MCP default false).
+	ReadOnlyHint *bool `protobuf:"varint,1,opt,name=read_only_hint,json=readOnlyHint,proto3,oneof" json:"read_only_hint,omitempty"`
+	// The tool may destroy or overwrite (MCP default true).
+	DestructiveHint *bool `protobuf:"varint,2,opt,name=destructive_hint,json=destructiveHint,proto3,oneof" json:"destructive_hint,omitempty"`
+	// Calling again with the same arguments has no further effect (MCP
+	// default false). The gateway retries only such tools, only on
+	// Unavailable.
+	IdempotentHint *bool `protobuf:"varint,3,opt,name=idempotent_hint,json=idempotentHint,proto3,oneof" json:"idempotent_hint,omitempty"`
+	// The tool reaches an open world of outside entities (MCP default true).
+	OpenWorldHint *bool `protobuf:"varint,4,opt,name=open_world_hint,json=openWorldHint,proto3,oneof" json:"open_world_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolAnnotations) Reset() {
+	*x = ToolAnnotations{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolAnnotations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolAnnotations) ProtoMessage() {}
+
+func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
+func (*ToolAnnotations) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolAnnotations) GetReadOnlyHint() bool {
+	if x != nil && x.ReadOnlyHint != nil {
+		return *x.ReadOnlyHint
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetDestructiveHint() bool {
+	if x != nil && x.DestructiveHint != nil {
+		return *x.DestructiveHint
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetIdempotentHint() bool {
+	if x != nil && x.IdempotentHint != nil {
+		return *x.IdempotentHint
+	}
+	return false
+}
+
+func (x *ToolAnnotations) GetOpenWorldHint() bool {
+	if x != nil && x.OpenWorldHint != nil {
+		return *x.OpenWorldHint
+	}
+	return false
+}
+
 // BackendSpec is a tool's backend by kind.
 type BackendSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*BackendSpec_GrpcMethod
-	Kind          isBackendSpec_Kind `protobuf_oneof:"kind"`
+	Kind isBackendSpec_Kind `protobuf_oneof:"kind"`
+	// TLS to the backend, for every kind. Unset: the gateway's per-target
+	// settings (policy file backend_tls), else plaintext.
+	Tls           *TransportSecurity `protobuf:"bytes,15,opt,name=tls,proto3" json:"tls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BackendSpec) Reset() {
 	*x = BackendSpec{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +304,7 @@ func (x *BackendSpec) String() string {
 func (*BackendSpec) ProtoMessage() {}
 
 func (x *BackendSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +317,7 @@ func (x *BackendSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendSpec.ProtoReflect.Descriptor instead.
 func (*BackendSpec) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BackendSpec) GetKind() isBackendSpec_Kind {
@@ -247,6 +336,13 @@ func (x *BackendSpec) GetGrpcMethod() *GrpcMethod {
 	return nil
 }
 
+func (x *BackendSpec) GetTls() *TransportSecurity {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
 type isBackendSpec_Kind interface {
 	isBackendSpec_Kind()
 }
@@ -257,6 +353,91 @@ type BackendSpec_GrpcMethod struct {
 }
 
 func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
+
+// TransportSecurity is TLS (mTLS with a client certificate) to a backend.
+// Files are paths on the gateway's host, read when a connection is made.
+// Setting any field means TLS: the tool's calls never go in plaintext.
+type TransportSecurity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PEM CA certificates the backend's certificate must chain to; empty:
+	// the host's roots.
+	CaFile string `protobuf:"bytes,1,opt,name=ca_file,json=caFile,proto3" json:"ca_file,omitempty"`
+	// PEM client certificate and key presented to the backend (mTLS); both
+	// or neither.
+	CertFile string `protobuf:"bytes,2,opt,name=cert_file,json=certFile,proto3" json:"cert_file,omitempty"`
+	KeyFile  string `protobuf:"bytes,3,opt,name=key_file,json=keyFile,proto3" json:"key_file,omitempty"`
+	// Name the backend's certificate must carry; empty: the target's host.
+	ServerName string `protobuf:"bytes,4,opt,name=server_name,json=serverName,proto3" json:"server_name,omitempty"`
+	// Require TLS (with the host's roots when no ca_file): never plaintext.
+	Require       bool `protobuf:"varint,5,opt,name=require,proto3" json:"require,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransportSecurity) Reset() {
+	*x = TransportSecurity{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransportSecurity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransportSecurity) ProtoMessage() {}
+
+func (x *TransportSecurity) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransportSecurity.ProtoReflect.Descriptor instead.
+func (*TransportSecurity) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TransportSecurity) GetCaFile() string {
+	if x != nil {
+		return x.CaFile
+	}
+	return ""
+}
+
+func (x *TransportSecurity) GetCertFile() string {
+	if x != nil {
+		return x.CertFile
+	}
+	return ""
+}
+
+func (x *TransportSecurity) GetKeyFile() string {
+	if x != nil {
+		return x.KeyFile
+	}
+	return ""
+}
+
+func (x *TransportSecurity) GetServerName() string {
+	if x != nil {
+		return x.ServerName
+	}
+	return ""
+}
+
+func (x *TransportSecurity) GetRequire() bool {
+	if x != nil {
+		return x.Require
+	}
+	return false
+}
 
 // GrpcMethod is a unary method of a gRPC service called with the tool's
 // arguments as its request message (proto3 JSON mapping), its response
@@ -278,7 +459,7 @@ type GrpcMethod struct {
 
 func (x *GrpcMethod) Reset() {
 	*x = GrpcMethod{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +471,7 @@ func (x *GrpcMethod) String() string {
 func (*GrpcMethod) ProtoMessage() {}
 
 func (x *GrpcMethod) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +484,7 @@ func (x *GrpcMethod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrpcMethod.ProtoReflect.Descriptor instead.
 func (*GrpcMethod) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GrpcMethod) GetTarget() string {
@@ -343,7 +524,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +536,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +549,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Repair) GetPath() string {
@@ -413,7 +594,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +606,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +619,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Caller) GetSubject() string {
@@ -466,7 +647,7 @@ var File_flowdrop_gateway_v1_tool_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\n" +
-	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x93\x03\n" +
+	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xdb\x03\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -475,14 +656,32 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x1a\n" +
 	"\brevision\x18\x06 \x01(\x03R\brevision\x12=\n" +
 	"\x06labels\x18\a \x03(\v2%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x124\n" +
-	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x1a9\n" +
+	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x12F\n" +
+	"\vannotations\x18\t \x01(\v2$.flowdrop.gateway.v1.ToolAnnotationsR\vannotations\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x0fToolAnnotations\x12)\n" +
+	"\x0eread_only_hint\x18\x01 \x01(\bH\x00R\freadOnlyHint\x88\x01\x01\x12.\n" +
+	"\x10destructive_hint\x18\x02 \x01(\bH\x01R\x0fdestructiveHint\x88\x01\x01\x12,\n" +
+	"\x0fidempotent_hint\x18\x03 \x01(\bH\x02R\x0eidempotentHint\x88\x01\x01\x12+\n" +
+	"\x0fopen_world_hint\x18\x04 \x01(\bH\x03R\ropenWorldHint\x88\x01\x01B\x11\n" +
+	"\x0f_read_only_hintB\x13\n" +
+	"\x11_destructive_hintB\x12\n" +
+	"\x10_idempotent_hintB\x12\n" +
+	"\x10_open_world_hint\"\x9f\x01\n" +
 	"\vBackendSpec\x12B\n" +
 	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
-	"grpcMethodB\x06\n" +
-	"\x04kindJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x0f\x10\x10\"^\n" +
+	"grpcMethod\x128\n" +
+	"\x03tls\x18\x0f \x01(\v2&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n" +
+	"\x04kindJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04\"\x9f\x01\n" +
+	"\x11TransportSecurity\x12\x17\n" +
+	"\aca_file\x18\x01 \x01(\tR\x06caFile\x12\x1b\n" +
+	"\tcert_file\x18\x02 \x01(\tR\bcertFile\x12\x19\n" +
+	"\bkey_file\x18\x03 \x01(\tR\akeyFile\x12\x1f\n" +
+	"\vserver_name\x18\x04 \x01(\tR\n" +
+	"serverName\x12\x18\n" +
+	"\arequire\x18\x05 \x01(\bR\arequire\"^\n" +
 	"\n" +
 	"GrpcMethod\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
@@ -516,30 +715,34 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(RepairKind)(0),             // 0: flowdrop.gateway.v1.RepairKind
 	(*Tool)(nil),                // 1: flowdrop.gateway.v1.Tool
-	(*BackendSpec)(nil),         // 2: flowdrop.gateway.v1.BackendSpec
-	(*GrpcMethod)(nil),          // 3: flowdrop.gateway.v1.GrpcMethod
-	(*Repair)(nil),              // 4: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 5: flowdrop.gateway.v1.Caller
-	nil,                         // 6: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 7: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*ToolAnnotations)(nil),     // 2: flowdrop.gateway.v1.ToolAnnotations
+	(*BackendSpec)(nil),         // 3: flowdrop.gateway.v1.BackendSpec
+	(*TransportSecurity)(nil),   // 4: flowdrop.gateway.v1.TransportSecurity
+	(*GrpcMethod)(nil),          // 5: flowdrop.gateway.v1.GrpcMethod
+	(*Repair)(nil),              // 6: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 7: flowdrop.gateway.v1.Caller
+	nil,                         // 8: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 9: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	7, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	8, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	6, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
-	2, // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
-	3, // 4: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	0, // 5: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	9,  // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	10, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	8,  // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	3,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
+	2,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
+	5,  // 5: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	4,  // 6: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	0,  // 7: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -547,7 +750,8 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	if File_flowdrop_gateway_v1_tool_proto != nil {
 		return
 	}
-	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{
+	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_tool_proto_msgTypes[2].OneofWrappers = []any{
 		(*BackendSpec_GrpcMethod)(nil),
 	}
 	type x struct{}
@@ -556,7 +760,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
