@@ -112,7 +112,7 @@ func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
 			}
 			if f := c.Failure(); f != nil && c.Entry != nil && pipeline.IsBackendFailure(f) {
 				// The caller's message names neither; the operator's line does.
-				logging.AddFields(ctx, backendFields(c.Entry.Tool.Backend, f))
+				logging.AddFields(ctx, backendFields(c.Entry.Tool.Target(), f))
 			}
 			if e := p.Finish(ctx, c, err); e != nil {
 				resp, err = nil, Status(e).Err() // fail-closed audit withholds the result

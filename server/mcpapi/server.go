@@ -435,7 +435,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
 			// The result names neither the target nor the cause; the log does.
-			m.log.WarnContext(ctx, "MCP tools/call: backend failed", "tool", c.Tool, "backend", c.Entry.Tool.Backend, "error", perr.Error())
+			m.log.WarnContext(ctx, "MCP tools/call: backend failed", "tool", c.Tool, "backend", c.Entry.Tool.Target(), "error", perr.Error())
 		}
 		return m.callError(ctx, perr, c.Report)
 	}
