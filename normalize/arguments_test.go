@@ -81,3 +81,16 @@ func TestParseArguments(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParseArguments: a model's arguments text (the recorded OpenAI
+// call's shape) parsed within the default policy limits.
+func BenchmarkParseArguments(b *testing.B) {
+	text := `{"id":9007199254740992,"title":"Quarterly report","tags":"[\"finance\",\"q3\"]","body":"Revenue grew 4% over the quarter."}`
+	lim := normalize.Limits{MaxBytes: 4 << 20, MaxStringLength: 1 << 20, MaxDepth: 100, MaxElements: 50_000, MaxKeys: 10_000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := normalize.ParseArguments(text, lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
