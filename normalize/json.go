@@ -32,6 +32,23 @@ type jsonParser struct {
 	// policy depth of the string being parsed.
 	b    *budget
 	base int
+	// track: record the failure's path (tokens, innermost first) for
+	// ParseArguments; the repair path leaves it off.
+	track  bool
+	tokens []string
+	// ranOut: the text ended inside a string (its failure's offset is
+	// where the string began).
+	ranOut bool
+}
+
+// at records a path token while a failed parse unwinds.
+func (p *jsonParser) at(tok string) {
+	if p.b != nil {
+		p.b.at(tok)
+	}
+	if p.track {
+		p.tokens = append(p.tokens, tok)
+	}
 }
 
 // limitHit is the failure reason of a parse stopped by its budget; it is
@@ -175,7 +192,7 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 			return nil
 		}
 		if p.b != nil && p.limited(p.b.key() && p.b.str(len(k))) {
-			p.b.at(k)
+			p.at(k)
 			return nil
 		}
 		p.ws()
@@ -187,14 +204,13 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 		p.ws()
 		v := p.value(depth)
 		if p.failed {
-			if p.b != nil {
-				p.b.at(k)
-			}
+			p.at(k)
 			return nil
 		}
 		// Compared after unescaping: "a" and "\u0061" are the same key.
 		if _, dup := fields[k]; dup {
 			p.fail(DuplicateKey, keyOff)
+			p.at(k)
 			return nil
 		}
 		fields[k] = v
@@ -234,14 +250,12 @@ func (p *jsonParser) array(depth int) *structpb.Value {
 	for {
 		p.ws()
 		if p.b != nil && p.limited(p.b.element()) {
-			p.b.at(indexToken(len(vals)))
+			p.at(indexToken(len(vals)))
 			return nil
 		}
 		v := p.value(depth)
 		if p.failed {
-			if p.b != nil {
-				p.b.at(indexToken(len(vals)))
-			}
+			p.at(indexToken(len(vals)))
 			return nil
 		}
 		vals = append(vals, v)
@@ -305,6 +319,7 @@ func (p *jsonParser) str() (string, bool) {
 		// Escape.
 		if p.i+1 >= len(p.s) {
 			p.fail(NotJSON, p.i)
+			p.ranOut = true
 			return "", false
 		}
 		e := p.s[p.i+1]
@@ -354,12 +369,14 @@ func (p *jsonParser) str() (string, bool) {
 		}
 	}
 	p.fail(NotJSON, start)
+	p.ranOut = true
 	return "", false
 }
 
 func (p *jsonParser) hex4() (rune, bool) {
 	if p.i+4 > len(p.s) {
 		p.fail(NotJSON, p.i)
+		p.ranOut = true
 		return 0, false
 	}
 	var r rune

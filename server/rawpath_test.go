@@ -219,8 +219,8 @@ func TestRawPath(t *testing.T) {
 		// A client that sends InvokeRequest.caller itself must not reach the
 		// backend with it. At the gateway field 4 is the idempotency key:
 		// caller bytes there are refused as a key; a real key never lets the
-		// message be forwarded whole; a higher unknown field takes the
-		// decoding path.
+		// message be forwarded whole; field 5 (arguments_json) beside
+		// arguments is refused; a higher unknown field takes the decoding path.
 		spoof, _ := proto.Marshal(&gatewayv1.Caller{Subject: "root", Roles: []string{"admin"}})
 		for _, tc := range []struct {
 			name, callID string
@@ -232,7 +232,8 @@ func TestRawPath(t *testing.T) {
 		}{
 			{"caller bytes as field 4", "raw-spoof-4", 4, "", true, 0, "field 4 is the idempotency key: caller bytes are not printable ASCII"},
 			{"a key in field 4", "raw-key-4", 0, "raw-key", false, 0, "scanned, but the message is not the backend request's head"},
-			{"caller bytes as field 5", "raw-spoof-5", 5, "", false, 1, "unknown fields take the decoding path and are dropped"},
+			{"caller bytes as field 5", "raw-spoof-5", 5, "", true, 0, "field 5 is arguments_json: beside arguments it is refused"},
+			{"caller bytes as field 6", "raw-spoof-6", 6, "", false, 1, "unknown fields take the decoding path and are dropped"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "t"}), CallId: tc.callID, IdempotencyKey: tc.key}

@@ -22,14 +22,18 @@ import (
 // CLI does not pull in the whole server).
 const defaultGatewayAddr = "127.0.0.1:7443"
 
-const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--call-id ID] [--timeout DUR] [--output text|json] [connection flags]
+const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--args-struct] [--call-id ID] [--timeout DUR] [--output text|json] [connection flags]
 
 Calls a tool through the gateway and prints the result and the repairs the
 gateway made to the arguments. Exits 1 on an error (printing the status code,
 message and any field violations) or when the tool reported one, 2 on bad
 usage. With --output json, stdout is one JSON document: the response
 ({"result", "is_error", "repairs"}), or {"error": {"code", "message",
-"details"}} when the call failed.
+"details"}} when the call failed. --args is sent as the text it is
+(arguments_json), so the gateway's strict parser judges it — a number such
+as 9007199254740993 is refused by the gateway, not rounded here;
+--args-struct sends it as a Struct instead (for gateways before
+arguments_json).
 
 ` + connHelp
 
@@ -46,7 +50,8 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, invokeUsage); fs.PrintDefaults() }
-	argsJSON := fs.String("args", "{}", "the tool's arguments as a JSON object")
+	argsJSON := fs.String("args", "{}", "the tool's arguments as a JSON object, sent as the text it is (arguments_json)")
+	argsStruct := fs.Bool("args-struct", false, "parse --args here and send a Struct (arguments) instead of the text")
 	gw := addConnFlags(fs)
 	callID := fs.String("call-id", "", "tool-call id passed to the backend and the audit log")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the call")
@@ -70,10 +75,21 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	tool := positional[0]
-	arguments := &structpb.Struct{}
-	if err := protojson.Unmarshal([]byte(*argsJSON), arguments); err != nil {
-		fmt.Fprintf(stderr, "flowdropctl invoke: --args must be a JSON object: %v\n", err)
-		return 2
+	req := &gatewayv1.InvokeToolRequest{Tool: tool, CallId: *callID}
+	if *argsStruct {
+		req.Arguments = &structpb.Struct{}
+		if err := protojson.Unmarshal([]byte(*argsJSON), req.Arguments); err != nil {
+			fmt.Fprintf(stderr, "flowdropctl invoke: --args must be a JSON object: %v\n", err)
+			return 2
+		}
+	} else {
+		// Only the syntax is checked here (json.Valid builds no numbers);
+		// everything else is the gateway's to judge.
+		if t := bytes.TrimSpace([]byte(*argsJSON)); !json.Valid(t) || len(t) == 0 || t[0] != '{' {
+			fmt.Fprintf(stderr, "flowdropctl invoke: --args must be a JSON object\n")
+			return 2
+		}
+		req.ArgumentsJson = *argsJSON
 	}
 	if *timeout <= 0 {
 		fmt.Fprintf(stderr, "flowdropctl invoke: --timeout must be positive, got %v\n", *timeout)
@@ -88,9 +104,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := gatewayv1.NewToolGatewayServiceClient(conn).InvokeTool(ctx, &gatewayv1.InvokeToolRequest{
-		Tool: tool, Arguments: arguments, CallId: *callID,
-	})
+	resp, err := gatewayv1.NewToolGatewayServiceClient(conn).InvokeTool(ctx, req)
 	if err != nil {
 		if out.json {
 			return writeJSONError(stdout, err)

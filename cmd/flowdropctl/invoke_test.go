@@ -57,6 +57,19 @@ func TestInvoke(t *testing.T) {
 			wantStdout: []string{"tool reported an error:", "status 1"},
 		},
 		{
+			name:       "inexact-id-judged-by-the-gateway",
+			reason:     "--args goes as arguments_json: 2^53+1 reaches the gateway as written and is refused naming /id",
+			args:       []string{"create_note", "--args", `{"title":"x","id":9007199254740993}`},
+			wantCode:   1,
+			wantStderr: []string{"error: InvalidArgument:", "  /id: ", "cannot be represented exactly"},
+		},
+		{
+			name:       "args-struct",
+			reason:     "--args-struct sends a Struct, as before arguments_json",
+			args:       []string{"create_note", "--args-struct", "--args", `{"title":"x","tags":"[\"a\"]"}`},
+			wantStdout: []string{"json-decoded /tags"},
+		},
+		{
 			name:       "bad-args-json",
 			reason:     "--args that is not a JSON object is a usage error",
 			args:       []string{"create_note", "--args", `[1]`},

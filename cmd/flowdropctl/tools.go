@@ -44,6 +44,9 @@ commands:
                    register one tool per unary method of a gRPC service, its
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
+  export --format openai|openai-strict|anthropic|gemini|mcp
+                   print the tools you may invoke in a model API's tool format
+                   (tools the format cannot carry: on stderr with the reason)
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -83,8 +86,10 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsWatch(ctx, rest, stdout, stderr)
 	case "import":
 		return toolsImport(ctx, rest, stdout, stderr)
+	case "export":
+		return toolsExport(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export or lint)\n", sub)
 	return 2
 }
 

@@ -29,6 +29,8 @@ func DefaultMethodRoles() map[string][]string {
 		"/" + RegistryService + "/GetTool":    {RoleAdmin, RoleInvoker},
 		"/" + RegistryService + "/ListTools":  {RoleAdmin, RoleInvoker},
 		"/" + RegistryService + "/WatchTools": {RoleAdmin, RoleInvoker},
+		// An agent hands its model the tools it may invoke (filtered alike).
+		"/" + RegistryService + "/ExportTools": {RoleAdmin, RoleInvoker},
 	}
 }
 

@@ -25,7 +25,8 @@ import (
 // stages decode them only if one needs them, and the backend forwards the
 // received bytes when nothing changed them. A request whose envelope is not
 // plain (unknown fields — a field 4 must never reach a backend from a
-// caller —, repeats, invalid UTF-8) is decoded whole and continues decoded.
+// caller —, repeats, invalid UTF-8) is decoded whole and continues decoded;
+// so is one with arguments_json (field 5), whose text the pipeline parses.
 //
 // InvokeResponse {result=1, is_error=2} is InvokeToolResponse without
 // repairs (field 3), so with no repairs the backend's bytes are the
@@ -122,6 +123,11 @@ func (g *gatewayService) request(ctx context.Context, rc *rawCall) (*gatewayv1.I
 		return nil, status.Errorf(codes.InvalidArgument, "request is not a valid InvokeToolRequest: %v", err)
 	}
 	rc.call.Init(req.GetTool(), req.GetCallId(), req.GetArguments())
+	if text := req.GetArgumentsJson(); text != "" {
+		// The model's text: the pipeline parses it (strictly, within the
+		// limits) when a stage first needs the arguments.
+		rc.call.ReceiveJSON(text, req.Arguments != nil)
+	}
 	rc.call.SetIdempotencyKey(req.GetIdempotencyKey())
 	rc.call.SetIdempotencyKey(metadata.ValueFromIncomingContext(ctx, IdempotencyKeyHeader)...)
 	return req, nil
@@ -205,12 +211,14 @@ const IdempotencyKeyHeader = "idempotency-key"
 
 // scanEnvelope reads the envelope with protowire. It reports false for
 // anything but fields 1–4, each at most once, length-delimited, strings
-// valid UTF-8.
+// valid UTF-8 — and for arguments_json (field 5): JSON text is parsed by
+// the pipeline, never forwarded, so such a request takes the decode path.
 func scanEnvelope(b []byte) (env envelope, ok bool) {
 	var seen uint8
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || typ != protowire.BytesType || num < 1 || num > 4 || seen&(1<<num) != 0 {
+			// Field 5 (arguments_json) lands here too, by design.
 			return env, false
 		}
 		seen |= 1 << num

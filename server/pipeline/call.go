@@ -60,9 +60,13 @@ type Call struct {
 
 	received    Received
 	hasReceived bool
-	sent        *structpb.Struct // the arguments as sent, once decoded
-	args        *structpb.Struct // the arguments to forward (normalized)
-	decodeErr   *Error
+	// argsJSON is the arguments as JSON text (a face's arguments_json),
+	// parsed by Args; argsBoth: the face also received a Struct.
+	argsJSON          string
+	hasJSON, argsBoth bool
+	sent              *structpb.Struct // the arguments as sent, once decoded
+	args              *structpb.Struct // the arguments to forward (normalized)
+	decodeErr         *Error
 	// rewrite: the received bytes hold more than their decoded form
 	// (unknown fields, repeated kinds or entry fields), so they are never
 	// forwarded as they came: the backend gets the decoded form re-encoded.
@@ -110,6 +114,15 @@ func (c *Call) Receive(r Received) {
 	c.sent, c.args = nil, nil
 }
 
+// ReceiveJSON gives the call its arguments as the JSON text a model API
+// returned (InvokeToolRequest.arguments_json): Args parses it with the
+// strict parser within the call's argument limits. alsoStruct says the
+// face received decoded arguments too, which Args refuses.
+func (c *Call) ReceiveJSON(text string, alsoStruct bool) {
+	c.argsJSON, c.hasJSON, c.argsBoth = text, true, alsoStruct
+	c.sent, c.args = nil, nil
+}
+
 // SetIdempotencyKey sets the call's idempotency key from the places a
 // face reads it (a field, a header): "" means not given; two different
 // keys are refused by the identifiers stage.
@@ -138,11 +151,14 @@ func (c *Call) ReceivedArgs() ([]byte, bool) { return c.received.Args, c.hasRece
 // Args returns the arguments to forward, decoding the received bytes the
 // first time it is asked. A decode failure is an InvalidArgument *Error.
 func (c *Call) Args() (*structpb.Struct, error) {
-	if c.args != nil || !c.hasReceived {
-		return c.args, nil
-	}
 	if c.decodeErr != nil {
 		return nil, c.decodeErr
+	}
+	if c.hasJSON && c.args == nil {
+		return c.parseJSON()
+	}
+	if c.args != nil || !c.hasReceived {
+		return c.args, nil
 	}
 	s := new(structpb.Struct)
 	// Unknown fields are dropped: what goes on is only what was checked.

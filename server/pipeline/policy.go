@@ -43,10 +43,14 @@ func (p *Pipeline) SetPolicy(pol Policy) {
 		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool}
 	}
 	pol.Limits = pol.Limits.WithDefaults()
-	l := pol.Limits
-	pol.repairLimits = normalize.Limits{MaxBytes: l.MaxArgumentBytes, MaxStringLength: l.MaxStringLength,
-		MaxDepth: l.MaxDepth, MaxElements: l.MaxListElements, MaxKeys: l.MaxObjectKeys}
+	pol.repairLimits = repairLimitsOf(pol.Limits)
 	p.pol.Store(&pol)
+}
+
+// repairLimitsOf is l as normalize bounds what a parse builds.
+func repairLimitsOf(l policy.Limits) normalize.Limits {
+	return normalize.Limits{MaxBytes: l.MaxArgumentBytes, MaxStringLength: l.MaxStringLength,
+		MaxDepth: l.MaxDepth, MaxElements: l.MaxListElements, MaxKeys: l.MaxObjectKeys}
 }
 
 // Policy returns the policy in force now (calls that begin now get it).

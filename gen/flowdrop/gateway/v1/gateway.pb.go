@@ -35,8 +35,16 @@ type InvokeToolRequest struct {
 	// call's result without running the tool again. At most 256 bytes of
 	// printable ASCII; the idempotency-key metadata header says the same.
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The model's arguments as the JSON text its API returned (OpenAI's
+	// tool_calls[].function.arguments, Anthropic's tool_use input, Gemini's
+	// functionCall args, serialized): the gateway parses it with its strict
+	// parser (duplicate keys, numbers a float64 cannot hold exactly, lone
+	// surrogates refused, naming the path), within the argument limits, then
+	// normalizes and validates it like arguments. Exclusive with arguments:
+	// setting both is InvalidArgument. Empty means not given.
+	ArgumentsJson string `protobuf:"bytes,5,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InvokeToolRequest) Reset() {
@@ -93,6 +101,13 @@ func (x *InvokeToolRequest) GetCallId() string {
 func (x *InvokeToolRequest) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *InvokeToolRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
 	}
 	return ""
 }
@@ -174,12 +189,13 @@ var File_flowdrop_gateway_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_gateway_proto_rawDesc = "" +
 	"\n" +
-	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa0\x01\n" +
+	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc7\x01\n" +
 	"\x11InvokeToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x17\n" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"\xb2\x01\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12%\n" +
+	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\"\xb2\x01\n" +
 	"\x12InvokeToolResponse\x12.\n" +
 	"\x06result\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x125\n" +

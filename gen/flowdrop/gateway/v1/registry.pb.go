@@ -67,7 +67,162 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14, 0}
+}
+
+type ExportToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "openai" (chat tools), "openai-strict" (with "strict": true and the
+	// strict-mode rewrite), "anthropic", "gemini" or "mcp".
+	Format        string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportToolsRequest) Reset() {
+	*x = ExportToolsRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportToolsRequest) ProtoMessage() {}
+
+func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
+func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ExportToolsRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+type ExportToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One JSON document: an array of tool definitions (openai,
+	// openai-strict, anthropic, mcp), or for gemini one Tool object
+	// {"functionDeclarations": [...]}.
+	ToolsJson string `protobuf:"bytes,1,opt,name=tools_json,json=toolsJson,proto3" json:"tools_json,omitempty"`
+	// The tools the format cannot carry (provider lint errors no safe
+	// rewrite fixes), with those errors.
+	LeftOut       []*LeftOutTool `protobuf:"bytes,2,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportToolsResponse) Reset() {
+	*x = ExportToolsResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportToolsResponse) ProtoMessage() {}
+
+func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
+func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExportToolsResponse) GetToolsJson() string {
+	if x != nil {
+		return x.ToolsJson
+	}
+	return ""
+}
+
+func (x *ExportToolsResponse) GetLeftOut() []*LeftOutTool {
+	if x != nil {
+		return x.LeftOut
+	}
+	return nil
+}
+
+type LeftOutTool struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Findings      []*LintFinding         `protobuf:"bytes,2,rep,name=findings,proto3" json:"findings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeftOutTool) Reset() {
+	*x = LeftOutTool{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeftOutTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeftOutTool) ProtoMessage() {}
+
+func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
+func (*LeftOutTool) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LeftOutTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LeftOutTool) GetFindings() []*LintFinding {
+	if x != nil {
+		return x.Findings
+	}
+	return nil
 }
 
 type RegisterToolRequest struct {
@@ -86,7 +241,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +253,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +266,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -156,7 +311,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -168,7 +323,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -181,7 +336,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -221,7 +376,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +388,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +401,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -289,7 +444,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +456,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +469,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -354,7 +509,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +521,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +534,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -398,7 +553,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +565,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +578,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -446,7 +601,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +613,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +626,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -512,7 +667,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +679,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +692,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -564,7 +719,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +731,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +744,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -614,7 +769,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +781,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +794,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 type WatchToolsRequest struct {
@@ -652,7 +807,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +819,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +832,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -699,7 +854,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +866,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +879,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -752,7 +907,16 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\"\xdc\x01\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\",\n" +
+	"\x12ExportToolsRequest\x12\x16\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\"q\n" +
+	"\x13ExportToolsResponse\x12\x1d\n" +
+	"\n" +
+	"tools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n" +
+	"\bleft_out\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LeftOutToolR\aleftOut\"_\n" +
+	"\vLeftOutTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
+	"\bfindings\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LintFindingR\bfindings\"\xdc\x01\n" +
 	"\x13RegisterToolRequest\x12-\n" +
 	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\x120\n" +
 	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01\x12-\n" +
@@ -805,7 +969,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xec\x03\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xce\x04\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -813,7 +977,8 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
 	"DeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n" +
 	"\n" +
-	"WatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a'.flowdrop.gateway.v1.WatchToolsResponse0\x01B?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"WatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n" +
+	"\vExportTools\x12'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -828,49 +993,56 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(WatchToolsResponse_EventType)(0), // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*RegisterToolRequest)(nil),       // 1: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),         // 2: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),               // 3: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),      // 4: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),            // 5: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 6: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 7: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 8: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),         // 9: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),        // 10: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),         // 11: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 12: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                               // 13: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                      // 14: flowdrop.gateway.v1.Tool
+	(*ExportToolsRequest)(nil),        // 1: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),       // 2: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),               // 3: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),       // 4: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),         // 5: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),               // 6: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),      // 7: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),            // 8: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),           // 9: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),          // 10: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),         // 11: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),         // 12: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),        // 13: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),         // 14: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),        // 15: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                               // 16: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*Tool)(nil),                      // 17: flowdrop.gateway.v1.Tool
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	14, // 0: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	14, // 1: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	2,  // 2: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	3,  // 3: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	14, // 4: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	13, // 5: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	14, // 6: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 7: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	14, // 8: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	1,  // 9: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	5,  // 10: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	7,  // 11: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	9,  // 12: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	11, // 13: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	4,  // 14: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	6,  // 15: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	8,  // 16: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	10, // 17: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	12, // 18: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	3,  // 0: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	6,  // 1: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	17, // 2: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	17, // 3: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	5,  // 4: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	6,  // 5: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	17, // 6: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	16, // 7: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	17, // 8: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 9: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	17, // 10: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	4,  // 11: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	8,  // 12: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	10, // 13: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	12, // 14: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	14, // 15: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	1,  // 16: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	7,  // 17: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	9,  // 18: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	11, // 19: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	13, // 20: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	15, // 21: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	2,  // 22: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	17, // [17:23] is the sub-list for method output_type
+	11, // [11:17] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -879,15 +1051,15 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 		return
 	}
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[0].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[8].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[3].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	ToolRegistryService_ListTools_FullMethodName    = "/flowdrop.gateway.v1.ToolRegistryService/ListTools"
 	ToolRegistryService_DeleteTool_FullMethodName   = "/flowdrop.gateway.v1.ToolRegistryService/DeleteTool"
 	ToolRegistryService_WatchTools_FullMethodName   = "/flowdrop.gateway.v1.ToolRegistryService/WatchTools"
+	ToolRegistryService_ExportTools_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/ExportTools"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -39,6 +40,9 @@ type ToolRegistryServiceClient interface {
 	DeleteTool(ctx context.Context, in *DeleteToolRequest, opts ...grpc.CallOption) (*DeleteToolResponse, error)
 	// Streams registry changes after start_revision.
 	WatchTools(ctx context.Context, in *WatchToolsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchToolsResponse], error)
+	// Returns the tools the caller may invoke in a model API's
+	// tool-definition format, ready to hand to that API.
+	ExportTools(ctx context.Context, in *ExportToolsRequest, opts ...grpc.CallOption) (*ExportToolsResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -108,6 +112,16 @@ func (c *toolRegistryServiceClient) WatchTools(ctx context.Context, in *WatchToo
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolRegistryService_WatchToolsClient = grpc.ServerStreamingClient[WatchToolsResponse]
 
+func (c *toolRegistryServiceClient) ExportTools(ctx context.Context, in *ExportToolsRequest, opts ...grpc.CallOption) (*ExportToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportToolsResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_ExportTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -121,6 +135,9 @@ type ToolRegistryServiceServer interface {
 	DeleteTool(context.Context, *DeleteToolRequest) (*DeleteToolResponse, error)
 	// Streams registry changes after start_revision.
 	WatchTools(*WatchToolsRequest, grpc.ServerStreamingServer[WatchToolsResponse]) error
+	// Returns the tools the caller may invoke in a model API's
+	// tool-definition format, ready to hand to that API.
+	ExportTools(context.Context, *ExportToolsRequest) (*ExportToolsResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -145,6 +162,9 @@ func (UnimplementedToolRegistryServiceServer) DeleteTool(context.Context, *Delet
 }
 func (UnimplementedToolRegistryServiceServer) WatchTools(*WatchToolsRequest, grpc.ServerStreamingServer[WatchToolsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchTools not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) ExportTools(context.Context, *ExportToolsRequest) (*ExportToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportTools not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -250,6 +270,24 @@ func _ToolRegistryService_WatchTools_Handler(srv interface{}, stream grpc.Server
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ToolRegistryService_WatchToolsServer = grpc.ServerStreamingServer[WatchToolsResponse]
 
+func _ToolRegistryService_ExportTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).ExportTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_ExportTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).ExportTools(ctx, req.(*ExportToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -272,6 +310,10 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteTool",
 			Handler:    _ToolRegistryService_DeleteTool_Handler,
+		},
+		{
+			MethodName: "ExportTools",
+			Handler:    _ToolRegistryService_ExportTools_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/registry/export"
+)
+
+// toolsExport implements `flowdropctl tools export --format F`: the tools
+// the caller may invoke, in a model API's tool-definition format. stdout
+// is the provider's document as it is (hand it to the API); tools the
+// format cannot carry are listed on stderr. With --output json stdout is
+// {"tools": document, "left_out": [{"name", "findings"}]}.
+func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newToolsFlags("export", "export --format openai|openai-strict|anthropic|gemini|mcp [--addr HOST:PORT]", stderr, 30*time.Second)
+	format := f.fs.String("format", "", "the tool-definition format: "+export.FormatNames())
+	if _, code := f.parse(args, 0, stderr); code >= 0 {
+		return code
+	}
+	if _, ok := export.ParseFormat(*format); !ok {
+		fmt.Fprintf(stderr, "flowdropctl tools export: --format must be %s, got %q\n", export.FormatNames(), *format)
+		return 2
+	}
+	client, ctx, done, ok := f.dial(ctx, stderr)
+	if !ok {
+		return 2
+	}
+	defer done()
+	resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format})
+	if err != nil {
+		return f.fail(stdout, stderr, err)
+	}
+	var doc bytes.Buffer
+	if err := json.Indent(&doc, []byte(resp.GetToolsJson()), "", "  "); err != nil {
+		fmt.Fprintf(stderr, "error: the gateway's %s document is not JSON: %v\n", *format, err)
+		return exitCall
+	}
+	if f.out.json {
+		type leftOut struct {
+			Name     string   `json:"name"`
+			Findings []string `json:"findings"`
+		}
+		out := struct {
+			Tools   json.RawMessage `json:"tools"`
+			LeftOut []leftOut       `json:"left_out"`
+		}{Tools: json.RawMessage(resp.GetToolsJson()), LeftOut: []leftOut{}}
+		for _, l := range resp.GetLeftOut() {
+			lo := leftOut{Name: l.GetName(), Findings: []string{}}
+			for _, fd := range l.GetFindings() {
+				lo.Findings = append(lo.Findings, findingLine(fd))
+			}
+			out.LeftOut = append(out.LeftOut, lo)
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	fmt.Fprintln(stdout, doc.String())
+	for _, l := range resp.GetLeftOut() {
+		fmt.Fprintf(stderr, "left out %s (%s cannot carry it):\n", l.GetName(), *format)
+		for _, fd := range l.GetFindings() {
+			fmt.Fprintf(stderr, "  %s\n", findingLine(fd))
+		}
+	}
+	return 0
+}
+
+// findingLine is a lint finding as one line: "PATH MESSAGE".
+func findingLine(f *gatewayv1.LintFinding) string {
+	p := f.GetPath()
+	if p == "" {
+		p = "(root)"
+	}
+	return p + " " + f.GetMessage()
+}

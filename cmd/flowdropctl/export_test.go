@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+)
+
+// TestToolsExport: `tools export` prints the provider's document on stdout
+// (ready to hand to the API), lists what the format cannot carry on
+// stderr, and with --output json wraps both in one document.
+func TestToolsExport(t *testing.T) {
+	env := gatewaytest.Start(t)
+	cases := []struct {
+		name, reason string
+		args         []string
+		wantCode     int
+		check        func(t *testing.T, stdout, stderr string)
+	}{
+		{name: "openai-strict", reason: "stdout is the tools array; the left-out tool and its lint error are on stderr",
+			args: []string{"--format", "openai-strict"},
+			check: func(t *testing.T, stdout, stderr string) {
+				var tools []struct {
+					Type     string
+					Function struct {
+						Name   string
+						Strict bool
+					}
+				}
+				if err := json.Unmarshal([]byte(stdout), &tools); err != nil {
+					t.Fatalf("stdout is not a tools array: %v\n%s", err, stdout)
+				}
+				if len(tools) != 3 || tools[0].Type != "function" || !tools[0].Function.Strict {
+					t.Errorf("tools %+v", tools)
+				}
+				if !strings.Contains(stderr, "left out update_settings") || !strings.Contains(stderr, "/properties/settings strict-object-properties") {
+					t.Errorf("stderr lacks the left-out tool and its finding:\n%s", stderr)
+				}
+			}},
+		{name: "gemini", reason: "Gemini's document is one Tool object holding the declarations",
+			args: []string{"--format", "gemini"},
+			check: func(t *testing.T, stdout, _ string) {
+				var doc struct{ FunctionDeclarations []struct{ Name string } }
+				if err := json.Unmarshal([]byte(stdout), &doc); err != nil || len(doc.FunctionDeclarations) != 4 {
+					t.Errorf("stdout %s (%v)", stdout, err)
+				}
+			}},
+		{name: "output-json", reason: "--output json: one document with the tools and left_out",
+			args: []string{"--format", "openai-strict", "--output", "json"},
+			check: func(t *testing.T, stdout, _ string) {
+				var doc struct {
+					Tools   []any
+					LeftOut []struct {
+						Name     string
+						Findings []string
+					} `json:"left_out"`
+				}
+				if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+					t.Fatalf("stdout: %v\n%s", err, stdout)
+				}
+				if len(doc.Tools) != 3 || len(doc.LeftOut) != 1 || doc.LeftOut[0].Name != "update_settings" || len(doc.LeftOut[0].Findings) == 0 {
+					t.Errorf("document %+v", doc)
+				}
+			}},
+		{name: "bad-format", reason: "an unknown format is a usage error, nothing is sent",
+			args: []string{"--format", "cohere"}, wantCode: 2,
+			check: func(t *testing.T, _, stderr string) {
+				if !strings.Contains(stderr, "--format must be openai, openai-strict, anthropic, gemini or mcp") {
+					t.Errorf("stderr %s", stderr)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := ctl(t, append([]string{"tools", "export", "--addr", env.Addr}, tc.args...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d (%s)\nstdout: %s\nstderr: %s", code, tc.wantCode, tc.reason, stdout, stderr)
+			}
+			tc.check(t, stdout, stderr)
+		})
+	}
+}

@@ -1,0 +1,214 @@
+package export_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/export"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
+
+// exportTools are the demo tools plus tools that exercise each rewrite
+// and each way of being left out.
+func exportTools(t *testing.T) []registry.Tool {
+	t.Helper()
+	tools, err := registry.ParseTools(demotools.ToolsYAML("127.0.0.1:1"), "demo tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := func(m map[string]any) *structpb.Struct {
+		s, err := structpb.NewStruct(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return append(tools,
+		// Gemini: $schema, const, a [T, null] type list and
+		// additionalProperties: false are rewritten; strict: optional made
+		// required-and-nullable.
+		registry.Tool{Name: "set_mode", Description: "Set the mode.", InputSchema: schema(map[string]any{
+			"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": false,
+			"required": []any{"mode"},
+			"properties": map[string]any{
+				"mode": map[string]any{"const": "fast", "description": "Only fast."},
+				"note": map[string]any{"type": []any{"string", "null"}},
+			}})},
+		// An exclusive bound is a constraint Gemini cannot express: left out there.
+		registry.Tool{Name: "positive", Description: "Takes a positive number.", InputSchema: schema(map[string]any{
+			"type": "object", "required": []any{"n"},
+			"properties": map[string]any{"n": map[string]any{"type": "number", "exclusiveMinimum": 0}}})},
+		// allOf at the root: Anthropic and strict refuse it (no safe
+		// rewrite), plain OpenAI only warns.
+		registry.Tool{Name: "composed", Description: "Composed at the root.", InputSchema: schema(map[string]any{
+			"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}},
+			"allOf": []any{map[string]any{"required": []any{"a"}}}})},
+	)
+}
+
+// TestExportGolden renders every format and compares it with
+// testdata/golden/<format>.json (go test -update rewrites them); each
+// document is checked against the provider's documented shape in
+// testdata/shapes/<format>.schema.json.
+func TestExportGolden(t *testing.T) {
+	tools := exportTools(t)
+	cases := []struct {
+		format  export.Format
+		reason  string
+		leftOut []string
+	}{
+		{export.OpenAI, "chat tools as they are; root allOf is only a warning", nil},
+		{export.OpenAIStrict, "the strict rewrite; a free-form object and root allOf have none", []string{"update_settings", "composed"}},
+		{export.Anthropic, "input_schema as registered; root allOf is refused by the API", []string{"composed"}},
+		{export.Gemini, "the Schema subset: annotations, const, type lists rewritten; exclusive bounds and allOf cannot be", []string{"positive", "composed"}},
+		{export.MCP, "inputSchema as registered: MCP takes any JSON Schema object", nil},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.format), func(t *testing.T) {
+			res, err := export.Export(tc.format, tools)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, l := range res.LeftOut {
+				names = append(names, l.Name)
+				if len(l.Findings) == 0 {
+					t.Errorf("%s left out without findings (%s)", l.Name, tc.reason)
+				}
+			}
+			if strings.Join(names, ",") != strings.Join(tc.leftOut, ",") {
+				t.Errorf("left out %v, want %v (%s)", names, tc.leftOut, tc.reason)
+			}
+			checkShape(t, tc.format, res.Document)
+			if tc.format == export.OpenAIStrict {
+				checkAllRequired(t, res.Document)
+			}
+
+			var doc any
+			if err := json.Unmarshal(res.Document, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var left []map[string]any
+			for _, l := range res.LeftOut {
+				var fs []string
+				for _, f := range l.Findings {
+					fs = append(fs, f.String())
+				}
+				left = append(left, map[string]any{"name": l.Name, "findings": fs})
+			}
+			got, err := json.MarshalIndent(map[string]any{"tools": doc, "left_out": left}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "golden", string(tc.format)+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the golden file (%s); go test -update rewrites it:\n%s", path, tc.reason, got)
+			}
+		})
+	}
+}
+
+// checkShape validates doc against the provider's documented shape.
+func checkShape(t *testing.T, f export.Format, doc []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "shapes", string(f)+".schema.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "file:///shapes/" + string(f) + ".schema.json"
+	if err := c.AddResource(url, sdoc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", path, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("the %s document does not have the documented shape (%s): %v", f, path, err)
+	}
+}
+
+// checkAllRequired: in strict mode every property of every object is
+// required (what JSON Schema cannot say about itself).
+func checkAllRequired(t *testing.T, doc []byte) {
+	t.Helper()
+	var tools []struct {
+		Function struct {
+			Name       string
+			Parameters map[string]any
+		}
+	}
+	if err := json.Unmarshal(doc, &tools); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(name, at string, s map[string]any)
+	walk = func(name, at string, s map[string]any) {
+		props, _ := s["properties"].(map[string]any)
+		req := map[string]bool{}
+		for _, r := range asList(s["required"]) {
+			req[r.(string)] = true
+		}
+		for k, v := range props {
+			if !req[k] {
+				t.Errorf("%s: %s/properties/%s is not required", name, at, k)
+			}
+			if sub, ok := v.(map[string]any); ok {
+				walk(name, at+"/properties/"+k, sub)
+			}
+		}
+		if sub, ok := s["items"].(map[string]any); ok {
+			walk(name, at+"/items", sub)
+		}
+		for i, v := range asList(s["anyOf"]) {
+			if sub, ok := v.(map[string]any); ok {
+				walk(name, at+"/anyOf/"+string(rune('0'+i)), sub)
+			}
+		}
+	}
+	for _, tl := range tools {
+		walk(tl.Function.Name, "", tl.Function.Parameters)
+	}
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// TestExportUnknownFormat: a format the package does not know is an error
+// naming the ones it does.
+func TestExportUnknownFormat(t *testing.T) {
+	_, err := export.Export("cohere", nil)
+	if err == nil || !strings.Contains(err.Error(), "openai, openai-strict, anthropic, gemini or mcp") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -1,0 +1,173 @@
+package export
+
+import "sort"
+
+// The rewrites, each applied in place to a schema decoded by AsMap. They
+// change only what the provider cannot take, and never what the gateway
+// checks: the tool's registered schema still validates every call.
+
+// subschemas calls fn on every schema directly below s (booleans are not
+// schemas fn can change).
+func subschemas(s map[string]any, fn func(map[string]any)) {
+	for _, kw := range []string{"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"} {
+		if m, ok := s[kw].(map[string]any); ok {
+			for _, v := range m {
+				if sub, ok := v.(map[string]any); ok {
+					fn(sub)
+				}
+			}
+		}
+	}
+	for _, kw := range []string{"anyOf", "oneOf", "allOf", "prefixItems"} {
+		if l, ok := s[kw].([]any); ok {
+			for _, v := range l {
+				if sub, ok := v.(map[string]any); ok {
+					fn(sub)
+				}
+			}
+		}
+	}
+	for _, kw := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains"} {
+		if sub, ok := s[kw].(map[string]any); ok {
+			fn(sub)
+		}
+	}
+}
+
+// isObject reports whether s describes objects: "type": "object" (or a
+// type list holding it), or properties without a type.
+func isObject(s map[string]any) bool {
+	switch t := s["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		for _, x := range t {
+			if x == "object" {
+				return true
+			}
+		}
+		return false
+	}
+	_, has := s["properties"]
+	return has
+}
+
+// strictRewrite is the OpenAI strict-mode rewrite (Structured Outputs,
+// "Supported schemas": every object has "additionalProperties": false and
+// lists every property in "required"):
+//   - an object without additionalProperties gets false: the model then
+//     sends only the declared properties, each of which the tool accepts.
+//     An explicit true or a schema is left for the lint to refuse: the
+//     tool asked for keys strict mode cannot offer.
+//   - an optional property becomes required and nullable (null added to
+//     its type, or anyOf with {"type": "null"}): strict mode's way of
+//     saying optional; the model sends null for "not given".
+func strictRewrite(s map[string]any) {
+	if isObject(s) {
+		if _, has := s["additionalProperties"]; !has {
+			s["additionalProperties"] = false
+		}
+		if props, ok := s["properties"].(map[string]any); ok {
+			required := map[string]bool{}
+			var req []any
+			if l, ok := s["required"].([]any); ok {
+				req = l
+			}
+			for _, r := range req {
+				if name, ok := r.(string); ok {
+					required[name] = true
+				}
+			}
+			var added []string
+			for name := range props {
+				if !required[name] {
+					added = append(added, name)
+				}
+			}
+			sort.Strings(added)
+			for _, name := range added {
+				req = append(req, name)
+				props[name] = nullable(props[name])
+			}
+			if len(req) > 0 {
+				s["required"] = req
+			}
+		}
+	}
+	subschemas(s, strictRewrite)
+}
+
+// nullable is schema v also accepting null.
+func nullable(v any) any {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return v // a boolean schema: true already accepts null; false stays
+	}
+	switch t := s["type"].(type) {
+	case string:
+		if t != "null" {
+			s["type"] = []any{t, "null"}
+		}
+	case []any:
+		for _, x := range t {
+			if x == "null" {
+				return s
+			}
+		}
+		s["type"] = append(t, "null")
+	default:
+		if len(s) == 0 {
+			return s // {} accepts null
+		}
+		if l, ok := s["anyOf"].([]any); ok && len(s) == 1 {
+			s["anyOf"] = append(l, map[string]any{"type": "null"})
+			return s
+		}
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+	}
+	if e, ok := s["enum"].([]any); ok {
+		s["enum"] = append(e, nil)
+	}
+	return s
+}
+
+// geminiAnnotations are keywords that constrain nothing (JSON Schema's
+// annotations and identifiers) and that Gemini's Schema message lacks.
+var geminiAnnotations = []string{"$schema", "$id", "$comment", "examples", "deprecated", "readOnly", "writeOnly"}
+
+// geminiRewrite fits a schema to Gemini's Schema subset where nothing the
+// tool depends on is lost:
+//   - annotation keywords are dropped;
+//   - "additionalProperties": false is dropped: Gemini generates the
+//     declared properties only, and the gateway still refuses any other
+//     key on every call;
+//   - a string "const" becomes a one-value "enum";
+//   - a type list [T, "null"] becomes "type": T with "nullable": true.
+//
+// Anything else Gemini lacks (additionalProperties schemas, exclusive
+// bounds, $ref, oneOf, ...) is a constraint: left for the lint to refuse.
+func geminiRewrite(s map[string]any) {
+	for _, kw := range geminiAnnotations {
+		delete(s, kw)
+	}
+	if ap, ok := s["additionalProperties"].(bool); ok && !ap {
+		delete(s, "additionalProperties")
+	}
+	if c, ok := s["const"].(string); ok {
+		if _, has := s["enum"]; !has {
+			delete(s, "const")
+			s["enum"] = []any{c}
+		}
+	}
+	if t, ok := s["type"].([]any); ok && len(t) == 2 {
+		for i, x := range t {
+			other, isStr := t[1-i].(string)
+			if x == "null" && isStr && other != "null" {
+				s["type"] = other
+				s["nullable"] = true
+				break
+			}
+		}
+	}
+	subschemas(s, geminiRewrite)
+}
