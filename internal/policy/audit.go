@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/normalize"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Audit decisions.
@@ -52,6 +50,10 @@ type AuditRecord struct {
 	Replayed bool `json:"replayed,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
+
+	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
+	// which the line splices in as they are.
+	argsEncoded bool
 }
 
 // ShadowDenial is one refusal a shadow-mode rule or authz entry would
@@ -79,31 +81,6 @@ func RepairsFromReport(r normalize.Report) []AuditRepair {
 		out[i] = AuditRepair{Path: rp.Path, Kind: rp.Kind.String()}
 	}
 	return out
-}
-
-// SetArgs records the arguments as sent and as repaired, redacted per the
-// tool's schema. repaired may be nil (not reached) or the same pointer as
-// sent (nothing repaired); then only args_sent is written.
-func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) error {
-	var err error
-	if a.ArgsSent, err = redactedJSON(red, sent); err != nil {
-		return err
-	}
-	if repaired != nil && repaired != sent {
-		a.ArgsRepaired, err = redactedJSON(red, repaired)
-	}
-	return err
-}
-
-func redactedJSON(red *Redactor, s *structpb.Struct) (json.RawMessage, error) {
-	if s == nil {
-		return nil, nil
-	}
-	b, err := protojson.Marshal(red.Redact(s))
-	if err != nil {
-		return nil, fmt.Errorf("audit: encoding arguments: %w", err)
-	}
-	return b, nil
 }
 
 // maxAuditViolations bounds the violations one record lists (the count
@@ -146,6 +123,23 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 		Time string `json:"time"`
 		plain
 	}{Time: a.Time.UTC().Format(time.RFC3339Nano), plain: plain(a)})
+}
+
+// line is the record's JSON line, newline included.
+func (a AuditRecord) line() ([]byte, error) {
+	own := a.argsEncoded && (a.ArgsSent != nil || a.ArgsRepaired != nil)
+	args := a
+	if own { // encoded without them, then spliced in unscanned
+		a.ArgsSent, a.ArgsRepaired = nil, nil
+	}
+	line, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encoding record: %w", err)
+	}
+	if own {
+		return args.appendArgs(line[:len(line)-1]), nil
+	}
+	return append(line, '\n'), nil
 }
 
 // ErrAuditDropped is returned by Write when the queue is full.
@@ -303,11 +297,10 @@ func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
 
 func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
 	rec.bound()
-	line, err := json.Marshal(rec)
+	line, err := rec.line()
 	if err != nil {
-		return fmt.Errorf("audit: encoding record: %w", err)
+		return err
 	}
-	line = append(line, '\n')
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
