@@ -174,7 +174,8 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString quotes s as encoding/json does with HTML escaping;
 // invalid UTF-8 is refused, as protojson refuses it.
-func appendJSONString(b []byte, s string) ([]byte, error) {
+// Generic so the wire encoder passes the received bytes without a copy.
+func appendJSONString[T string | []byte](b []byte, s T) ([]byte, error) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -205,7 +206,7 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))])) // ≤ 4 bytes: no copy escapes
 		if r == utf8.RuneError && size == 1 {
 			return b, errArgsUnencodable
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -63,6 +64,31 @@ func TestAuditArgsEncodingMatchesFormerPath(t *testing.T) {
 			if got, want := string(rec.ArgsRepaired), formerArgsJSON(t, tc.red, repaired); got != want {
 				t.Errorf("%s: args_repaired\n got %s\nwant %s", tc.reason, got, want)
 			}
+			// The same arguments as received wire bytes, in both
+			// encoders' orders, and with a repeated key (decoding keeps
+			// the last value).
+			for _, opt := range []proto.MarshalOptions{{}, {Deterministic: true}} {
+				wire, err := opt.Marshal(sent)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, _ := proto.Marshal(&structpb.Struct{Fields: map[string]*structpb.Value{"note": structpb.NewStringValue("<last>")}})
+				wire = append(wire, again...)
+				decoded := new(structpb.Struct)
+				if err := proto.Unmarshal(wire, decoded); err != nil {
+					t.Fatal(err)
+				}
+				var fromWire, fromStruct AuditRecord
+				if err := fromWire.SetArgsWire(tc.red, wire); err != nil {
+					t.Fatalf("%s: from the wire: %v", tc.reason, err)
+				}
+				if err := fromStruct.SetArgs(tc.red, decoded, nil); err != nil {
+					t.Fatal(err)
+				}
+				if string(fromWire.ArgsSent) != string(fromStruct.ArgsSent) || fromWire.ArgsRepaired != nil {
+					t.Errorf("%s: from the wire\n got %s\nwant %s", tc.reason, fromWire.ArgsSent, fromStruct.ArgsSent)
+				}
+			}
 			line, err := rec.line()
 			if err != nil {
 				t.Fatal(err)
@@ -71,6 +97,25 @@ func TestAuditArgsEncodingMatchesFormerPath(t *testing.T) {
 				t.Errorf("%s: spliced line is not one JSON object and a newline: %s", tc.reason, line)
 			}
 		})
+	}
+}
+
+// TestAuditArgsWireRefusesMalformed: bytes that are not a Struct give no
+// arguments rather than a guess.
+func TestAuditArgsWireRefusesMalformed(t *testing.T) {
+	cases := []struct {
+		name, reason string
+		wire         []byte
+	}{
+		{"truncated", "an entry's length runs past the end", []byte{0x0a, 0x10, 0x0a}},
+		{"unknown field", "field 2 is not Struct's", []byte{0x12, 0x00}},
+		{"two kinds", "a Value with a string and a bool", []byte{0x0a, 0x09, 0x0a, 0x01, 'k', 0x12, 0x04, 0x1a, 0x00, 0x20, 0x01}},
+	}
+	for _, tc := range cases {
+		var rec AuditRecord
+		if err := rec.SetArgsWire(nil, tc.wire); err == nil {
+			t.Errorf("%s: %s: encoded %s; want an error", tc.name, tc.reason, rec.ArgsSent)
+		}
 	}
 }
 
@@ -91,9 +136,14 @@ func TestAuditArgsUnencodable(t *testing.T) {
 			if _, err := protojson.Marshal(&structpb.Struct{Fields: map[string]*structpb.Value{"v": tc.v}}); err == nil {
 				t.Fatalf("%s: protojson accepts it; the case is wrong", tc.reason)
 			}
+			args := &structpb.Struct{Fields: map[string]*structpb.Value{"v": tc.v}}
 			var rec AuditRecord
-			if err := rec.SetArgs(nil, &structpb.Struct{Fields: map[string]*structpb.Value{"v": tc.v}}, nil); err == nil {
+			if err := rec.SetArgs(nil, args, nil); err == nil {
 				t.Errorf("%s: encoded %s; want an error", tc.reason, rec.ArgsSent)
+			}
+			wire, _ := proto.MarshalOptions{AllowPartial: true}.Marshal(args)
+			if err := rec.SetArgsWire(nil, wire); err == nil || rec.ArgsSent != nil {
+				t.Errorf("%s: from the wire: encoded %s; want an error", tc.reason, rec.ArgsSent)
 			}
 		})
 	}
