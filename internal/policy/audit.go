@@ -125,19 +125,20 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 	}{Time: a.Time.UTC().Format(time.RFC3339Nano), plain: plain(a)})
 }
 
-// line is the record's JSON line, newline included.
+// line is the record's JSON line, newline included. The arguments SetArgs
+// encoded go in as they are; others (set directly) are checked and
+// compacted by encoding/json, as before.
 func (a AuditRecord) line() ([]byte, error) {
-	own := a.argsEncoded && (a.ArgsSent != nil || a.ArgsRepaired != nil)
-	args := a
-	if own { // encoded without them, then spliced in unscanned
-		a.ArgsSent, a.ArgsRepaired = nil, nil
+	if a.argsEncoded || (a.ArgsSent == nil && a.ArgsRepaired == nil) {
+		line, err := a.appendLine(make([]byte, 0, 256+len(a.ArgsSent)+len(a.ArgsRepaired)))
+		if err != nil {
+			return nil, fmt.Errorf("audit: encoding record: %w", err)
+		}
+		return line, nil
 	}
 	line, err := json.Marshal(a)
 	if err != nil {
 		return nil, fmt.Errorf("audit: encoding record: %w", err)
-	}
-	if own {
-		return args.appendArgs(line[:len(line)-1]), nil
 	}
 	return append(line, '\n'), nil
 }
@@ -444,8 +445,8 @@ func (s *AuditSink) writeRecords(lines []byte, n int) error {
 
 // writeGap writes the ReasonAuditGap line; true when the sink is healthy again.
 func (s *AuditSink) writeGap() bool {
-	line, _ := json.Marshal(AuditRecord{Time: s.opt.now(), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: s.gapDropped})
-	if s.writeLine(append(line, '\n')) != nil {
+	line, _ := AuditRecord{Time: s.opt.now(), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: s.gapDropped}.line()
+	if s.writeLine(line) != nil {
 		return false
 	}
 	s.failing.Store(false)

@@ -14,8 +14,8 @@ import (
 
 // The audit line's arguments are encoded straight from the Struct, with
 // redaction applied while encoding: no redacted copy, no protojson, and no
-// re-compaction of the result when the line is built (the line splices the
-// bytes in, see AuditRecord.appendArgs). The bytes are exactly what the
+// re-compaction of the result when the line is built (appendLine copies
+// them in). The bytes are exactly what the
 // former path (protojson.Marshal of the redacted copy, compacted by
 // encoding/json with HTML escaping) wrote: keys sorted, compact, numbers
 // as encoding/json formats float64, strings escaped as encoding/json does
@@ -176,6 +176,12 @@ const hexDigits = "0123456789abcdef"
 // invalid UTF-8 is refused, as protojson refuses it.
 // Generic so the wire encoder passes the received bytes without a copy.
 func appendJSONString[T string | []byte](b []byte, s T) ([]byte, error) {
+	return appendQuoted(b, s, false)
+}
+
+// appendQuoted is appendJSONString; with replaceInvalid, invalid UTF-8
+// becomes \ufffd (as encoding/json writes it) instead of an error.
+func appendQuoted[T string | []byte](b []byte, s T, replaceInvalid bool) ([]byte, error) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -208,7 +214,14 @@ func appendJSONString[T string | []byte](b []byte, s T) ([]byte, error) {
 		}
 		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))])) // ≤ 4 bytes: no copy escapes
 		if r == utf8.RuneError && size == 1 {
-			return b, errArgsUnencodable
+			if !replaceInvalid {
+				return b, errArgsUnencodable
+			}
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
 		}
 		if r == '\u2028' || r == '\u2029' {
 			b = append(b, s[start:i]...)
@@ -219,19 +232,4 @@ func appendJSONString[T string | []byte](b []byte, s T) ([]byte, error) {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), nil
-}
-
-// appendArgs ends a line json.Marshal wrote without the arguments (line
-// is the object without its closing brace) with them: SetArgs's own
-// bytes, valid compact JSON already, so not scanned again.
-func (a *AuditRecord) appendArgs(line []byte) []byte {
-	if a.ArgsSent != nil {
-		line = append(line, `,"args_sent":`...)
-		line = append(line, a.ArgsSent...)
-	}
-	if a.ArgsRepaired != nil {
-		line = append(line, `,"args_repaired":`...)
-		line = append(line, a.ArgsRepaired...)
-	}
-	return append(line, '}', '\n')
 }
