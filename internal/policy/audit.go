@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/normalize"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Audit decisions.
@@ -52,6 +50,10 @@ type AuditRecord struct {
 	Replayed bool `json:"replayed,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
+
+	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
+	// which the line splices in as they are.
+	argsEncoded bool
 }
 
 // ShadowDenial is one refusal a shadow-mode rule or authz entry would
@@ -79,31 +81,6 @@ func RepairsFromReport(r normalize.Report) []AuditRepair {
 		out[i] = AuditRepair{Path: rp.Path, Kind: rp.Kind.String()}
 	}
 	return out
-}
-
-// SetArgs records the arguments as sent and as repaired, redacted per the
-// tool's schema. repaired may be nil (not reached) or the same pointer as
-// sent (nothing repaired); then only args_sent is written.
-func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) error {
-	var err error
-	if a.ArgsSent, err = redactedJSON(red, sent); err != nil {
-		return err
-	}
-	if repaired != nil && repaired != sent {
-		a.ArgsRepaired, err = redactedJSON(red, repaired)
-	}
-	return err
-}
-
-func redactedJSON(red *Redactor, s *structpb.Struct) (json.RawMessage, error) {
-	if s == nil {
-		return nil, nil
-	}
-	b, err := protojson.Marshal(red.Redact(s))
-	if err != nil {
-		return nil, fmt.Errorf("audit: encoding arguments: %w", err)
-	}
-	return b, nil
 }
 
 // maxAuditViolations bounds the violations one record lists (the count
@@ -146,6 +123,24 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 		Time string `json:"time"`
 		plain
 	}{Time: a.Time.UTC().Format(time.RFC3339Nano), plain: plain(a)})
+}
+
+// line is the record's JSON line, newline included. The arguments SetArgs
+// encoded go in as they are; others (set directly) are checked and
+// compacted by encoding/json, as before.
+func (a AuditRecord) line() ([]byte, error) {
+	if a.argsEncoded || (a.ArgsSent == nil && a.ArgsRepaired == nil) {
+		line, err := a.appendLine(make([]byte, 0, 256+len(a.ArgsSent)+len(a.ArgsRepaired)))
+		if err != nil {
+			return nil, fmt.Errorf("audit: encoding record: %w", err)
+		}
+		return line, nil
+	}
+	line, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encoding record: %w", err)
+	}
+	return append(line, '\n'), nil
 }
 
 // ErrAuditDropped is returned by Write when the queue is full.
@@ -208,7 +203,9 @@ type AuditSink struct {
 	size int64
 
 	// Owned by the writer goroutine.
-	gapDropped int64 // records dropped since the sink started failing
+	gapDropped int64       // records dropped since the sink started failing
+	batch      []auditItem // the records of one write
+	buf        []byte      // their lines, when more than one
 
 	errMu      sync.Mutex
 	lastReport time.Time
@@ -303,11 +300,10 @@ func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
 
 func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
 	rec.bound()
-	line, err := json.Marshal(rec)
+	line, err := rec.line()
 	if err != nil {
-		return fmt.Errorf("audit: encoding record: %w", err)
+		return err
 	}
-	line = append(line, '\n')
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -361,9 +357,8 @@ func (s *AuditSink) run() {
 			if !ok {
 				return
 			}
-			err := s.writeRecord(it.line)
-			if it.done != nil {
-				it.done <- err
+			if !s.writeBatch(it) {
+				return
 			}
 		case <-retry:
 			retry = nil
@@ -379,16 +374,70 @@ func (s *AuditSink) run() {
 	}
 }
 
-// writeRecord writes one call's line, after the gap line when failing.
-func (s *AuditSink) writeRecord(line []byte) error {
-	if s.failing.Load() && !s.writeGap() {
-		s.gapDropped++
-		s.drop()
-		return ErrAuditUnwritable
+// Batching: the writer takes what is queued behind a record (up to these
+// bounds) and writes it in one write(2), in queue order; every record of
+// the batch then hears the one result. Calls waiting on their lines
+// (fail-closed) so share a syscall instead of queueing for one each.
+const (
+	maxAuditBatch      = 128
+	maxAuditBatchBytes = 256 << 10
+)
+
+// writeBatch writes first and the records queued behind it; false when
+// the queue was closed meanwhile (the batch is written first).
+func (s *AuditSink) writeBatch(first auditItem) (open bool) {
+	open = true
+	s.batch = append(s.batch[:0], first)
+	size := len(first.line)
+drain:
+	for len(s.batch) < maxAuditBatch && size < maxAuditBatchBytes && !s.rotationDue(size) {
+		select {
+		case it, ok := <-s.q:
+			if !ok {
+				open = false
+				break drain
+			}
+			s.batch = append(s.batch, it)
+			size += len(it.line)
+		default:
+			break drain
+		}
 	}
-	if err := s.writeLine(line); err != nil {
-		s.gapDropped++
-		s.drop()
+	line := first.line
+	if len(s.batch) > 1 {
+		s.buf = s.buf[:0]
+		for _, it := range s.batch {
+			s.buf = append(s.buf, it.line...)
+		}
+		line = s.buf
+	}
+	err := s.writeRecords(line, len(s.batch))
+	for i, it := range s.batch {
+		if it.done != nil {
+			it.done <- err
+		}
+		s.batch[i] = auditItem{}
+	}
+	if cap(s.buf) > maxAuditBatchBytes { // one huge record: do not keep its buffer
+		s.buf = nil
+	}
+	return open
+}
+
+// rotationDue reports whether pending more bytes reach the rotation size:
+// the batch ends there, so a file rotates after the line that crosses it,
+// as without batching.
+func (s *AuditSink) rotationDue(pending int) bool {
+	return s.f != nil && s.opt.RotateBytes > 0 && s.size+int64(pending) >= s.opt.RotateBytes
+}
+
+// writeRecords writes n calls' lines, after the gap line when failing.
+func (s *AuditSink) writeRecords(lines []byte, n int) error {
+	if (s.failing.Load() && !s.writeGap()) || s.writeLine(lines) != nil {
+		s.gapDropped += int64(n)
+		for range n {
+			s.drop()
+		}
 		return ErrAuditUnwritable
 	}
 	return nil
@@ -396,8 +445,8 @@ func (s *AuditSink) writeRecord(line []byte) error {
 
 // writeGap writes the ReasonAuditGap line; true when the sink is healthy again.
 func (s *AuditSink) writeGap() bool {
-	line, _ := json.Marshal(AuditRecord{Time: s.opt.now(), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: s.gapDropped})
-	if s.writeLine(append(line, '\n')) != nil {
+	line, _ := AuditRecord{Time: s.opt.now(), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: s.gapDropped}.line()
+	if s.writeLine(line) != nil {
 		return false
 	}
 	s.failing.Store(false)

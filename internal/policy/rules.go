@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -40,11 +41,13 @@ type Rule struct {
 type Rules struct {
 	rules     []compiledRule
 	hasShadow bool
+	fields    argFields // the union of the rules' fields
 }
 
 type compiledRule struct {
 	Rule
-	prg cel.Program
+	prg    cel.Program
+	fields argFields
 }
 
 // RuleOption configures NewRules.
@@ -100,7 +103,14 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
 		}
-		out.rules = append(out.rules, compiledRule{Rule: r, prg: prg})
+		f := argFieldsOf(ast.NativeRep())
+		out.rules = append(out.rules, compiledRule{Rule: r, prg: prg, fields: f})
+		out.fields.all = out.fields.all || f.all
+		for _, n := range f.names {
+			if !slices.Contains(out.fields.names, n) {
+				out.fields.names = append(out.fields.names, n)
+			}
+		}
 	}
 	return out, nil
 }

@@ -115,7 +115,15 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 	for _, d := range c.shadow {
 		rec.ShadowDenials = append(rec.ShadowDenials, policy.ShadowDenial{Reason: d.Reason, Rule: d.Rule, Message: d.Message})
 	}
-	if c.Entry != nil {
+	fromWire := false
+	if b, ok := c.ReceivedArgs(); ok && c.Entry != nil && !c.Decoded() {
+		// Never decoded (the wire checks proved them; rules read only
+		// their members): encoded from the bytes, as sent and forwarded.
+		// Bytes the wire encoder does not take (deeper than it follows)
+		// are decoded below, as before.
+		fromWire = rec.SetArgsWire(a.redactor(c.Entry), b) == nil
+	}
+	if !fromWire && c.Entry != nil {
 		sent := c.Sent()
 		repaired := c.args
 		if repaired == sent {

@@ -294,7 +294,7 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 	if !rules.AppliesTo(c.Tool) {
 		return nil
 	}
-	args, err := c.Args()
+	args, err := p.ruleArgs(c, rules)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,93 @@
+package policy
+
+import (
+	"strconv"
+	"time"
+)
+
+// appendLine writes the record as encoding/json writes it (MarshalJSON:
+// the same members in the same order, the same omissions and escaping),
+// without reflection or the second pass json.Marshal makes over a
+// Marshaler's output; the arguments go in as SetArgs encoded them.
+// audit_line_test.go holds it to json.Marshal.
+func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
+	str := func(b []byte, name, v string, omitEmpty bool) []byte {
+		if omitEmpty && v == "" {
+			return b
+		}
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b, _ = appendQuoted(b, v, true)
+		return b
+	}
+	b = append(b, `{"time":`...)
+	b, _ = appendQuoted(b, a.Time.UTC().Format(time.RFC3339Nano), true)
+	b = str(b, "caller_subject", a.CallerSubject, false)
+	b = str(b, "caller_method", a.CallerMethod, false)
+	b = str(b, "tool", a.Tool, false)
+	b = str(b, "call_id", a.CallID, true)
+	b = str(b, "decision", a.Decision, false)
+	b = str(b, "reason", a.Reason, true)
+	if len(a.Repairs) > 0 {
+		b = append(b, `,"repairs":[`...)
+		for i, r := range a.Repairs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"path":`...)
+			b, _ = appendQuoted(b, r.Path, true)
+			b = str(b, "kind", r.Kind, false)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = str(b, "validation", a.Validation, true)
+	if len(a.Violations) > 0 {
+		b = append(b, `,"violations":[`...)
+		for i, v := range a.Violations {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, _ = appendQuoted(b, v, true)
+		}
+		b = append(b, ']')
+	}
+	b = str(b, "backend_code", a.BackendCode, true)
+	b = append(b, `,"latency_ms":`...)
+	b, err := appendJSONNumber(b, a.LatencyMS)
+	if err != nil {
+		return b, err
+	}
+	if len(a.ArgsSent) > 0 {
+		b = append(b, `,"args_sent":`...)
+		b = append(b, a.ArgsSent...)
+	}
+	if len(a.ArgsRepaired) > 0 {
+		b = append(b, `,"args_repaired":`...)
+		b = append(b, a.ArgsRepaired...)
+	}
+	if len(a.ShadowDenials) > 0 {
+		b = append(b, `,"shadow_denials":[`...)
+		for i, d := range a.ShadowDenials {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"reason":`...)
+			b, _ = appendQuoted(b, d.Reason, true)
+			b = str(b, "rule", d.Rule, true)
+			b = str(b, "message", d.Message, false)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = str(b, "idempotency_key", a.IdempotencyKey, true)
+	if a.Replayed {
+		b = append(b, `,"replayed":true`...)
+	}
+	if a.RecordsDropped != 0 {
+		b = append(b, `,"records_dropped":`...)
+		b = strconv.AppendInt(b, a.RecordsDropped, 10)
+	}
+	return append(b, '}', '\n'), nil
+}

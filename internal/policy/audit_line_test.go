@@ -1,0 +1,46 @@
+package policy
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestAuditLineMatchesEncodingJSON holds the hand-written line encoder to
+// json.Marshal of the same record, byte for byte.
+func TestAuditLineMatchesEncodingJSON(t *testing.T) {
+	full := AuditRecord{
+		Time: time.Date(2026, 12, 3, 13, 0, 0, 123456789, time.FixedZone("x", 3600)), CallerSubject: "agent <a&b>", CallerMethod: "api-key",
+		Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied,
+		Repairs: []AuditRepair{{Path: "/title", Kind: "entities"}, {Path: "/tags", Kind: "json"}}, Validation: "failed",
+		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", LatencyMS: 0.123,
+		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),
+		ShadowDenials:  []ShadowDenial{{Reason: "r", Rule: "n", Message: "m"}, {Reason: "r2", Message: "m2"}},
+		IdempotencyKey: "k", Replayed: true, RecordsDropped: 7,
+	}
+	cases := []struct {
+		name, reason string
+		rec          AuditRecord
+	}{
+		{"empty", "every omitempty member omitted, the zero time", AuditRecord{}},
+		{"full", "every member set, strings needing escapes", full},
+		{"gap", "an audit-gap line", AuditRecord{Time: time.Unix(1_700_000_000, 5), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: 3}},
+		{"invalid utf-8", "a bounded prefix cut inside a rune is written as encoding/json writes it", AuditRecord{Tool: "ab\xe2\x82", CallerSubject: "\xff"}},
+		{"latency", "large and tiny latencies take the e format", AuditRecord{LatencyMS: 1e21}},
+		{"latency small", "", AuditRecord{LatencyMS: 1e-7}},
+	}
+	for _, tc := range cases {
+		tc.rec.argsEncoded = true // the arguments go in as they are (valid compact JSON here)
+		want, err := json.Marshal(tc.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tc.rec.line()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("%s (%s):\n got %s\nwant %s", tc.name, tc.reason, got, want)
+		}
+	}
+}

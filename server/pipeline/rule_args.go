@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/structwire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// ruleArgs is what the CEL rules judge: the call's arguments, or — when
+// they are still the received bytes, which the wire validator proved well
+// formed (valid UTF-8, one kind per Value, no unknown fields), and the
+// rules read only named members of args — a Struct of just those members,
+// decoded from the bytes. The rules' result is the same either way
+// (policy.Rules.ArgFields); the call's arguments stay undecoded, so
+// nothing decodes them whole (the audit line encodes from the bytes too).
+func (p *Pipeline) ruleArgs(c *Call, rules *policy.Rules) (*structpb.Struct, error) {
+	b, received := c.ReceivedArgs()
+	if !received || c.Decoded() || !p.fast || c.validation != "ok" {
+		return c.Args()
+	}
+	names, ok := rules.ArgFields(c.Tool)
+	if !ok {
+		return c.Args()
+	}
+	picked, ok := pickMembers(b, names)
+	if !ok {
+		return c.Args()
+	}
+	return picked, nil
+}
+
+// pickMembers decodes the named members of a Struct's bytes (a repeated
+// key's last value, as decoding keeps it); false if the bytes do not read
+// as a Struct.
+func pickMembers(b []byte, names []string) (*structpb.Struct, bool) {
+	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(names))}
+	for rest := b; len(rest) > 0; {
+		k, vb, next, ok := structwire.NextEntry(rest, false)
+		if !ok {
+			return nil, false
+		}
+		rest = next
+		for _, n := range names {
+			if string(k) != n {
+				continue
+			}
+			v := new(structpb.Value)
+			if err := proto.Unmarshal(vb, v); err != nil {
+				return nil, false
+			}
+			out.Fields[n] = v
+			break
+		}
+	}
+	return out, true
+}
