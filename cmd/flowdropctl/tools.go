@@ -44,6 +44,10 @@ commands:
                    register one tool per unary method of a gRPC service, its
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
+  import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P]
+                 [--dry-run] [--require-compatible]
+                   register one HTTP-operation tool per operation of an OpenAPI 3
+                   (or Swagger 2.0) document; prints the names registered
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 

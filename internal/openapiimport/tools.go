@@ -99,7 +99,7 @@ func Tools(doc *openapi3.T, o Options) ([]*gatewayv1.Tool, []Skipped, error) {
 func toolName(prefix, id, method, path string) (string, string) {
 	base := id
 	if base == "" {
-		base = strings.ToLower(method) + "_" + path
+		base = strings.ToLower(method) + path
 	}
 	name := prefix + strings.Trim(notNameChar.ReplaceAllString(base, "_"), "_")
 	if err := registry.ValidateName(name); err != nil {
