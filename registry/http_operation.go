@@ -2,7 +2,7 @@ package registry
 
 import (
 	"fmt"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
@@ -67,8 +67,9 @@ func (in HTTPIn) String() string {
 }
 
 // httpMethods are the methods an operation may use (OpenAPI's, less TRACE).
-var httpMethods = map[string]bool{http.MethodGet: true, http.MethodPut: true, http.MethodPost: true,
-	http.MethodDelete: true, http.MethodOptions: true, http.MethodHead: true, http.MethodPatch: true}
+// (No net/http here: the registry stays free of it, TestImports.)
+var httpMethods = map[string]bool{"GET": true, "PUT": true, "POST": true,
+	"DELETE": true, "OPTIONS": true, "HEAD": true, "PATCH": true}
 
 // refusedHeaders may not be set from arguments: hop-by-hop headers and
 // framing belong to the transport, Host to the base URL.
@@ -86,7 +87,7 @@ var pathPlaceholder = regexp.MustCompile(`\{([^{}/]*)\}`)
 // it may): the gateway's own X-Flowdrop-* headers carry the call id and
 // the caller, which an argument must not forge.
 func HTTPHeaderRefused(name string) string {
-	canon := http.CanonicalHeaderKey(name)
+	canon := textproto.CanonicalMIMEHeaderKey(name)
 	switch {
 	case !headerToken.MatchString(name):
 		return fmt.Sprintf("header %q is not a valid header name", name)
