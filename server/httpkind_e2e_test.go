@@ -90,6 +90,11 @@ func startPetService(t *testing.T) (*petService, string) {
 // registers the tools on env.
 func importPets(t *testing.T, ctx context.Context, env *gatewaytest.Env, baseURL, prefix string) {
 	t.Helper()
+	importPetsTB(t, ctx, env, baseURL, prefix)
+}
+
+func importPetsTB(t testing.TB, ctx context.Context, env *gatewaytest.Env, baseURL, prefix string) {
+	t.Helper()
 	data, err := os.ReadFile("testdata/petstore.openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
