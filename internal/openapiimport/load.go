@@ -35,7 +35,7 @@ func Load(ctx context.Context, data []byte) (*openapi3.T, error) {
 	case strings.HasPrefix(head.Swagger, "2."):
 		var doc2 openapi2.T
 		if err := json.Unmarshal(js, &doc2); err != nil {
-			return nil, fmt.Errorf("Swagger %s document: %w", head.Swagger, err)
+			return nil, fmt.Errorf("a Swagger %s document that does not read: %w", head.Swagger, err)
 		}
 		if doc, err = openapi2conv.ToV3(&doc2); err != nil {
 			return nil, fmt.Errorf("converting Swagger %s to OpenAPI 3: %w", head.Swagger, err)
