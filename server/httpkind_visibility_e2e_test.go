@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"io"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -13,7 +16,8 @@ import (
 // TestHTTPOperationURLHiddenFromInvokers: an HTTP-operation tool's base
 // URL is, like any backend address, shown only to callers that may
 // register tools: GetTool and ListTools clear it for an invoker and show
-// it to an operator; the method and path template stay visible.
+// it to an operator; the method and path template stay visible. The
+// admin status page names the kind (method and path).
 func TestHTTPOperationURLHiddenFromInvokers(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -21,7 +25,7 @@ func TestHTTPOperationURLHiddenFromInvokers(t *testing.T) {
 	const keyOperator = "operator-key-0123456789"
 	p.Auth.APIKeys = append(p.Auth.APIKeys, policy.APIKey{Name: "operator", SHA256: policy.HashAPIKey(keyOperator),
 		Roles: []string{policy.RoleAdmin, policy.RoleInvoker}})
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithAdmin())
 	data, err := os.ReadFile("testdata/petstore.openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -60,5 +64,15 @@ func TestHTTPOperationURLHiddenFromInvokers(t *testing.T) {
 				t.Errorf("%s as %s: %v; want base URL %q, GET and the path (%s)", what, tc.key, h, tc.wantURL, tc.reason)
 			}
 		}
+	}
+
+	resp, err := http.Get(env.AdminURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(page), "HTTP GET /pets/{petId}") {
+		t.Errorf("the status page does not name the tool's kind as %q", "HTTP GET /pets/{petId}")
 	}
 }
