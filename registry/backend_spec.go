@@ -14,7 +14,8 @@ import (
 // BackendSpec is a typed backend, for a service that does not implement
 // ToolBackendService. Exactly one kind is set.
 type BackendSpec struct {
-	GRPCMethod *GRPCMethod
+	GRPCMethod    *GRPCMethod
+	HTTPOperation *HTTPOperation
 	// TLS is transport security to the backend, whatever the kind
 	// (transport_security.go); nil: the gateway's per-target settings.
 	TLS *TransportSecurity
@@ -39,6 +40,9 @@ func (t Tool) Target() string {
 	if t.Spec != nil && t.Spec.GRPCMethod != nil {
 		return t.Spec.GRPCMethod.Target
 	}
+	if t.Spec != nil && t.Spec.HTTPOperation != nil {
+		return t.Spec.HTTPOperation.BaseURL
+	}
 	return t.Backend
 }
 
@@ -46,7 +50,7 @@ func sameSpec(a, b *BackendSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if !sameTLS(a.TLS, b.TLS) {
+	if !sameTLS(a.TLS, b.TLS) || !sameHTTPOperation(a.HTTPOperation, b.HTTPOperation) {
 		return false
 	}
 	ga, gb := a.GRPCMethod, b.GRPCMethod
@@ -69,8 +73,12 @@ func checkBackend(t Tool) (protoreflect.MethodDescriptor, *ToolError) {
 		return nil, nil
 	case t.Backend != "":
 		return nil, bad("backend", "must be empty when spec is set: set exactly one of backend and spec")
+	case t.Spec.GRPCMethod != nil && t.Spec.HTTPOperation != nil:
+		return nil, bad("spec", "names two backend kinds: set exactly one of grpc_method and http_operation")
+	case t.Spec.HTTPOperation != nil:
+		return nil, checkHTTPOperation(t.Name, t.Spec.HTTPOperation)
 	case t.Spec.GRPCMethod == nil:
-		return nil, bad("spec", "names no backend kind: set grpc_method")
+		return nil, bad("spec", "names no backend kind: set grpc_method or http_operation")
 	}
 	if t.Spec.TLS != nil {
 		if field, r := t.Spec.TLS.check(); r != "" {

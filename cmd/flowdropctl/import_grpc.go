@@ -18,11 +18,14 @@ const importUsage = "import grpc --target HOST:PORT [--protoset FILE] [--service
 
 // toolsImport dispatches `flowdropctl tools import <kind>`.
 func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "grpc" {
-		fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage)
-		return 2
+	switch {
+	case len(args) > 0 && args[0] == "grpc":
+		return toolsImportGRPC(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "openapi":
+		return toolsImportOpenAPI(ctx, args[1:], stdout, stderr)
 	}
-	return toolsImportGRPC(ctx, args[1:], stdout, stderr)
+	fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage+"\n       flowdropctl tools "+importOpenAPIUsage)
+	return 2
 }
 
 // toolsImportGRPC registers one gRPC-method tool per unary method of a
@@ -81,19 +84,34 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	type skip struct {
-		Method string `json:"method"`
-		Reason string `json:"reason"`
-	}
-	skips := []skip{}
+	skips := []importSkip{}
 	for _, s := range skipped {
-		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Method, s.Reason)
-		skips = append(skips, skip{string(s.Method), s.Reason})
+		skips = append(skips, importSkip{string(s.Method), s.Reason})
 	}
 	if len(tools) == 0 {
+		reportSkips(stderr, skips)
 		return fail(1, "no method to import")
 	}
-	if *dryRun {
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
+}
+
+// importSkip is what an import left out, and why (method or operation).
+type importSkip struct {
+	Method string `json:"method"`
+	Reason string `json:"reason"`
+}
+
+func reportSkips(stderr io.Writer, skips []importSkip) {
+	for _, s := range skips {
+		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Method, s.Reason)
+	}
+}
+
+// registerImported prints the skips on stderr, then prints the tools as
+// JSON (dryRun) or registers them in order, stopping at the first refusal.
+func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips []importSkip, dryRun, requireCompat bool, stdout, stderr io.Writer) int {
+	reportSkips(stderr, skips)
+	if dryRun {
 		return printToolsJSON(stdout, stderr, tools)
 	}
 	client, ctx, done, ok := f.dial(ctx, stderr)
@@ -103,7 +121,7 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	defer done()
 	registered := []string{}
 	for i, t := range tools {
-		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: *requireCompat})
+		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: requireCompat})
 		if err != nil && f.out.json {
 			writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips, "error": newCallError(err),
 				"failed": t.GetName(), "not_sent": len(tools) - i - 1})
@@ -134,7 +152,7 @@ func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
 	out := &gatewayv1.ListToolsResponse{Tools: tools}
 	b, err := protoNames.Marshal(out)
 	if err != nil {
-		fmt.Fprintf(stderr, "flowdropctl tools import grpc: %v\n", err)
+		fmt.Fprintf(stderr, "flowdropctl tools import: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(stdout, string(b))
@@ -146,6 +164,9 @@ func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
 func toolBackend(t *gatewayv1.Tool) string {
 	if m := t.GetSpec().GetGrpcMethod(); m != nil {
 		return m.GetTarget() + m.GetMethod()
+	}
+	if h := t.GetSpec().GetHttpOperation(); h != nil {
+		return h.GetMethod() + " " + h.GetBaseUrl() + h.GetPath()
 	}
 	return t.GetBackend()
 }

@@ -47,6 +47,10 @@ commands:
   export --format openai|openai-strict|anthropic|gemini|mcp
                    print the tools you may invoke in a model API's tool format
                    (tools the format cannot carry: on stderr with the reason)
+  import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P]
+                 [--dry-run] [--require-compatible]
+                   register one HTTP-operation tool per operation of an OpenAPI 3
+                   (or Swagger 2.0) document; prints the names registered
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 

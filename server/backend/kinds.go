@@ -10,20 +10,27 @@ import (
 // its tool's backend is (registry.Tool.Spec), a ToolBackendService target
 // when there is no spec. The kinds share one connection pool.
 type Kinds struct {
-	ToolService *ToolService
-	GRPCMethod  *GRPCMethod
+	ToolService   *ToolService
+	GRPCMethod    *GRPCMethod
+	HTTPOperation *HTTPOperation
 }
 
 // NewKinds is every kind over ts's connections.
 func NewKinds(ts *ToolService) *Kinds {
-	return &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts)}
+	return &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts), HTTPOperation: NewHTTPOperation(ts)}
 }
+
+// Close releases what the kinds hold besides ts's connections.
+func (k *Kinds) Close() { k.HTTPOperation.Close() }
 
 // Invoke dispatches by the tool's kind; the entry's resolved method marks
 // a gRPC-method tool.
 func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
 	if c.Entry != nil && c.Entry.Method != nil {
 		return k.GRPCMethod.Invoke(ctx, c)
+	}
+	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.HTTPOperation != nil {
+		return k.HTTPOperation.Invoke(ctx, c)
 	}
 	return k.ToolService.Invoke(ctx, c)
 }

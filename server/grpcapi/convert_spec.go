@@ -19,6 +19,14 @@ func specFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 		s.TLS = &registry.TransportSecurity{CAFile: ts.GetCaFile(), CertFile: ts.GetCertFile(), KeyFile: ts.GetKeyFile(),
 			ServerName: ts.GetServerName(), Require: ts.GetRequire()}
 	}
+	if h := p.GetHttpOperation(); h != nil {
+		op := &registry.HTTPOperation{BaseURL: h.GetBaseUrl(), Method: h.GetMethod(), Path: h.GetPath(),
+			BodyArgument: h.GetBodyArgument(), ResponseSchema: h.GetResponseSchema()}
+		for _, prm := range h.GetParameters() {
+			op.Parameters = append(op.Parameters, registry.HTTPParameter{Name: prm.GetName(), In: registry.HTTPIn(prm.GetIn())})
+		}
+		s.HTTPOperation = op
+	}
 	return s
 }
 
@@ -37,6 +45,14 @@ func specProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 		p.Tls = &gatewayv1.TransportSecurity{CaFile: ts.CAFile, CertFile: ts.CertFile, KeyFile: ts.KeyFile,
 			ServerName: ts.ServerName, Require: ts.Require}
 	}
+	if h := s.HTTPOperation; h != nil {
+		hp := &gatewayv1.HttpOperation{BaseUrl: h.BaseURL, Method: h.Method, Path: h.Path,
+			BodyArgument: h.BodyArgument, ResponseSchema: h.ResponseSchema}
+		for _, prm := range h.Parameters {
+			hp.Parameters = append(hp.Parameters, &gatewayv1.HttpParameter{Name: prm.Name, In: gatewayv1.HttpParameterIn(prm.In)})
+		}
+		p.Kind = &gatewayv1.BackendSpec_HttpOperation{HttpOperation: hp}
+	}
 	return p
 }
 
@@ -49,6 +65,9 @@ func hideSpecTarget(p *gatewayv1.Tool) {
 	}
 	if m := p.GetSpec().GetGrpcMethod(); m != nil {
 		m.Target = ""
+	}
+	if h := p.GetSpec().GetHttpOperation(); h != nil {
+		h.BaseUrl = ""
 	}
 }
 

@@ -57,8 +57,25 @@ type tlsRecord struct {
 
 // specRecord is registry.BackendSpec; descriptors are base64 (encoding/json's []byte).
 type specRecord struct {
-	GRPCMethod *grpcMethodRecord `json:"grpc_method,omitempty"`
-	TLS        *tlsRecord        `json:"tls,omitempty"` // version 3
+	GRPCMethod    *grpcMethodRecord    `json:"grpc_method,omitempty"`
+	HTTPOperation *httpOperationRecord `json:"http_operation,omitempty"`
+	TLS           *tlsRecord           `json:"tls,omitempty"` // version 3
+}
+
+type httpOperationRecord struct {
+	BaseURL        string                `json:"base_url"`
+	Method         string                `json:"method"`
+	Path           string                `json:"path"`
+	Parameters     []httpParameterRecord `json:"parameters,omitempty"`
+	BodyArgument   string                `json:"body_argument,omitempty"`
+	ResponseSchema json.RawMessage       `json:"response_schema,omitempty"`
+}
+
+// httpParameterRecord's In is the part's name (registry.HTTPIn.String),
+// not its number: the stored form reads on its own.
+type httpParameterRecord struct {
+	Name string `json:"name"`
+	In   string `json:"in"`
 }
 
 type grpcMethodRecord struct {
@@ -85,6 +102,13 @@ func Encode(t registry.Tool) ([]byte, error) {
 		if m := t.Spec.GRPCMethod; m != nil {
 			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
 		}
+		if h := t.Spec.HTTPOperation; h != nil {
+			hr, err := encodeHTTPOperation(h)
+			if err != nil {
+				return nil, fmt.Errorf("toolcodec: tool %q: %w", t.Name, err)
+			}
+			r.Spec.HTTPOperation = hr
+		}
 		if s := t.Spec.TLS; s != nil {
 			r.V = Version
 			r.Spec.TLS = &tlsRecord{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
@@ -95,17 +119,11 @@ func Encode(t registry.Tool) ([]byte, error) {
 		r.Annotations = &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
 	}
 	if t.InputSchema != nil {
-		raw, err := protojson.Marshal(t.InputSchema)
+		raw, err := compactStruct(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("toolcodec: tool %q: encode input_schema: %w", t.Name, err)
 		}
-		// protojson output has deliberately unstable whitespace; compact it so
-		// equal tools encode to equal bytes.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, fmt.Errorf("toolcodec: tool %q: compact input_schema: %w", t.Name, err)
-		}
-		r.InputSchema = buf.Bytes()
+		r.InputSchema = raw
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -136,6 +154,13 @@ func Decode(b []byte) (registry.Tool, error) {
 		if m := r.Spec.GRPCMethod; m != nil {
 			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
 		}
+		if h := r.Spec.HTTPOperation; h != nil {
+			op, err := decodeHTTPOperation(h)
+			if err != nil {
+				return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: spec.http_operation: %w", r.Name, err)
+			}
+			t.Spec.HTTPOperation = op
+		}
 		if s := r.Spec.TLS; s != nil {
 			t.Spec.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
 		}
@@ -158,4 +183,56 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.InputSchema = s
 	}
 	return t, nil
+}
+
+// compactStruct is s as compact protojson: protojson output has
+// deliberately unstable whitespace, compacted so equal tools encode to
+// equal bytes.
+func compactStruct(s *structpb.Struct) (json.RawMessage, error) {
+	raw, err := protojson.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func encodeHTTPOperation(h *registry.HTTPOperation) (*httpOperationRecord, error) {
+	hr := &httpOperationRecord{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
+	for _, p := range h.Parameters {
+		hr.Parameters = append(hr.Parameters, httpParameterRecord{Name: p.Name, In: p.In.String()})
+	}
+	if h.ResponseSchema != nil {
+		raw, err := compactStruct(h.ResponseSchema)
+		if err != nil {
+			return nil, fmt.Errorf("encode spec.http_operation.response_schema: %w", err)
+		}
+		hr.ResponseSchema = raw
+	}
+	return hr, nil
+}
+
+var httpIns = map[string]registry.HTTPIn{"path": registry.HTTPInPath, "query": registry.HTTPInQuery,
+	"header": registry.HTTPInHeader, "body": registry.HTTPInBody}
+
+func decodeHTTPOperation(hr *httpOperationRecord) (*registry.HTTPOperation, error) {
+	op := &registry.HTTPOperation{BaseURL: hr.BaseURL, Method: hr.Method, Path: hr.Path, BodyArgument: hr.BodyArgument}
+	for i, p := range hr.Parameters {
+		in, ok := httpIns[p.In]
+		if !ok {
+			return nil, fmt.Errorf("parameters[%d].in: unknown part %q", i, p.In)
+		}
+		op.Parameters = append(op.Parameters, registry.HTTPParameter{Name: p.Name, In: in})
+	}
+	if len(hr.ResponseSchema) > 0 && !bytes.Equal(hr.ResponseSchema, []byte("null")) {
+		s := &structpb.Struct{}
+		if err := protojson.Unmarshal(hr.ResponseSchema, s); err != nil {
+			return nil, fmt.Errorf("response_schema: %w", err)
+		}
+		op.ResponseSchema = s
+	}
+	return op, nil
 }

@@ -290,3 +290,43 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestGoldenHTTPOperation holds an HTTP-operation tool's v2 record (the
+// parts by name, the response schema as JSON) and its round trip.
+func TestGoldenHTTPOperation(t *testing.T) {
+	tool := registry.Tool{
+		Name:        "golden.http",
+		InputSchema: mustStruct(t, map[string]any{"type": "object"}),
+		Revision:    4,
+		Spec: &registry.BackendSpec{HTTPOperation: &registry.HTTPOperation{
+			BaseURL: "http://127.0.0.1:8080/api", Method: "POST", Path: "/pets/{id}",
+			Parameters: []registry.HTTPParameter{{Name: "id", In: registry.HTTPInPath}, {Name: "q", In: registry.HTTPInQuery},
+				{Name: "X-Note", In: registry.HTTPInHeader}, {Name: "name", In: registry.HTTPInBody}},
+			ResponseSchema: mustStruct(t, map[string]any{"type": "object"})}},
+	}
+	b, err := Encode(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "tool_v2_http.json")
+	if *update {
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(b) {
+		t.Errorf("encoding changed; bump Version if intended\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertToolEqual(t, got, tool, "the golden v2 HTTP record must keep decoding")
+	if _, err := Decode([]byte(strings.Replace(string(want), `"in":"query"`, `"in":"cookie"`, 1))); err == nil || !strings.Contains(err.Error(), "cookie") {
+		t.Errorf("Decode of an unknown part: %v, want a refusal naming it", err)
+	}
+}

@@ -23,6 +23,66 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// HttpParameterIn is a part of an HTTP request.
+type HttpParameterIn int32
+
+const (
+	HttpParameterIn_HTTP_PARAMETER_IN_UNSPECIFIED HttpParameterIn = 0
+	// A {name} of the path template, percent-escaped.
+	HttpParameterIn_HTTP_PARAMETER_IN_PATH HttpParameterIn = 1
+	// A query parameter; an array argument repeats the key.
+	HttpParameterIn_HTTP_PARAMETER_IN_QUERY HttpParameterIn = 2
+	// A request header (never a hop-by-hop header, Host or X-Flowdrop-*).
+	HttpParameterIn_HTTP_PARAMETER_IN_HEADER HttpParameterIn = 3
+	// A property of the JSON body object.
+	HttpParameterIn_HTTP_PARAMETER_IN_BODY HttpParameterIn = 4
+)
+
+// Enum value maps for HttpParameterIn.
+var (
+	HttpParameterIn_name = map[int32]string{
+		0: "HTTP_PARAMETER_IN_UNSPECIFIED",
+		1: "HTTP_PARAMETER_IN_PATH",
+		2: "HTTP_PARAMETER_IN_QUERY",
+		3: "HTTP_PARAMETER_IN_HEADER",
+		4: "HTTP_PARAMETER_IN_BODY",
+	}
+	HttpParameterIn_value = map[string]int32{
+		"HTTP_PARAMETER_IN_UNSPECIFIED": 0,
+		"HTTP_PARAMETER_IN_PATH":        1,
+		"HTTP_PARAMETER_IN_QUERY":       2,
+		"HTTP_PARAMETER_IN_HEADER":      3,
+		"HTTP_PARAMETER_IN_BODY":        4,
+	}
+)
+
+func (x HttpParameterIn) Enum() *HttpParameterIn {
+	p := new(HttpParameterIn)
+	*p = x
+	return p
+}
+
+func (x HttpParameterIn) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HttpParameterIn) Descriptor() protoreflect.EnumDescriptor {
+	return file_flowdrop_gateway_v1_tool_proto_enumTypes[0].Descriptor()
+}
+
+func (HttpParameterIn) Type() protoreflect.EnumType {
+	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[0]
+}
+
+func (x HttpParameterIn) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HttpParameterIn.Descriptor instead.
+func (HttpParameterIn) EnumDescriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{0}
+}
+
 // RepairKind says which RT-TOOL-8 repair changed an argument.
 type RepairKind int32
 
@@ -59,11 +119,11 @@ func (x RepairKind) String() string {
 }
 
 func (RepairKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_flowdrop_gateway_v1_tool_proto_enumTypes[0].Descriptor()
+	return file_flowdrop_gateway_v1_tool_proto_enumTypes[1].Descriptor()
 }
 
 func (RepairKind) Type() protoreflect.EnumType {
-	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[0]
+	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[1]
 }
 
 func (x RepairKind) Number() protoreflect.EnumNumber {
@@ -72,7 +132,7 @@ func (x RepairKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RepairKind.Descriptor instead.
 func (RepairKind) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
 }
 
 // Tool is one registered tool: what a model may call, the JSON Schema its
@@ -282,6 +342,7 @@ type BackendSpec struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*BackendSpec_GrpcMethod
+	//	*BackendSpec_HttpOperation
 	Kind isBackendSpec_Kind `protobuf_oneof:"kind"`
 	// TLS to the backend, for every kind. Unset: the gateway's per-target
 	// settings (policy file backend_tls), else plaintext.
@@ -336,6 +397,15 @@ func (x *BackendSpec) GetGrpcMethod() *GrpcMethod {
 	return nil
 }
 
+func (x *BackendSpec) GetHttpOperation() *HttpOperation {
+	if x != nil {
+		if x, ok := x.Kind.(*BackendSpec_HttpOperation); ok {
+			return x.HttpOperation
+		}
+	}
+	return nil
+}
+
 func (x *BackendSpec) GetTls() *TransportSecurity {
 	if x != nil {
 		return x.Tls
@@ -352,7 +422,14 @@ type BackendSpec_GrpcMethod struct {
 	GrpcMethod *GrpcMethod `protobuf:"bytes,1,opt,name=grpc_method,json=grpcMethod,proto3,oneof"`
 }
 
+type BackendSpec_HttpOperation struct {
+	// An HTTP operation (from an OpenAPI document) with JSON in and out.
+	HttpOperation *HttpOperation `protobuf:"bytes,3,opt,name=http_operation,json=httpOperation,proto3,oneof"`
+}
+
 func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
+
+func (*BackendSpec_HttpOperation) isBackendSpec_Kind() {}
 
 // TransportSecurity is TLS (mTLS with a client certificate) to a backend.
 // Files are paths on the gateway's host, read when a connection is made.
@@ -508,6 +585,160 @@ func (x *GrpcMethod) GetDescriptors() []byte {
 	return nil
 }
 
+// HttpOperation is one operation of an HTTP API, called with the tool's
+// arguments mapped onto its path, query, headers and JSON body: all the
+// gateway needs at call time, so calls never re-read the OpenAPI document.
+type HttpOperation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// BaseUrl is the API's base, "http://" or "https://" host[:port][/prefix],
+	// without query, fragment or credentials.
+	BaseUrl string `protobuf:"bytes,1,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// Method is the HTTP method in upper case, e.g. "GET" or "POST".
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// Path is the operation's path template after the base URL, e.g.
+	// "/pets/{petId}"; every {name} is a PATH parameter.
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// Parameters maps arguments onto the request; an argument not listed
+	// (and not body_argument) is refused.
+	Parameters []*HttpParameter `protobuf:"bytes,4,rep,name=parameters,proto3" json:"parameters,omitempty"`
+	// BodyArgument, when set, names the one argument whose value is the
+	// whole JSON body (for a body that is not an object); then no parameter
+	// is in BODY.
+	BodyArgument string `protobuf:"bytes,5,opt,name=body_argument,json=bodyArgument,proto3" json:"body_argument,omitempty"`
+	// ResponseSchema is the JSON Schema of the operation's 2xx JSON
+	// response, when the document declares one (documentation only).
+	ResponseSchema *structpb.Struct `protobuf:"bytes,6,opt,name=response_schema,json=responseSchema,proto3" json:"response_schema,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HttpOperation) Reset() {
+	*x = HttpOperation{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HttpOperation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HttpOperation) ProtoMessage() {}
+
+func (x *HttpOperation) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HttpOperation.ProtoReflect.Descriptor instead.
+func (*HttpOperation) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *HttpOperation) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *HttpOperation) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *HttpOperation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *HttpOperation) GetParameters() []*HttpParameter {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *HttpOperation) GetBodyArgument() string {
+	if x != nil {
+		return x.BodyArgument
+	}
+	return ""
+}
+
+func (x *HttpOperation) GetResponseSchema() *structpb.Struct {
+	if x != nil {
+		return x.ResponseSchema
+	}
+	return nil
+}
+
+// HttpParameter is where one argument goes in the request.
+type HttpParameter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name is the argument's name and its name on the wire (path
+	// placeholder, query key, header name, body property).
+	Name          string          `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	In            HttpParameterIn `protobuf:"varint,2,opt,name=in,proto3,enum=flowdrop.gateway.v1.HttpParameterIn" json:"in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HttpParameter) Reset() {
+	*x = HttpParameter{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HttpParameter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HttpParameter) ProtoMessage() {}
+
+func (x *HttpParameter) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HttpParameter.ProtoReflect.Descriptor instead.
+func (*HttpParameter) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HttpParameter) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HttpParameter) GetIn() HttpParameterIn {
+	if x != nil {
+		return x.In
+	}
+	return HttpParameterIn_HTTP_PARAMETER_IN_UNSPECIFIED
+}
+
 // Repair is one change normalization made to a call's arguments.
 type Repair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -524,7 +755,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +767,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +780,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Repair) GetPath() string {
@@ -594,7 +825,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +837,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +850,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Caller) GetSubject() string {
@@ -669,12 +900,13 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x0f_read_only_hintB\x13\n" +
 	"\x11_destructive_hintB\x12\n" +
 	"\x10_idempotent_hintB\x12\n" +
-	"\x10_open_world_hint\"\x9f\x01\n" +
+	"\x10_open_world_hint\"\xe6\x01\n" +
 	"\vBackendSpec\x12B\n" +
 	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
-	"grpcMethod\x128\n" +
+	"grpcMethod\x12K\n" +
+	"\x0ehttp_operation\x18\x03 \x01(\v2\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x128\n" +
 	"\x03tls\x18\x0f \x01(\v2&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n" +
-	"\x04kindJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04\"\x9f\x01\n" +
+	"\x04kindJ\x04\b\x02\x10\x03\"\x9f\x01\n" +
 	"\x11TransportSecurity\x12\x17\n" +
 	"\aca_file\x18\x01 \x01(\tR\x06caFile\x12\x1b\n" +
 	"\tcert_file\x18\x02 \x01(\tR\bcertFile\x12\x19\n" +
@@ -686,7 +918,19 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"GrpcMethod\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12 \n" +
-	"\vdescriptors\x18\x03 \x01(\fR\vdescriptors\"\x86\x01\n" +
+	"\vdescriptors\x18\x03 \x01(\fR\vdescriptors\"\x81\x02\n" +
+	"\rHttpOperation\x12\x19\n" +
+	"\bbase_url\x18\x01 \x01(\tR\abaseUrl\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12B\n" +
+	"\n" +
+	"parameters\x18\x04 \x03(\v2\".flowdrop.gateway.v1.HttpParameterR\n" +
+	"parameters\x12#\n" +
+	"\rbody_argument\x18\x05 \x01(\tR\fbodyArgument\x12@\n" +
+	"\x0fresponse_schema\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x0eresponseSchema\"Y\n" +
+	"\rHttpParameter\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\x02in\x18\x02 \x01(\x0e2$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -695,7 +939,13 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x06Caller\x12\x18\n" +
 	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x14\n" +
-	"\x05roles\x18\x03 \x03(\tR\x05roles*i\n" +
+	"\x05roles\x18\x03 \x03(\tR\x05roles*\xa7\x01\n" +
+	"\x0fHttpParameterIn\x12!\n" +
+	"\x1dHTTP_PARAMETER_IN_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16HTTP_PARAMETER_IN_PATH\x10\x01\x12\x1b\n" +
+	"\x17HTTP_PARAMETER_IN_QUERY\x10\x02\x12\x1c\n" +
+	"\x18HTTP_PARAMETER_IN_HEADER\x10\x03\x12\x1a\n" +
+	"\x16HTTP_PARAMETER_IN_BODY\x10\x04*i\n" +
 	"\n" +
 	"RepairKind\x12\x1b\n" +
 	"\x17REPAIR_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
@@ -714,35 +964,42 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 	return file_flowdrop_gateway_v1_tool_proto_rawDescData
 }
 
-var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
-	(RepairKind)(0),             // 0: flowdrop.gateway.v1.RepairKind
-	(*Tool)(nil),                // 1: flowdrop.gateway.v1.Tool
-	(*ToolAnnotations)(nil),     // 2: flowdrop.gateway.v1.ToolAnnotations
-	(*BackendSpec)(nil),         // 3: flowdrop.gateway.v1.BackendSpec
-	(*TransportSecurity)(nil),   // 4: flowdrop.gateway.v1.TransportSecurity
-	(*GrpcMethod)(nil),          // 5: flowdrop.gateway.v1.GrpcMethod
-	(*Repair)(nil),              // 6: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 7: flowdrop.gateway.v1.Caller
-	nil,                         // 8: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 9: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
+	(HttpParameterIn)(0),        // 0: flowdrop.gateway.v1.HttpParameterIn
+	(RepairKind)(0),             // 1: flowdrop.gateway.v1.RepairKind
+	(*Tool)(nil),                // 2: flowdrop.gateway.v1.Tool
+	(*ToolAnnotations)(nil),     // 3: flowdrop.gateway.v1.ToolAnnotations
+	(*BackendSpec)(nil),         // 4: flowdrop.gateway.v1.BackendSpec
+	(*TransportSecurity)(nil),   // 5: flowdrop.gateway.v1.TransportSecurity
+	(*GrpcMethod)(nil),          // 6: flowdrop.gateway.v1.GrpcMethod
+	(*HttpOperation)(nil),       // 7: flowdrop.gateway.v1.HttpOperation
+	(*HttpParameter)(nil),       // 8: flowdrop.gateway.v1.HttpParameter
+	(*Repair)(nil),              // 9: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 10: flowdrop.gateway.v1.Caller
+	nil,                         // 11: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 12: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	9,  // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	10, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	8,  // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
-	3,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
-	2,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
-	5,  // 5: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	4,  // 6: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	0,  // 7: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	12, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	13, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	11, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	4,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
+	3,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
+	6,  // 5: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	7,  // 6: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
+	5,  // 7: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	8,  // 8: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	12, // 9: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	0,  // 10: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
+	1,  // 11: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -753,14 +1010,15 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{}
 	file_flowdrop_gateway_v1_tool_proto_msgTypes[2].OneofWrappers = []any{
 		(*BackendSpec_GrpcMethod)(nil),
+		(*BackendSpec_HttpOperation)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   8,
+			NumEnums:      2,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

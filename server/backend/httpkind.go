@@ -1,0 +1,373 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// HTTP headers the gateway sets on HTTP operation calls, as MDCallID and
+// MDCaller on gRPC ones.
+const (
+	HeaderCallID = "X-Flowdrop-Call-Id"
+	HeaderCaller = "X-Flowdrop-Caller"
+)
+
+// httpErrorPrefix bounds how much of a 4xx body a tool error quotes.
+const httpErrorPrefix = 512
+
+// maxSameHostRedirects bounds the redirects followed within the base URL's host.
+const maxSameHostRedirects = 5
+
+// errRedirectOffHost is CheckRedirect's refusal of a redirect to another
+// scheme, host or port than the request's.
+var errRedirectOffHost = errors.New("redirect to another host not followed")
+
+// HTTPOperation is the backend kind of a tool whose spec is an operation
+// of an HTTP API: arguments go to the path (escaped), the query, declared
+// headers and a JSON body as the spec maps them; a 2xx JSON response is
+// the result (other 2xx text a string result), a 4xx a tool error quoting
+// the status and a bounded prefix of the body, a 5xx or a failed
+// connection Unavailable naming the tool, never the URL.
+//
+// One keep-alive connection pool for every HTTP tool; the deadline budget,
+// the send and receive limits and the failure classification are the
+// ToolBackendService kind's. Redirects are followed only within the same
+// scheme, host and port; no proxy from the environment.
+type HTTPOperation struct {
+	ts        *ToolService
+	transport *http.Transport
+	client    *http.Client
+}
+
+// NewHTTPOperation is the kind with ts's budget and limits; Close releases
+// its idle connections.
+func NewHTTPOperation(ts *ToolService) *HTTPOperation {
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	client := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return errRedirectOffHost
+		}
+		if len(via) > maxSameHostRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxSameHostRedirects)
+		}
+		return nil
+	}}
+	return &HTTPOperation{ts: ts, transport: tr, client: client}
+}
+
+// Close closes the idle connections (calls may still open new ones).
+func (h *HTTPOperation) Close() { h.transport.CloseIdleConnections() }
+
+// Invoke calls the tool's operation.
+func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
+	spec := c.Entry.Tool.Spec
+	if spec == nil || spec.HTTPOperation == nil {
+		return pipeline.Result{}, fmt.Errorf("tool %q has no HTTP operation", c.Tool) // Internal: dispatch's mistake
+	}
+	op := spec.HTTPOperation
+	args, err := c.Args()
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	budget, source := h.ts.budget(ctx, c)
+	if source != deadlineCaller {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	req, err := h.request(ctx, c, op, args)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return pipeline.Result{}, h.transportFailure(c, budget, source, err)
+	}
+	defer resp.Body.Close()
+	limit := h.ts.cfg.MaxRecvMsgSize
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		return pipeline.Result{}, h.transportFailure(c, budget, source, err)
+	}
+	if len(body) > limit {
+		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonBackendResponseTooLarge, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q: the backend's response is over the gateway's limit of %d bytes for backend responses", c.Tool, limit)}
+	}
+	return h.result(c, resp, body)
+}
+
+// transportFailure classifies a request that got no response: the
+// deadline, cancellation, an off-host redirect, or an unreachable backend.
+func (h *HTTPOperation) transportFailure(c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return h.ts.failure(c, budget, source, err)
+	case errors.Is(err, errRedirectOffHost):
+		e := h.ts.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
+		e.Message = fmt.Sprintf("tool %q: the backend redirected to another host, which the gateway does not follow", c.Tool)
+		return e
+	}
+	// Cause keeps the transport's error (which names the URL) for the logs.
+	e := h.ts.failure(c, budget, source, status.Error(codes.Unavailable, "HTTP backend unreachable"))
+	e.Cause = err
+	return e
+}
+
+// result reads the response: 2xx the result, 4xx a tool error, anything
+// else the backend's failure.
+func (h *HTTPOperation) result(c *pipeline.Call, resp *http.Response, body []byte) (pipeline.Result, error) {
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		v, err := responseValue(resp.Header.Get("Content-Type"), body)
+		if err != nil {
+			return pipeline.Result{}, h.ts.failure(c, 0, "", status.Errorf(codes.Internal, "tool %q: the backend's response %v", c.Tool, err))
+		}
+		return pipeline.Result{Value: v}, nil
+	case code >= 400 && code < 500:
+		text := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+		if p := textPrefix(body, httpErrorPrefix); p != "" {
+			text += ": " + p
+		}
+		return pipeline.Result{Value: structpb.NewStringValue(text), IsError: true}, nil
+	default:
+		e := h.ts.failure(c, 0, "", status.Errorf(codes.Unavailable, "HTTP %d", code))
+		if code < 500 { // 1xx, or a 3xx not followed: not a retryable outage but a backend that does not answer
+			e.Code, e.Reason = pipeline.Unavailable, pipeline.ReasonBackendError
+			e.Message = fmt.Sprintf("tool %q: the backend answered HTTP %d, not a result", c.Tool, code)
+		}
+		return pipeline.Result{}, e
+	}
+}
+
+// responseValue is a 2xx body as a Value: JSON when it is JSON (by its
+// content type, or without one when it parses), else a string (empty:
+// null).
+func responseValue(contentType string, body []byte) (*structpb.Value, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return structpb.NewNullValue(), nil
+	}
+	jsonType := false
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		jsonType = mt == "application/json" || strings.HasSuffix(mt, "+json")
+	}
+	if jsonType || contentType == "" {
+		v := new(structpb.Value)
+		err := protojson.Unmarshal(body, v)
+		if err == nil {
+			return v, nil
+		}
+		if jsonType {
+			return nil, errors.New("is declared JSON and does not parse")
+		}
+	}
+	if !utf8.Valid(body) {
+		return nil, errors.New("is neither JSON nor UTF-8 text")
+	}
+	return structpb.NewStringValue(string(body)), nil
+}
+
+// textPrefix is at most n bytes of b, cut at a rune boundary, invalid
+// UTF-8 replaced, spaces trimmed.
+func textPrefix(b []byte, n int) string {
+	cut := len(b) > n
+	if cut {
+		b = b[:n]
+		for len(b) > 0 && !utf8.Valid(b) && len(b) > n-utf8.UTFMax {
+			b = b[:len(b)-1]
+		}
+	}
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
+	if cut && s != "" {
+		s += "…"
+	}
+	return s
+}
+
+// request builds the HTTP request from the arguments as op maps them.
+func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *registry.HTTPOperation, args *structpb.Struct) (*http.Request, error) {
+	fields := args.GetFields()
+	used := 0
+	path := op.Path
+	query := url.Values{}
+	header := http.Header{}
+	var bodyObj map[string]*structpb.Value
+	for _, p := range op.Parameters {
+		v, ok := fields[p.Name]
+		if !ok {
+			if p.In == registry.HTTPInPath {
+				return nil, argumentRefusal(c.Tool, p.Name, "is required: it is a path parameter")
+			}
+			continue
+		}
+		used++
+		switch p.In {
+		case registry.HTTPInPath:
+			s, ok := scalarText(v)
+			if !ok {
+				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number or boolean: it is a path parameter")
+			}
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(s))
+		case registry.HTTPInQuery:
+			vals, ok := listText(v)
+			if !ok {
+				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number, boolean or an array of them: it is a query parameter")
+			}
+			query[p.Name] = vals
+		case registry.HTTPInHeader:
+			vals, ok := listText(v)
+			if !ok {
+				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number, boolean or an array of them: it is a header")
+			}
+			for _, s := range vals {
+				if strings.ContainsAny(s, "\r\n\x00") {
+					return nil, argumentRefusal(c.Tool, p.Name, "must not hold a line break or NUL: it is a header")
+				}
+			}
+			header.Set(p.Name, strings.Join(vals, ", "))
+		case registry.HTTPInBody:
+			if bodyObj == nil {
+				bodyObj = map[string]*structpb.Value{}
+			}
+			bodyObj[p.Name] = v
+		}
+	}
+	var body []byte
+	if op.BodyArgument != "" {
+		if v, ok := fields[op.BodyArgument]; ok {
+			used++
+			b, err := protojson.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: encoding the body: %w", c.Tool, err)
+			}
+			body = b
+		}
+	} else if bodyObj != nil {
+		b, err := protojson.Marshal(&structpb.Struct{Fields: bodyObj})
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: encoding the body: %w", c.Tool, err)
+		}
+		body = b
+	}
+	if used != len(fields) {
+		for name := range fields {
+			if !mapped(op, name) {
+				return nil, argumentRefusal(c.Tool, name, "is not a parameter of the tool's HTTP operation")
+			}
+		}
+	}
+	if err := h.ts.checkSendSize(c, len(body)); err != nil {
+		return nil, err
+	}
+	target := strings.TrimSuffix(op.BaseURL, "/") + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, op.Method, target, rd)
+	if err != nil {
+		// The base URL was admitted: the path's arguments made it unparsable.
+		return nil, argumentRefusal(c.Tool, "", "the path arguments do not make a valid URL")
+	}
+	req.Header = header
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.CallID != "" {
+		req.Header.Set(HeaderCallID, c.CallID)
+	}
+	if c.Caller.Subject != "" {
+		req.Header.Set(HeaderCaller, c.Caller.Subject)
+	}
+	for _, k := range append(propagatedMD[1:], traceMD...) { // not grpc-trace-bin: binary, gRPC's own
+		if v := metadata.ValueFromIncomingContext(ctx, k); len(v) > 0 {
+			req.Header.Set(k, v[0])
+		}
+	}
+	return req, nil
+}
+
+func mapped(op *registry.HTTPOperation, name string) bool {
+	if name == op.BodyArgument {
+		return true
+	}
+	for _, p := range op.Parameters {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// argumentRefusal is InvalidArgument naming the argument, never its value.
+func argumentRefusal(tool, arg, reason string) *pipeline.Error {
+	msg := reason
+	if arg != "" {
+		msg = fmt.Sprintf("argument %q %s", arg, reason)
+	}
+	return &pipeline.Error{Code: pipeline.InvalidArgument, Kind: pipeline.KindValidation, Reason: pipeline.ReasonArgumentsInvalid,
+		Tool: tool, Message: fmt.Sprintf("tool %q: %s", tool, msg), Violations: []schema.Violation{{Message: msg}}}
+}
+
+// scalarText is a string, number or boolean as it goes on the wire.
+func scalarText(v *structpb.Value) (string, bool) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return k.StringValue, true
+	case *structpb.Value_BoolValue:
+		return strconv.FormatBool(k.BoolValue), true
+	case *structpb.Value_NumberValue:
+		return strconv.FormatFloat(k.NumberValue, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+// listText is a scalar, or an array of scalars, as wire strings.
+func listText(v *structpb.Value) ([]string, bool) {
+	if l := v.GetListValue(); l != nil {
+		out := make([]string, 0, len(l.GetValues()))
+		for _, e := range l.GetValues() {
+			s, ok := scalarText(e)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	s, ok := scalarText(v)
+	return []string{s}, ok
+}
