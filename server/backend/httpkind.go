@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -58,6 +59,9 @@ type HTTPOperation struct {
 	ts        *ToolService
 	transport *http.Transport
 	client    *http.Client
+	// tlsClients holds a client per distinct spec.tls setting
+	// (registry.TransportSecurity → *http.Client), built on first use.
+	tlsClients sync.Map
 }
 
 // NewHTTPOperation is the kind with ts's budget and limits; Close releases
@@ -86,7 +90,41 @@ func NewHTTPOperation(ts *ToolService) *HTTPOperation {
 }
 
 // Close closes the idle connections (calls may still open new ones).
-func (h *HTTPOperation) Close() { h.transport.CloseIdleConnections() }
+func (h *HTTPOperation) Close() {
+	h.transport.CloseIdleConnections()
+	h.tlsClients.Range(func(_, c any) bool {
+		c.(*http.Client).Transport.(*http.Transport).CloseIdleConnections()
+		return true
+	})
+}
+
+// errPlaintextRefused: the tool requires TLS (spec.tls) but its base URL is
+// http; the gateway never falls back to plaintext.
+var errPlaintextRefused = errors.New("the tool requires TLS but its base URL is http")
+
+// clientFor is the client for the tool's transport security: the shared
+// one without spec.tls; with it, one per distinct setting (its CA, client
+// certificate, server name), and never a plaintext request.
+func (h *HTTPOperation) clientFor(op *registry.HTTPOperation, ts *registry.TransportSecurity) (*http.Client, error) {
+	if ts == nil {
+		return h.client, nil
+	}
+	if strings.HasPrefix(strings.ToLower(op.BaseURL), "http://") {
+		return nil, errPlaintextRefused
+	}
+	if c, ok := h.tlsClients.Load(*ts); ok {
+		return c.(*http.Client), nil
+	}
+	cfg, err := TLSConfig(*ts)
+	if err != nil {
+		return nil, err
+	}
+	tr := h.transport.Clone()
+	tr.TLSClientConfig = cfg
+	c := &http.Client{Transport: tr, CheckRedirect: h.client.CheckRedirect}
+	actual, _ := h.tlsClients.LoadOrStore(*ts, c)
+	return actual.(*http.Client), nil
+}
 
 // Invoke calls the tool's operation.
 func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
@@ -109,7 +147,11 @@ func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	resp, err := h.client.Do(req)
+	client, err := h.clientFor(op, spec.TLS)
+	if err != nil {
+		return pipeline.Result{}, h.ts.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return pipeline.Result{}, h.transportFailure(c, budget, source, err)
 	}
