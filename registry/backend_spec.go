@@ -15,6 +15,7 @@ import (
 // ToolBackendService. Exactly one kind is set.
 type BackendSpec struct {
 	GRPCMethod *GRPCMethod
+	MCPTool    *MCPTool // mcp_tool.go
 }
 
 // GRPCMethod is a unary method of any gRPC service: the tool's arguments
@@ -43,6 +44,9 @@ func sameSpec(a, b *BackendSpec) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
+	if ma, mb := a.MCPTool, b.MCPTool; ma != nil || mb != nil {
+		return ma != nil && mb != nil && *ma == *mb && a.GRPCMethod == nil && b.GRPCMethod == nil
+	}
 	ga, gb := a.GRPCMethod, b.GRPCMethod
 	if ga == nil || gb == nil {
 		return ga == gb
@@ -63,8 +67,15 @@ func checkBackend(t Tool) (protoreflect.MethodDescriptor, *ToolError) {
 		return nil, nil
 	case t.Backend != "":
 		return nil, bad("backend", "must be empty when spec is set: set exactly one of backend and spec")
+	case t.Spec.GRPCMethod != nil && t.Spec.MCPTool != nil:
+		return nil, bad("spec", "names two backend kinds: set exactly one of grpc_method and mcp_tool")
+	case t.Spec.MCPTool != nil:
+		if te := checkMCPTool(t.Name, t.Spec.MCPTool); te != nil {
+			return nil, te
+		}
+		return nil, nil
 	case t.Spec.GRPCMethod == nil:
-		return nil, bad("spec", "names no backend kind: set grpc_method")
+		return nil, bad("spec", "names no backend kind: set grpc_method or mcp_tool")
 	}
 	m := t.Spec.GRPCMethod
 	if r := ValidateBackend(m.Target); r != "" {

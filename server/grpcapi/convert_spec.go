@@ -15,6 +15,9 @@ func specFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 	if m := p.GetGrpcMethod(); m != nil {
 		s.GRPCMethod = &registry.GRPCMethod{Target: m.GetTarget(), Method: m.GetMethod(), Descriptors: m.GetDescriptors()}
 	}
+	if m := p.GetMcpTool(); m != nil {
+		s.MCPTool = &registry.MCPTool{URL: m.GetUrl(), Tool: m.GetTool(), CredentialEnv: m.GetCredentialEnv(), CredentialFile: m.GetCredentialFile()}
+	}
 	return s
 }
 
@@ -29,13 +32,21 @@ func specProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 		p.Kind = &gatewayv1.BackendSpec_GrpcMethod{GrpcMethod: &gatewayv1.GrpcMethod{
 			Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}}
 	}
+	if m := s.MCPTool; m != nil {
+		p.Kind = &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
+			Url: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile}}
+	}
 	return p
 }
 
-// hideSpecTarget clears a response tool's typed backend's target, for a
-// caller who does not see backends (the spec is toolProto's own copy).
+// hideSpecTarget clears a response tool's typed backend's target (and an
+// upstream MCP tool's URL and credential references), for a caller who
+// does not see backends (the spec is toolProto's own copy).
 func hideSpecTarget(p *gatewayv1.Tool) {
 	if m := p.GetSpec().GetGrpcMethod(); m != nil {
 		m.Target = ""
+	}
+	if m := p.GetSpec().GetMcpTool(); m != nil {
+		m.Url, m.CredentialEnv, m.CredentialFile = "", "", ""
 	}
 }

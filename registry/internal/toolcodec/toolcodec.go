@@ -37,6 +37,15 @@ type record struct {
 // specRecord is registry.BackendSpec; descriptors are base64 (encoding/json's []byte).
 type specRecord struct {
 	GRPCMethod *grpcMethodRecord `json:"grpc_method,omitempty"`
+	MCPTool    *mcpToolRecord    `json:"mcp_tool,omitempty"`
+}
+
+// mcpToolRecord is registry.MCPTool: references to a credential, never one.
+type mcpToolRecord struct {
+	URL            string `json:"url"`
+	Tool           string `json:"tool"`
+	CredentialEnv  string `json:"credential_env,omitempty"`
+	CredentialFile string `json:"credential_file,omitempty"`
 }
 
 type grpcMethodRecord struct {
@@ -62,6 +71,9 @@ func Encode(t registry.Tool) ([]byte, error) {
 		r.V, r.Spec = Version, &specRecord{}
 		if m := t.Spec.GRPCMethod; m != nil {
 			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
+		if m := t.Spec.MCPTool; m != nil {
+			r.Spec.MCPTool = (*mcpToolRecord)(m)
 		}
 	}
 	if t.InputSchema != nil {
@@ -105,6 +117,9 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.Spec = &registry.BackendSpec{}
 		if m := r.Spec.GRPCMethod; m != nil {
 			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
+		if m := r.Spec.MCPTool; m != nil {
+			t.Spec.MCPTool = (*registry.MCPTool)(m)
 		}
 	}
 	if r.Timeout != "" {

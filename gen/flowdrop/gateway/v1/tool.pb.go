@@ -196,6 +196,7 @@ type BackendSpec struct {
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*BackendSpec_GrpcMethod
+	//	*BackendSpec_McpTool
 	Kind          isBackendSpec_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -247,6 +248,15 @@ func (x *BackendSpec) GetGrpcMethod() *GrpcMethod {
 	return nil
 }
 
+func (x *BackendSpec) GetMcpTool() *McpTool {
+	if x != nil {
+		if x, ok := x.Kind.(*BackendSpec_McpTool); ok {
+			return x.McpTool
+		}
+	}
+	return nil
+}
+
 type isBackendSpec_Kind interface {
 	isBackendSpec_Kind()
 }
@@ -256,7 +266,14 @@ type BackendSpec_GrpcMethod struct {
 	GrpcMethod *GrpcMethod `protobuf:"bytes,1,opt,name=grpc_method,json=grpcMethod,proto3,oneof"`
 }
 
+type BackendSpec_McpTool struct {
+	// A tool of an upstream MCP server (streamable HTTP).
+	McpTool *McpTool `protobuf:"bytes,2,opt,name=mcp_tool,json=mcpTool,proto3,oneof"`
+}
+
 func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
+
+func (*BackendSpec_McpTool) isBackendSpec_Kind() {}
 
 // GrpcMethod is a unary method of a gRPC service called with the tool's
 // arguments as its request message (proto3 JSON mapping), its response
@@ -327,6 +344,86 @@ func (x *GrpcMethod) GetDescriptors() []byte {
 	return nil
 }
 
+// McpTool is a tool of an upstream MCP server reached over streamable
+// HTTP, called with tools/call and the tool's normalized arguments; the
+// upstream's structured content (else its text content) is the result and
+// its isError the tool error.
+type McpTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// URL is the upstream's streamable-HTTP endpoint, http or https.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Tool is the upstream tool's own name (the gateway's tool name may
+	// carry a prefix).
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// How the gateway authenticates to the upstream: a reference to the
+	// credential, never the credential. At most one is set. Each names a
+	// place holding a bearer token, or one "Header-Name: value" line.
+	// CredentialEnv is an environment variable of the gateway's process.
+	CredentialEnv string `protobuf:"bytes,3,opt,name=credential_env,json=credentialEnv,proto3" json:"credential_env,omitempty"`
+	// CredentialFile is a file on the gateway's host, read on connect.
+	CredentialFile string `protobuf:"bytes,4,opt,name=credential_file,json=credentialFile,proto3" json:"credential_file,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *McpTool) Reset() {
+	*x = McpTool{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpTool) ProtoMessage() {}
+
+func (x *McpTool) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
+func (*McpTool) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *McpTool) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpTool) GetCredentialEnv() string {
+	if x != nil {
+		return x.CredentialEnv
+	}
+	return ""
+}
+
+func (x *McpTool) GetCredentialFile() string {
+	if x != nil {
+		return x.CredentialFile
+	}
+	return ""
+}
+
 // Repair is one change normalization made to a call's arguments.
 type Repair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -343,7 +440,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +452,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +465,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Repair) GetPath() string {
@@ -413,7 +510,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +522,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +535,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Caller) GetSubject() string {
@@ -478,16 +575,22 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa0\x01\n" +
 	"\vBackendSpec\x12B\n" +
 	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
-	"grpcMethodB\x06\n" +
-	"\x04kindJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x0f\x10\x10\"^\n" +
+	"grpcMethod\x129\n" +
+	"\bmcp_tool\x18\x02 \x01(\v2\x1c.flowdrop.gateway.v1.McpToolH\x00R\amcpToolB\x06\n" +
+	"\x04kindJ\x04\b\x03\x10\x04J\x04\b\x0f\x10\x10\"^\n" +
 	"\n" +
 	"GrpcMethod\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12 \n" +
-	"\vdescriptors\x18\x03 \x01(\fR\vdescriptors\"\x86\x01\n" +
+	"\vdescriptors\x18\x03 \x01(\fR\vdescriptors\"\x7f\n" +
+	"\aMcpTool\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
+	"\x0ecredential_env\x18\x03 \x01(\tR\rcredentialEnv\x12'\n" +
+	"\x0fcredential_file\x18\x04 \x01(\tR\x0ecredentialFile\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -516,30 +619,32 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(RepairKind)(0),             // 0: flowdrop.gateway.v1.RepairKind
 	(*Tool)(nil),                // 1: flowdrop.gateway.v1.Tool
 	(*BackendSpec)(nil),         // 2: flowdrop.gateway.v1.BackendSpec
 	(*GrpcMethod)(nil),          // 3: flowdrop.gateway.v1.GrpcMethod
-	(*Repair)(nil),              // 4: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 5: flowdrop.gateway.v1.Caller
-	nil,                         // 6: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 7: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 8: google.protobuf.Duration
+	(*McpTool)(nil),             // 4: flowdrop.gateway.v1.McpTool
+	(*Repair)(nil),              // 5: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 6: flowdrop.gateway.v1.Caller
+	nil,                         // 7: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 8: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 9: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	7, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	8, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	6, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	8, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	9, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	7, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
 	2, // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
 	3, // 4: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	0, // 5: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	4, // 5: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
+	0, // 6: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -549,6 +654,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	}
 	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{
 		(*BackendSpec_GrpcMethod)(nil),
+		(*BackendSpec_McpTool)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -556,7 +662,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
