@@ -33,6 +33,7 @@ type Gateway struct {
 	reg     *registry.Registry
 	pipe    *pipeline.Pipeline
 	tools   *backend.ToolService
+	kinds   *backend.Kinds // the kinds over tools (its own sessions: MCP upstreams)
 	grpc    *grpcapi.Server
 	mcp     *mcpapi.Server
 	admin   *observe.Admin
@@ -187,7 +188,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.tools = backend.NewToolService(tsc)
 	undo = append(undo, g.tools.Close)
 
-	pc.Registry, pc.Backend, pc.Log = g.reg, backend.NewKinds(g.tools), log
+	g.kinds = backend.NewKinds(g.tools)
+	undo = append(undo, g.kinds.Close)
+	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
 	if g.tracing.On { // the call's facts on its span
@@ -434,6 +437,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.stopPrune)
 		<-g.pruneDone
 		g.tools.Close()
+		g.kinds.Close()
 		if g.admin != nil {
 			g.admin.Close(ctx)
 		}

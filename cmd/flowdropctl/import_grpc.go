@@ -18,8 +18,11 @@ const importUsage = "import grpc --target HOST:PORT [--protoset FILE] [--service
 
 // toolsImport dispatches `flowdropctl tools import <kind>`.
 func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "mcp" {
+		return toolsImportMCP(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "grpc" {
-		fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage)
+		fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage+"\n       flowdropctl tools "+importMCPUsage)
 		return 2
 	}
 	return toolsImportGRPC(ctx, args[1:], stdout, stderr)
@@ -146,6 +149,9 @@ func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
 func toolBackend(t *gatewayv1.Tool) string {
 	if m := t.GetSpec().GetGrpcMethod(); m != nil {
 		return m.GetTarget() + m.GetMethod()
+	}
+	if m := t.GetSpec().GetMcpTool(); m != nil {
+		return "mcp " + m.GetUrl() + " " + m.GetTool()
 	}
 	return t.GetBackend()
 }

@@ -44,6 +44,11 @@ commands:
                    register one tool per unary method of a gRPC service, its
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
+  import mcp --url URL [--header-file F | --credential-env NAME] [--prefix P]
+             [--dry-run] [--require-compatible]
+                   register one tool per tool of an upstream MCP server
+                   (streamable HTTP) with its input schema; the credential's
+                   file path or variable name is stored, never the credential
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 

@@ -12,18 +12,25 @@ import (
 type Kinds struct {
 	ToolService *ToolService
 	GRPCMethod  *GRPCMethod
+	MCPUpstream *MCPUpstream
 }
 
 // NewKinds is every kind over ts's connections.
 func NewKinds(ts *ToolService) *Kinds {
-	return &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts)}
+	return &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts), MCPUpstream: NewMCPUpstream(ts)}
 }
+
+// Close ends the kinds' own connections (ToolService's pool is its owner's).
+func (k *Kinds) Close() { k.MCPUpstream.Close() }
 
 // Invoke dispatches by the tool's kind; the entry's resolved method marks
 // a gRPC-method tool.
 func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
 	if c.Entry != nil && c.Entry.Method != nil {
 		return k.GRPCMethod.Invoke(ctx, c)
+	}
+	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.MCPTool != nil {
+		return k.MCPUpstream.Invoke(ctx, c)
 	}
 	return k.ToolService.Invoke(ctx, c)
 }
