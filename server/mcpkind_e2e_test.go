@@ -225,6 +225,22 @@ func TestMCPUpstreamTools(t *testing.T) {
 		}
 	}
 
+	// The upstream restarted (its sessions gone) with the credential
+	// rotated: the next call is answered, over a new session presenting the
+	// new credential.
+	rotated := token + "-rotated"
+	if err := os.WriteFile(credFile, []byte(mcpupstreamtest.CredentialHeader+": "+rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up.Restart(t)
+	seen := len(up.Credentials())
+	if got := faces[0].call("up.say_hello", map[string]any{"name": "Ada"}); got.code != codes.OK || got.value != "hello\nAda" {
+		t.Errorf("after the upstream restarted: %+v, want the answer over a new session", got)
+	}
+	if creds := up.Credentials(); len(creds) <= seen || creds[len(creds)-1] != rotated {
+		t.Errorf("after the restart the upstream saw %q, want the rotated credential", creds[seen:])
+	}
+
 	// The upstream killed: Unavailable naming the tool, not the URL.
 	up.Close()
 	u, _ := url.Parse(up.URL)
@@ -240,7 +256,7 @@ func TestMCPUpstreamTools(t *testing.T) {
 			t.Errorf("%s: upstream gone: %q, want the tool named and neither %s nor the credential file", face.name, got.msg, u.Host)
 		}
 	}
-	if l := logs.String(); strings.Contains(l, token) {
+	if l := logs.String(); strings.Contains(l, token) || strings.Contains(l, rotated) {
 		t.Errorf("the gateway's log carries the credential")
 	} else if !strings.Contains(l, u.Host) {
 		t.Errorf("no log line names the unreachable upstream %s; operators need it", u.Host)

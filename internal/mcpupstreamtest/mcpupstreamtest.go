@@ -6,6 +6,7 @@ package mcpupstreamtest
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -74,16 +75,36 @@ func Start(t testing.TB) *Server {
 			s.record(req)
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}}, nil, nil
 		})
+	s.http = httptest.NewServer(s.handler())
+	s.URL = s.http.URL + "/mcp"
+	t.Cleanup(s.Close)
+	return s
+}
+
+// handler is a fresh streamable-HTTP handler (no sessions) recording the
+// credential headers.
+func (s *Server) handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, nil)
-	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.auth = append(s.auth, r.Header.Get("Authorization")+r.Header.Get(CredentialHeader))
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
-	}))
-	s.URL = s.http.URL + "/mcp"
-	t.Cleanup(s.Close)
-	return s
+	})
+}
+
+// Restart stops the server and starts it again on the same address with
+// no sessions, as an upstream process restarting does.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	addr := s.http.Listener.Addr().String()
+	s.Close()
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("re-listening on %s: %v", addr, err)
+	}
+	s.http = &httptest.Server{Listener: lis, Config: &http.Server{Handler: s.handler()}}
+	s.http.Start()
 }
 
 func (s *Server) record(req *mcp.CallToolRequest) {

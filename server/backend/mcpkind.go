@@ -100,15 +100,26 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	s, cs, err := m.session(ctx, up)
-	if err != nil {
-		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)})
-	if err != nil {
+	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
+	var res *mcp.CallToolResult
+	// At most two tries: the second only when the upstream did not know
+	// the pooled session (it restarted, or ended the session), which means
+	// the call did not run there.
+	for try := 0; ; try++ {
+		s, cs, fresh, err := m.session(ctx, up)
+		if err != nil {
+			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+		}
+		res, err = cs.CallTool(ctx, params)
+		if err == nil {
+			break
+		}
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
-			s.drop(cs) // the session may be gone (upstream restarted): the next call makes a new one
+			s.drop(cs) // the session may be gone: the next call makes a new one
+		}
+		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+			continue
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 	}
@@ -119,13 +130,13 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	return pipeline.Result{Value: v, IsError: res.IsError}, nil
 }
 
-// session is the upstream's session, made when there is none.
-func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (*mcpUpstreamSession, *mcp.ClientSession, error) {
+// session is the upstream's session, made when there is none (fresh).
+func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
 	k := mcpUpstreamKey{up.URL, up.CredentialEnv, up.CredentialFile}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, nil, errors.New("the gateway is shutting down")
+		return nil, nil, false, errors.New("the gateway is shutting down")
 	}
 	s := m.sessions[k]
 	if s == nil {
@@ -137,19 +148,19 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (*mcpUp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs != nil {
-		return s, s.cs, nil
+		return s, s.cs, false, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
 	h, _, err := ref.Load()
 	if err != nil {
-		return nil, nil, fmt.Errorf("upstream %s: %w", up.URL, err)
+		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
 	}
 	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: m.base})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
+		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
 	s.cs = cs
-	return s, cs, nil
+	return s, cs, true, nil
 }
 
 // drop forgets cs if it is still the session.
