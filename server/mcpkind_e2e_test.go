@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
@@ -260,5 +261,84 @@ func TestMCPUpstreamTools(t *testing.T) {
 		t.Errorf("the gateway's log carries the credential")
 	} else if !strings.Contains(l, u.Host) {
 		t.Errorf("no log line names the unreachable upstream %s; operators need it", u.Host)
+	}
+}
+
+// TestMCPUpstreamListChanged: the upstream removes a tool and changes
+// another's input schema, and says so (notifications/tools/list_changed):
+// the gateway's registry drops the first and stores the second as a new
+// revision, and the gateway's own MCP clients are told their list changed.
+// The re-list interval is an hour: only the notification can do it.
+func TestMCPUpstreamListChanged(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	up := mcpupstreamtest.Start(t)
+	p := server.DemoPolicy()
+	p.MCPUpstreams.RelistInterval = time.Hour
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p))
+	importUpstream(t, ctx, env, up.URL, "", "up.")
+	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	before, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.say_hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{onChange: func() { changed <- struct{}{} }})
+	for up.Listeners() == 0 { // the gateway's notification session is up (bounded by ctx)
+		select {
+		case <-ctx.Done():
+			t.Fatal("the gateway opened no notification stream to the upstream")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	up.MCP.RemoveTools("refuse")
+	type politeIn struct {
+		Name  string `json:"name"`
+		Title string `json:"title"`
+	}
+	mcp.AddTool(up.MCP, &mcp.Tool{Name: "say hello", Description: "Greets, politely."},
+		func(context.Context, *mcp.CallToolRequest, politeIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+		})
+
+	for {
+		_, errGone := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"})
+		now, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.say_hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, hasTitle := now.GetTool().GetInputSchema().GetFields()["properties"].GetStructValue().GetFields()["title"]
+		if status.Code(errGone) == codes.NotFound && hasTitle {
+			if now.GetTool().GetRevision() <= before.GetTool().GetRevision() || now.GetTool().GetDescription() != "Greets, politely." {
+				t.Errorf("up.say_hello after the change: %v, want a new revision with the new description", now.GetTool())
+			}
+			if now.GetTool().GetSpec().GetMcpTool().GetTool() != "say hello" {
+				t.Errorf("up.say_hello's spec %v: the upstream name must be kept", now.GetTool().GetSpec())
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the registry did not follow the upstream: up.refuse %v, up.say_hello %v", errGone, now.GetTool())
+		case <-time.After(100 * time.Millisecond): // under the registry's rate limit
+		}
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the gateway's MCP client got no list_changed")
+	}
+	for { // the gateway's MCP face syncs from the registry (bounded by ctx)
+		names := toolNames(t, ctx, cs)
+		if !slices.Contains(names, "up.refuse") && slices.Contains(names, "up.say_hello") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the gateway's MCP tools %v still list up.refuse", names)
+		case <-changed:
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -42,6 +42,15 @@ type PolicyConfig struct {
 	SHA256 string `json:"-"`
 	// Idempotency is how idempotent calls' outcomes are kept (idempotency.go).
 	Idempotency IdempotencyConfig
+	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
+	MCPUpstreams MCPUpstreamsConfig
+}
+
+// MCPUpstreamsConfig is how the gateway follows its upstream MCP servers.
+type MCPUpstreamsConfig struct {
+	// RelistInterval is how often each upstream's tools are re-listed
+	// besides its list_changed notifications (0: DefaultMCPRelistInterval).
+	RelistInterval time.Duration
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -151,6 +160,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
+		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
 	}
 	switch c.Normalize.OnEntityBound {
 	case "", EntityBoundRefuse, EntityBoundForward:
@@ -288,6 +300,9 @@ type policyFile struct {
 		MaxResultBytes int      `json:"max_result_bytes"`
 		MaxEntries     int      `json:"max_entries"`
 	} `json:"idempotency"`
+	MCPUpstreams struct {
+		RelistInterval duration `json:"relist_interval"`
+	} `json:"mcp_upstreams"`
 }
 
 type toolAccess struct {
@@ -354,6 +369,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Normalize: NormalizeConfig(f.Normalize),
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	sum := sha256.Sum256(b)
 	c.SHA256 = hex.EncodeToString(sum[:])
 	c.Idempotency = IdempotencyConfig{TTL: time.Duration(f.Idempotency.TTL), MaxResultBytes: f.Idempotency.MaxResultBytes, MaxEntries: f.Idempotency.MaxEntries}

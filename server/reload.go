@@ -167,6 +167,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	if cur.BackendErrors != next.BackendErrors {
 		bad("backend_errors.pass_debug_info", "the backend connections are set up at start")
 	}
+	if cur.MCPUpstreams != next.MCPUpstreams {
+		bad("mcp_upstreams.relist_interval", "the upstream follower is set up at start")
+	}
 	if cur.Idempotency != next.Idempotency {
 		bad("idempotency", "the idempotency store is set up at start")
 	}

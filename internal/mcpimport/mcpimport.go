@@ -123,3 +123,18 @@ func inputSchema(s any) (*structpb.Struct, error) {
 	}
 	return out, nil
 }
+
+// Update is a registered tool t with its upstream tool u's current input
+// schema and description (everything else kept), admitted as the
+// registry would.
+func Update(t registry.Tool, u *mcp.Tool) (registry.Tool, error) {
+	schema, err := inputSchema(u.InputSchema)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	t.InputSchema, t.Description, t.Revision = schema, u.Description, 0
+	if _, err := registry.Compile(t); err != nil {
+		return registry.Tool{}, err
+	}
+	return t, nil
+}

@@ -46,6 +46,7 @@ type Server struct {
 	mu   sync.Mutex
 	args []json.RawMessage // tools/call arguments as received, in order
 	auth []string          // each request's credential header, in order
+	gets int               // standing GET streams opened (notification listeners)
 }
 
 // CredentialHeader is the header the server records (set by the test's
@@ -88,6 +89,9 @@ func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.auth = append(s.auth, r.Header.Get("Authorization")+r.Header.Get(CredentialHeader))
+		if r.Method == http.MethodGet {
+			s.gets++
+		}
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	})
@@ -126,6 +130,14 @@ func (s *Server) Credentials() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.auth...)
+}
+
+// Listeners is how many standing GET streams (for notifications) clients
+// opened.
+func (s *Server) Listeners() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gets
 }
 
 // Close stops the server: later connections are refused.
