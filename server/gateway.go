@@ -439,7 +439,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 		errs = append(errs, g.grpc.Shutdown(ctx))
 		close(g.stopPrune)
 		<-g.pruneDone
-		g.follow.close()
+		if g.follow != nil {
+			g.follow.close()
+		}
 		g.tools.Close()
 		g.kinds.Close()
 		if g.admin != nil {

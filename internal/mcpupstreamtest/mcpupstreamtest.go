@@ -47,6 +47,14 @@ type Server struct {
 	args []json.RawMessage // tools/call arguments as received, in order
 	auth []string          // each request's credential header, in order
 	gets int               // standing GET streams opened (notification listeners)
+	off  bool              // DontRecord
+}
+
+// DontRecord stops recording arguments and credentials (benchmarks).
+func (s *Server) DontRecord() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.off = true
 }
 
 // CredentialHeader is the header the server records (set by the test's
@@ -88,7 +96,9 @@ func (s *Server) handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		s.auth = append(s.auth, r.Header.Get("Authorization")+r.Header.Get(CredentialHeader))
+		if !s.off {
+			s.auth = append(s.auth, r.Header.Get("Authorization")+r.Header.Get(CredentialHeader))
+		}
 		if r.Method == http.MethodGet {
 			s.gets++
 		}
@@ -114,7 +124,9 @@ func (s *Server) Restart(t testing.TB) {
 func (s *Server) record(req *mcp.CallToolRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.args = append(s.args, append(json.RawMessage(nil), req.Params.Arguments...))
+	if !s.off {
+		s.args = append(s.args, append(json.RawMessage(nil), req.Params.Arguments...))
+	}
 }
 
 // Args are the tools/call arguments received, in order.
