@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -97,7 +98,7 @@ func TestMCPUpstreamTools(t *testing.T) {
 		gatewaytest.WithConfig(func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) }))
 
 	names := importUpstream(t, ctx, env, up.URL, credFile, "up.")
-	if want := []string{"up.add_items", "up.refuse", "up.say_hello"}; !slices.Equal(names, want) {
+	if want := []string{"up.add_items", "up.refuse", "up.say_hello", "up.wait"}; !slices.Equal(names, want) {
 		t.Errorf("imported %v, want %v (sorted, \"say hello\" mapped to say_hello)", names, want)
 	}
 	importUpstream(t, ctx, env, up.URL, credFile, "blocked.")
@@ -224,6 +225,22 @@ func TestMCPUpstreamTools(t *testing.T) {
 		if c != token {
 			t.Fatalf("upstream request %d carried credential %q, want the file's header value", i, c)
 		}
+	}
+
+	// A slow upstream: DeadlineExceeded naming the tool and its timeout,
+	// not the URL.
+	wait, err := rc.GetTool(withKeyCtx(ctx, keyOps), &gatewayv1.GetToolRequest{Name: "up.wait"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait.GetTool().Timeout = durationpb.New(300 * time.Millisecond)
+	if _, err := rc.RegisterTool(withKeyCtx(ctx, keyOps), &gatewayv1.RegisterToolRequest{Tool: wait.GetTool()}); err != nil {
+		t.Fatal(err)
+	}
+	got := faces[0].call("up.wait", map[string]any{})
+	if u, _ := url.Parse(up.URL); got.code != codes.DeadlineExceeded || !strings.Contains(got.msg, "up.wait") ||
+		!strings.Contains(got.msg, "the tool's timeout") || strings.Contains(got.msg, u.Host) {
+		t.Errorf("a slow upstream: %+v, want DeadlineExceeded naming the tool and its timeout, not %s", got, u.Host)
 	}
 
 	// The upstream restarted (its sessions gone) with the credential

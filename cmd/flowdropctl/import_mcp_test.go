@@ -28,7 +28,7 @@ func TestToolsImportMCP(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import: exit %d\n%s", code, errOut)
 	}
-	if want := "up.add_items\nup.refuse\n"; out != want {
+	if want := "up.add_items\nup.refuse\nup.wait\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	for _, s := range []string{`skipped say hello: upstream tools ["say hello" "say/hello"] all map to "up.say_hello"`, "skipped say/hello:"} {
@@ -64,14 +64,14 @@ func TestToolsImportMCP(t *testing.T) {
 			wantNotOut: []string{token}},
 		{name: "json", reason: "--output json: one document with what was registered and skipped",
 			args:     []string{"--header-file", headerFile, "--prefix", "j.", "--output", "json"},
-			wantCode: 0, wantOut: []string{`"registered":["j.add_items","j.refuse"]`, `"tool":"say hello"`}},
+			wantCode: 0, wantOut: []string{`"registered":["j.add_items","j.refuse","j.wait"]`, `"tool":"say hello"`}},
 		{name: "env", reason: "a credential in an environment variable is stored by its name",
 			args:     []string{"--credential-env", "FLOWDROP_TEST_UPSTREAM_TOKEN", "--dry-run"},
 			wantCode: 0, wantOut: []string{`"credential_env":"FLOWDROP_TEST_UPSTREAM_TOKEN"`}, wantNotOut: []string{"env-secret"}},
 		{name: "prefix-too-long", reason: "a prefix that leaves no room for a name is refused",
 			args: []string{"--prefix", strings.Repeat("p", 64), "--dry-run"}, wantCode: 2, wantErr: []string{"prefix"}},
 		{name: "long-names", reason: "a mapped name over 64 characters is skipped naming the tool; with none left the import fails",
-			args: []string{"--prefix", strings.Repeat("p", 58) + ".", "--dry-run"}, wantCode: 1, wantErr: []string{"skipped add_items:", "does not fit", "no tool to import"}},
+			args: []string{"--prefix", strings.Repeat("p", 60) + ".", "--dry-run"}, wantCode: 1, wantErr: []string{"skipped add_items:", "does not fit", "no tool to import"}},
 		{name: "bad-url", reason: "only an http(s) URL reaches a streamable-HTTP upstream",
 			args: []string{"--url", "ftp://127.0.0.1/mcp", "--dry-run"}, wantCode: 2, wantErr: []string{"--url"}},
 		{name: "both-credentials", reason: "two credential references are ambiguous",

@@ -48,6 +48,9 @@ type Server struct {
 	auth []string          // each request's credential header, in order
 	gets int               // standing GET streams opened (notification listeners)
 	off  bool              // DontRecord
+
+	closing   chan struct{} // closed by Close: "wait" answers
+	closeOnce sync.Once
 }
 
 // DontRecord stops recording arguments and credentials (benchmarks).
@@ -64,7 +67,7 @@ const CredentialHeader = "X-Upstream-Key"
 // Start runs the upstream until the test ends (or Close).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{MCP: mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)}
+	s := &Server{MCP: mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil), closing: make(chan struct{})}
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: "add_items", Description: "Adds items."},
 		func(_ context.Context, req *mcp.CallToolRequest, in AddItemsIn) (*mcp.CallToolResult, AddItemsOut, error) {
 			s.record(req)
@@ -83,6 +86,14 @@ func Start(t testing.TB) *Server {
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			s.record(req)
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "upstream says no"}}}, nil, nil
+		})
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: "wait", Description: "Answers when the call is cancelled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-ctx.Done():
+			case <-s.closing:
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil, nil
 		})
 	s.http = httptest.NewServer(s.handler())
 	s.URL = s.http.URL + "/mcp"
@@ -152,8 +163,10 @@ func (s *Server) Listeners() int {
 	return s.gets
 }
 
-// Close stops the server: later connections are refused.
+// Close stops the server: later connections are refused ("wait" answers
+// at once from then on, also after Restart).
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.http.CloseClientConnections()
 	s.http.Close()
 	var open []*mcp.ServerSession

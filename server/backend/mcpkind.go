@@ -44,6 +44,10 @@ type MCPUpstream struct {
 	mu       sync.Mutex
 	sessions map[mcpUpstreamKey]*mcpUpstreamSession
 	closed   bool
+	// ending are dropped sessions closing in the background: closing one
+	// can wait on the upstream (seconds, for a call it is still running),
+	// which the failed call must not.
+	ending sync.WaitGroup
 }
 
 type mcpUpstreamKey struct{ url, env, file string }
@@ -74,6 +78,7 @@ func (m *MCPUpstream) Close() {
 		s.mu.Unlock()
 		delete(m.sessions, k)
 	}
+	m.ending.Wait()
 }
 
 // Invoke calls the upstream tool.
@@ -116,7 +121,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
-			s.drop(cs) // the session may be gone: the next call makes a new one
+			m.drop(s, cs) // the session may be gone: the next call makes a new one
 		}
 		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 			continue
@@ -163,13 +168,14 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (_ *mcp
 	return s, cs, true, nil
 }
 
-// drop forgets cs if it is still the session.
-func (s *mcpUpstreamSession) drop(cs *mcp.ClientSession) {
+// drop forgets cs if it is still s's session, and closes it in the
+// background.
+func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs == cs {
-		_ = cs.Close()
 		s.cs = nil
+		m.ending.Go(func() { _ = cs.Close() })
 	}
 }
 
