@@ -16,6 +16,7 @@ import (
 type BackendSpec struct {
 	GRPCMethod    *GRPCMethod
 	HTTPOperation *HTTPOperation
+	MCPTool       *MCPTool // mcp_tool.go
 	// TLS is transport security to the backend, whatever the kind
 	// (transport_security.go); nil: the gateway's per-target settings.
 	TLS *TransportSecurity
@@ -53,6 +54,9 @@ func sameSpec(a, b *BackendSpec) bool {
 	if !sameTLS(a.TLS, b.TLS) || !sameHTTPOperation(a.HTTPOperation, b.HTTPOperation) {
 		return false
 	}
+	if ma, mb := a.MCPTool, b.MCPTool; ma != nil || mb != nil {
+		return ma != nil && mb != nil && *ma == *mb && a.GRPCMethod == nil && b.GRPCMethod == nil
+	}
 	ga, gb := a.GRPCMethod, b.GRPCMethod
 	if ga == nil || gb == nil {
 		return ga == gb
@@ -73,17 +77,24 @@ func checkBackend(t Tool) (protoreflect.MethodDescriptor, *ToolError) {
 		return nil, nil
 	case t.Backend != "":
 		return nil, bad("backend", "must be empty when spec is set: set exactly one of backend and spec")
-	case t.Spec.GRPCMethod != nil && t.Spec.HTTPOperation != nil:
-		return nil, bad("spec", "names two backend kinds: set exactly one of grpc_method and http_operation")
-	case t.Spec.HTTPOperation != nil:
-		return nil, checkHTTPOperation(t.Name, t.Spec.HTTPOperation)
-	case t.Spec.GRPCMethod == nil:
-		return nil, bad("spec", "names no backend kind: set grpc_method or http_operation")
+	case specKinds(t.Spec) > 1:
+		return nil, bad("spec", "names two backend kinds: set exactly one of grpc_method, http_operation and mcp_tool")
+	case specKinds(t.Spec) == 0:
+		return nil, bad("spec", "names no backend kind: set grpc_method, http_operation or mcp_tool")
 	}
 	if t.Spec.TLS != nil {
 		if field, r := t.Spec.TLS.check(); r != "" {
 			return nil, bad("spec.tls"+field, r)
 		}
+	}
+	switch {
+	case t.Spec.HTTPOperation != nil:
+		return nil, checkHTTPOperation(t.Name, t.Spec.HTTPOperation)
+	case t.Spec.MCPTool != nil:
+		if te := checkMCPTool(t.Name, t.Spec.MCPTool); te != nil {
+			return nil, te
+		}
+		return nil, nil
 	}
 	m := t.Spec.GRPCMethod
 	if r := ValidateBackend(m.Target); r != "" {
@@ -147,4 +158,15 @@ func SplitMethodName(method string) (protoreflect.FullName, protoreflect.Name, b
 	s, m, ok := strings.Cut(rest, "/")
 	svc, name := protoreflect.FullName(s), protoreflect.Name(m)
 	return svc, name, ok && svc.IsValid() && name.IsValid()
+}
+
+// specKinds counts the backend kinds a spec names (exactly one is right).
+func specKinds(s *BackendSpec) int {
+	n := 0
+	for _, set := range []bool{s.GRPCMethod != nil, s.HTTPOperation != nil, s.MCPTool != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }

@@ -19,6 +19,7 @@ func TestCompileBackendSpec(t *testing.T) {
 	grpcMethod := func(target, method string, desc []byte) *registry.BackendSpec {
 		return &registry.BackendSpec{GRPCMethod: &registry.GRPCMethod{Target: target, Method: method, Descriptors: desc}}
 	}
+	mcpTool := func(m registry.MCPTool) *registry.BackendSpec { return &registry.BackendSpec{MCPTool: &m} }
 	const create = "/flowdrop.testing.v1.NotesService/CreateNote"
 	cases := []struct {
 		name, reason      string
@@ -34,6 +35,25 @@ func TestCompileBackendSpec(t *testing.T) {
 			wantField: "backend", wantIn: "must not be empty"},
 		{name: "empty-spec", reason: "a spec naming no kind is refused, not treated as a ToolBackendService",
 			spec: &registry.BackendSpec{}, wantField: "spec", wantIn: "grpc_method"},
+		{name: "mcp-tool", reason: "an upstream MCP tool with an http URL and a credential file reference is admitted",
+			spec: mcpTool(registry.MCPTool{URL: "http://127.0.0.1:9/mcp", Tool: "echo", CredentialFile: "/run/up.token"})},
+		{name: "mcp-two-kinds", reason: "a spec naming two kinds is ambiguous",
+			spec: &registry.BackendSpec{GRPCMethod: &registry.GRPCMethod{Target: "127.0.0.1:7002", Method: create, Descriptors: set},
+				MCPTool: &registry.MCPTool{URL: "http://127.0.0.1:9/mcp", Tool: "echo"}}, wantField: "spec", wantIn: "exactly one"},
+		{name: "mcp-scheme", reason: "only http and https reach a streamable-HTTP upstream",
+			spec: mcpTool(registry.MCPTool{URL: "ftp://127.0.0.1/mcp", Tool: "echo"}), wantField: "spec.mcp_tool.url", wantIn: "http or https"},
+		{name: "mcp-no-url", reason: "an upstream with no URL cannot be called",
+			spec: mcpTool(registry.MCPTool{Tool: "echo"}), wantField: "spec.mcp_tool.url", wantIn: "must not be empty"},
+		{name: "mcp-userinfo", reason: "a credential in the URL would be shown by every admin read; it belongs in a reference",
+			spec: mcpTool(registry.MCPTool{URL: "http://u:secret@127.0.0.1:9/mcp", Tool: "echo"}), wantField: "spec.mcp_tool.url", wantIn: "user info"},
+		{name: "mcp-no-tool", reason: "the upstream tool's name is what tools/call sends",
+			spec: mcpTool(registry.MCPTool{URL: "http://127.0.0.1:9/mcp"}), wantField: "spec.mcp_tool.tool", wantIn: "must not be empty"},
+		{name: "mcp-two-credentials", reason: "two credential references are ambiguous",
+			spec:      mcpTool(registry.MCPTool{URL: "http://127.0.0.1:9/mcp", Tool: "echo", CredentialEnv: "UP_TOKEN", CredentialFile: "/run/up.token"}),
+			wantField: "spec.mcp_tool.credential_env", wantIn: "at most one"},
+		{name: "mcp-relative-file", reason: "a relative credential path would depend on the gateway's working directory",
+			spec:      mcpTool(registry.MCPTool{URL: "http://127.0.0.1:9/mcp", Tool: "echo", CredentialFile: "up.token"}),
+			wantField: "spec.mcp_tool.credential_file", wantIn: "absolute"},
 		{name: "bad-target", reason: "the method's target is checked as backend targets are",
 			spec: grpcMethod("notes", create, set), wantField: "spec.grpc_method.target", wantIn: "host:port"},
 		{name: "method-form", reason: "a method must be /package.Service/Method",
@@ -55,6 +75,12 @@ func TestCompileBackendSpec(t *testing.T) {
 			if tc.wantField == "" {
 				if err != nil {
 					t.Fatalf("Compile: %v (%s)", err, tc.reason)
+				}
+				if tc.spec.MCPTool != nil {
+					if e.Method != nil {
+						t.Errorf("Entry.Method = %v for an MCP tool (%s)", e.Method, tc.reason)
+					}
+					return
 				}
 				if e.Method == nil || string(e.Method.FullName()) != "flowdrop.testing.v1.NotesService.CreateNote" {
 					t.Errorf("Entry.Method = %v, want the resolved CreateNote (%s)", e.Method, tc.reason)

@@ -33,7 +33,8 @@ type Gateway struct {
 	reg     *registry.Registry
 	pipe    *pipeline.Pipeline
 	tools   *backend.ToolService
-	kinds   *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections)
+	kinds   *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
+	follow  *mcpFollower   // upstream MCP tools kept in step (mcpfollow.go)
 	grpc    *grpcapi.Server
 	mcp     *mcpapi.Server
 	admin   *observe.Admin
@@ -220,6 +221,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 
 	go g.pruneLoop()
+	g.follow = newMCPFollower(g.reg, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	go g.follow.run()
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {
 		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
@@ -436,6 +439,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 		errs = append(errs, g.grpc.Shutdown(ctx))
 		close(g.stopPrune)
 		<-g.pruneDone
+		if g.follow != nil {
+			g.follow.close()
+		}
 		g.tools.Close()
 		g.kinds.Close()
 		if g.admin != nil {

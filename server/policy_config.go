@@ -47,6 +47,15 @@ type PolicyConfig struct {
 	// BackendTLS is transport security to backends by target (policy file
 	// backend_tls), for tools whose spec sets no tls; none: plaintext.
 	BackendTLS []backend.TargetTLS
+	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
+	MCPUpstreams MCPUpstreamsConfig
+}
+
+// MCPUpstreamsConfig is how the gateway follows its upstream MCP servers.
+type MCPUpstreamsConfig struct {
+	// RelistInterval is how often each upstream's tools are re-listed
+	// besides its list_changed notifications (0: DefaultMCPRelistInterval).
+	RelistInterval time.Duration
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -156,6 +165,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
+		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
 	}
 	switch c.Normalize.OnEntityBound {
 	case "", EntityBoundRefuse, EntityBoundForward:
@@ -304,6 +316,9 @@ type policyFile struct {
 		ServerName string `json:"server_name"`
 		Require    bool   `json:"require"`
 	} `json:"backend_tls"`
+	MCPUpstreams struct {
+		RelistInterval duration `json:"relist_interval"`
+	} `json:"mcp_upstreams"`
 }
 
 type toolAccess struct {
@@ -370,6 +385,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Normalize: NormalizeConfig(f.Normalize),
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	sum := sha256.Sum256(b)
 	c.SHA256 = hex.EncodeToString(sum[:])
 	c.Idempotency = IdempotencyConfig{TTL: time.Duration(f.Idempotency.TTL), MaxResultBytes: f.Idempotency.MaxResultBytes, MaxEntries: f.Idempotency.MaxEntries}

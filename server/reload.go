@@ -170,6 +170,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	if !reflect.DeepEqual(cur.BackendTLS, next.BackendTLS) {
 		bad("backend_tls", "the backend connections are set up at start")
 	}
+	if cur.MCPUpstreams != next.MCPUpstreams {
+		bad("mcp_upstreams.relist_interval", "the upstream follower is set up at start")
+	}
 	if cur.Idempotency != next.Idempotency {
 		bad("idempotency", "the idempotency store is set up at start")
 	}

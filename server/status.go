@@ -39,6 +39,9 @@ func (g *Gateway) status() observe.Status {
 		if t.Spec != nil && t.Spec.HTTPOperation != nil {
 			ts.Kind = "HTTP " + t.Spec.HTTPOperation.Method + " " + t.Spec.HTTPOperation.Path
 		}
+		if t.Spec != nil && t.Spec.MCPTool != nil {
+			ts.Kind = "MCP tool " + t.Spec.MCPTool.Tool // the URL may carry a path worth keeping off a page
+		}
 		for _, f := range lint.Lint(t.Name, t.InputSchema, profiles...) {
 			// Short: profile, rule and place (the full text is flowdropctl lint's).
 			ts.Findings = append(ts.Findings, fmt.Sprintf("%s %s %s at %s", f.Profile, f.Severity, f.Rule, cmp.Or(f.Path, "/")))

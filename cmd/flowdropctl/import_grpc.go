@@ -23,8 +23,10 @@ func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return toolsImportGRPC(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "openapi":
 		return toolsImportOpenAPI(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "mcp":
+		return toolsImportMCP(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage+"\n       flowdropctl tools "+importOpenAPIUsage)
+	fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage+"\n       flowdropctl tools "+importOpenAPIUsage+"\n       flowdropctl tools "+importMCPUsage)
 	return 2
 }
 
@@ -167,6 +169,9 @@ func toolBackend(t *gatewayv1.Tool) string {
 	}
 	if h := t.GetSpec().GetHttpOperation(); h != nil {
 		return h.GetMethod() + " " + h.GetBaseUrl() + h.GetPath()
+	}
+	if m := t.GetSpec().GetMcpTool(); m != nil {
+		return "mcp " + m.GetUrl() + " " + m.GetTool()
 	}
 	return t.GetBackend()
 }

@@ -51,6 +51,11 @@ commands:
                  [--dry-run] [--require-compatible]
                    register one HTTP-operation tool per operation of an OpenAPI 3
                    (or Swagger 2.0) document; prints the names registered
+  import mcp --url URL [--header-file F | --credential-env NAME] [--prefix P]
+             [--dry-run] [--require-compatible]
+                   register one tool per tool of an upstream MCP server
+                   (streamable HTTP) with its input schema; the credential's
+                   file path or variable name is stored, never the credential
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 

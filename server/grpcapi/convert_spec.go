@@ -27,6 +27,9 @@ func specFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 		}
 		s.HTTPOperation = op
 	}
+	if m := p.GetMcpTool(); m != nil {
+		s.MCPTool = &registry.MCPTool{URL: m.GetUrl(), Tool: m.GetTool(), CredentialEnv: m.GetCredentialEnv(), CredentialFile: m.GetCredentialFile()}
+	}
 	return s
 }
 
@@ -53,12 +56,18 @@ func specProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 		}
 		p.Kind = &gatewayv1.BackendSpec_HttpOperation{HttpOperation: hp}
 	}
+	if m := s.MCPTool; m != nil {
+		p.Kind = &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
+			Url: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile}}
+	}
 	return p
 }
 
-// hideSpecTarget clears a response tool's typed backend's target and its
-// TLS file paths (the gateway's disk), for a caller who does not see
-// backends (the spec is toolProto's own copy). That TLS is required stays.
+// hideSpecTarget clears a response tool's typed backend's target (an HTTP
+// operation's base URL, an upstream MCP tool's URL and credential
+// references) and its TLS file paths (the gateway's disk), for a caller
+// who does not see backends (the spec is toolProto's own copy). That TLS
+// is required stays.
 func hideSpecTarget(p *gatewayv1.Tool) {
 	if ts := p.GetSpec().GetTls(); ts != nil {
 		p.Spec.Tls = &gatewayv1.TransportSecurity{Require: true}
@@ -68,6 +77,9 @@ func hideSpecTarget(p *gatewayv1.Tool) {
 	}
 	if h := p.GetSpec().GetHttpOperation(); h != nil {
 		h.BaseUrl = ""
+	}
+	if m := p.GetSpec().GetMcpTool(); m != nil {
+		m.Url, m.CredentialEnv, m.CredentialFile = "", "", ""
 	}
 }
 

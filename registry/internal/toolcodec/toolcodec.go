@@ -59,7 +59,16 @@ type tlsRecord struct {
 type specRecord struct {
 	GRPCMethod    *grpcMethodRecord    `json:"grpc_method,omitempty"`
 	HTTPOperation *httpOperationRecord `json:"http_operation,omitempty"`
+	MCPTool       *mcpToolRecord       `json:"mcp_tool,omitempty"`
 	TLS           *tlsRecord           `json:"tls,omitempty"` // version 3
+}
+
+// mcpToolRecord is registry.MCPTool: references to a credential, never one.
+type mcpToolRecord struct {
+	URL            string `json:"url"`
+	Tool           string `json:"tool"`
+	CredentialEnv  string `json:"credential_env,omitempty"`
+	CredentialFile string `json:"credential_file,omitempty"`
 }
 
 type httpOperationRecord struct {
@@ -101,6 +110,9 @@ func Encode(t registry.Tool) ([]byte, error) {
 		r.V, r.Spec = VersionSpec, &specRecord{}
 		if m := t.Spec.GRPCMethod; m != nil {
 			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
+		if m := t.Spec.MCPTool; m != nil {
+			r.Spec.MCPTool = (*mcpToolRecord)(m)
 		}
 		if h := t.Spec.HTTPOperation; h != nil {
 			hr, err := encodeHTTPOperation(h)
@@ -153,6 +165,9 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.Spec = &registry.BackendSpec{}
 		if m := r.Spec.GRPCMethod; m != nil {
 			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		}
+		if m := r.Spec.MCPTool; m != nil {
+			t.Spec.MCPTool = (*registry.MCPTool)(m)
 		}
 		if h := r.Spec.HTTPOperation; h != nil {
 			op, err := decodeHTTPOperation(h)

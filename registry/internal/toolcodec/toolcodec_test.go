@@ -85,6 +85,16 @@ func TestRoundTrip(t *testing.T) {
 			},
 		},
 		{
+			name:   "mcp-tool",
+			reason: "an upstream MCP tool's URL, upstream name and credential reference are stored with the revision",
+			tool: registry.Tool{
+				Name:        "up.echo",
+				InputSchema: &structpb.Struct{},
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{
+					URL: "http://127.0.0.1:9/mcp", Tool: "echo", CredentialFile: "/etc/flowdrop/up.token"}},
+			},
+		},
+		{
 			name:   "empty-schema",
 			reason: "an empty object schema is not the same as no schema and must stay non-nil",
 			tool:   registry.Tool{Name: "e", InputSchema: &structpb.Struct{}},
@@ -126,6 +136,9 @@ func assertToolEqual(t *testing.T, got, want registry.Tool, reason string) {
 	}
 	if !registry.SameDefinition(registry.Tool{Spec: gs, Annotations: got.Annotations}, registry.Tool{Spec: ws, Annotations: want.Annotations}) {
 		t.Errorf("spec TLS or annotations: got %+v %+v, want %+v %+v (%s)", gs, got.Annotations, ws, want.Annotations, reason)
+	}
+	if gs != nil && ws != nil && ((gs.MCPTool == nil) != (ws.MCPTool == nil) || (gs.MCPTool != nil && *gs.MCPTool != *ws.MCPTool)) {
+		t.Errorf("spec.mcp_tool: got %+v, want %+v (%s)", gs.MCPTool, ws.MCPTool, reason)
 	}
 	if (got.InputSchema == nil) != (want.InputSchema == nil) || !proto.Equal(got.InputSchema, want.InputSchema) {
 		t.Errorf("input schema: got %v, want %v (%s)", got.InputSchema, want.InputSchema, reason)

@@ -343,6 +343,7 @@ type BackendSpec struct {
 	//
 	//	*BackendSpec_GrpcMethod
 	//	*BackendSpec_HttpOperation
+	//	*BackendSpec_McpTool
 	Kind isBackendSpec_Kind `protobuf_oneof:"kind"`
 	// TLS to the backend, for every kind. Unset: the gateway's per-target
 	// settings (policy file backend_tls), else plaintext.
@@ -406,6 +407,15 @@ func (x *BackendSpec) GetHttpOperation() *HttpOperation {
 	return nil
 }
 
+func (x *BackendSpec) GetMcpTool() *McpTool {
+	if x != nil {
+		if x, ok := x.Kind.(*BackendSpec_McpTool); ok {
+			return x.McpTool
+		}
+	}
+	return nil
+}
+
 func (x *BackendSpec) GetTls() *TransportSecurity {
 	if x != nil {
 		return x.Tls
@@ -427,9 +437,16 @@ type BackendSpec_HttpOperation struct {
 	HttpOperation *HttpOperation `protobuf:"bytes,3,opt,name=http_operation,json=httpOperation,proto3,oneof"`
 }
 
+type BackendSpec_McpTool struct {
+	// A tool of an upstream MCP server (streamable HTTP).
+	McpTool *McpTool `protobuf:"bytes,2,opt,name=mcp_tool,json=mcpTool,proto3,oneof"`
+}
+
 func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
 
 func (*BackendSpec_HttpOperation) isBackendSpec_Kind() {}
+
+func (*BackendSpec_McpTool) isBackendSpec_Kind() {}
 
 // TransportSecurity is TLS (mTLS with a client certificate) to a backend.
 // Files are paths on the gateway's host, read when a connection is made.
@@ -739,6 +756,86 @@ func (x *HttpParameter) GetIn() HttpParameterIn {
 	return HttpParameterIn_HTTP_PARAMETER_IN_UNSPECIFIED
 }
 
+// McpTool is a tool of an upstream MCP server reached over streamable
+// HTTP, called with tools/call and the tool's normalized arguments; the
+// upstream's structured content (else its text content) is the result and
+// its isError the tool error.
+type McpTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// URL is the upstream's streamable-HTTP endpoint, http or https.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Tool is the upstream tool's own name (the gateway's tool name may
+	// carry a prefix).
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// How the gateway authenticates to the upstream: a reference to the
+	// credential, never the credential. At most one is set. Each names a
+	// place holding a bearer token, or one "Header-Name: value" line.
+	// CredentialEnv is an environment variable of the gateway's process.
+	CredentialEnv string `protobuf:"bytes,3,opt,name=credential_env,json=credentialEnv,proto3" json:"credential_env,omitempty"`
+	// CredentialFile is a file on the gateway's host, read on connect.
+	CredentialFile string `protobuf:"bytes,4,opt,name=credential_file,json=credentialFile,proto3" json:"credential_file,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *McpTool) Reset() {
+	*x = McpTool{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpTool) ProtoMessage() {}
+
+func (x *McpTool) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
+func (*McpTool) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *McpTool) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpTool) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpTool) GetCredentialEnv() string {
+	if x != nil {
+		return x.CredentialEnv
+	}
+	return ""
+}
+
+func (x *McpTool) GetCredentialFile() string {
+	if x != nil {
+		return x.CredentialFile
+	}
+	return ""
+}
+
 // Repair is one change normalization made to a call's arguments.
 type Repair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -755,7 +852,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +864,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +877,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Repair) GetPath() string {
@@ -825,7 +922,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +934,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +947,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Caller) GetSubject() string {
@@ -900,13 +997,14 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x0f_read_only_hintB\x13\n" +
 	"\x11_destructive_hintB\x12\n" +
 	"\x10_idempotent_hintB\x12\n" +
-	"\x10_open_world_hint\"\xe6\x01\n" +
+	"\x10_open_world_hint\"\x9b\x02\n" +
 	"\vBackendSpec\x12B\n" +
 	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
 	"grpcMethod\x12K\n" +
-	"\x0ehttp_operation\x18\x03 \x01(\v2\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x128\n" +
+	"\x0ehttp_operation\x18\x03 \x01(\v2\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x129\n" +
+	"\bmcp_tool\x18\x02 \x01(\v2\x1c.flowdrop.gateway.v1.McpToolH\x00R\amcpTool\x128\n" +
 	"\x03tls\x18\x0f \x01(\v2&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n" +
-	"\x04kindJ\x04\b\x02\x10\x03\"\x9f\x01\n" +
+	"\x04kind\"\x9f\x01\n" +
 	"\x11TransportSecurity\x12\x17\n" +
 	"\aca_file\x18\x01 \x01(\tR\x06caFile\x12\x1b\n" +
 	"\tcert_file\x18\x02 \x01(\tR\bcertFile\x12\x19\n" +
@@ -930,7 +1028,12 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x0fresponse_schema\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x0eresponseSchema\"Y\n" +
 	"\rHttpParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
-	"\x02in\x18\x02 \x01(\x0e2$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\x86\x01\n" +
+	"\x02in\x18\x02 \x01(\x0e2$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\x7f\n" +
+	"\aMcpTool\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
+	"\x0ecredential_env\x18\x03 \x01(\tR\rcredentialEnv\x12'\n" +
+	"\x0fcredential_file\x18\x04 \x01(\tR\x0ecredentialFile\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -965,7 +1068,7 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(HttpParameterIn)(0),        // 0: flowdrop.gateway.v1.HttpParameterIn
 	(RepairKind)(0),             // 1: flowdrop.gateway.v1.RepairKind
@@ -976,30 +1079,32 @@ var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(*GrpcMethod)(nil),          // 6: flowdrop.gateway.v1.GrpcMethod
 	(*HttpOperation)(nil),       // 7: flowdrop.gateway.v1.HttpOperation
 	(*HttpParameter)(nil),       // 8: flowdrop.gateway.v1.HttpParameter
-	(*Repair)(nil),              // 9: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 10: flowdrop.gateway.v1.Caller
-	nil,                         // 11: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 12: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 13: google.protobuf.Duration
+	(*McpTool)(nil),             // 9: flowdrop.gateway.v1.McpTool
+	(*Repair)(nil),              // 10: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 11: flowdrop.gateway.v1.Caller
+	nil,                         // 12: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 13: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	12, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	13, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	11, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	13, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	14, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	12, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
 	4,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
 	3,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
 	6,  // 5: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
 	7,  // 6: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
-	5,  // 7: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	8,  // 8: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
-	12, // 9: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
-	0,  // 10: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
-	1,  // 11: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	9,  // 7: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
+	5,  // 8: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	8,  // 9: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	13, // 10: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	0,  // 11: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
+	1,  // 12: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -1011,6 +1116,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	file_flowdrop_gateway_v1_tool_proto_msgTypes[2].OneofWrappers = []any{
 		(*BackendSpec_GrpcMethod)(nil),
 		(*BackendSpec_HttpOperation)(nil),
+		(*BackendSpec_McpTool)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1018,7 +1124,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

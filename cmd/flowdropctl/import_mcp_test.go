@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
+)
+
+func TestToolsImportMCP(t *testing.T) {
+	up := mcpupstreamtest.Start(t)
+	// "say/hello" maps to the same name as "say hello": both are refused,
+	// named, rather than one silently winning.
+	mcp.AddTool(up.MCP, &mcp.Tool{Name: "say/hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	gw := startRegistryGateway(t)
+	const token = "tok-import-7f3a9c"
+	headerFile := writeTempFile(t, "up.token", []byte(token+"\n"))
+
+	code, out, errOut := ctl(t, "tools", "import", "mcp", "--url", up.URL, "--header-file", headerFile, "--prefix", "up.", "--addr", gw)
+	if code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, errOut)
+	}
+	if want := "up.add_items\nup.refuse\nup.wait\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	for _, s := range []string{`skipped say hello: upstream tools ["say hello" "say/hello"] all map to "up.say_hello"`, "skipped say/hello:"} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr %q: want %q", errOut, s)
+		}
+	}
+	for i, c := range up.Credentials() {
+		if c != "Bearer "+token {
+			t.Fatalf("upstream request %d carried %q, want the file's bearer token", i, c)
+		}
+	}
+	code, got, errOut := ctl(t, "tools", "get", "up.add_items", "--addr", gw)
+	if code != 0 {
+		t.Fatalf("get: exit %d\n%s", code, errOut)
+	}
+	abs, _ := filepath.Abs(headerFile)
+	if !strings.Contains(got, abs) || !strings.Contains(got, `"tool": "add_items"`) || strings.Contains(got, token) {
+		t.Errorf("stored tool %s: want the header file's path and the upstream name as stored, never the token", got)
+	}
+
+	cases := []struct {
+		name, reason string
+		args         []string
+		wantCode     int
+		wantOut      []string
+		wantErr      []string
+		wantNotOut   []string
+	}{
+		{name: "dry-run", reason: "--dry-run prints the tools as JSON with their input schemas and the reference, not the token",
+			args:     []string{"--header-file", headerFile, "--dry-run"},
+			wantCode: 0, wantOut: []string{`"name":"add_items"`, `"mcp_tool":{"url":"` + up.URL + `","tool":"add_items","credential_file":"` + abs + `"}`, `"title":{"type":"string"}`},
+			wantNotOut: []string{token}},
+		{name: "json", reason: "--output json: one document with what was registered and skipped",
+			args:     []string{"--header-file", headerFile, "--prefix", "j.", "--output", "json"},
+			wantCode: 0, wantOut: []string{`"registered":["j.add_items","j.refuse","j.wait"]`, `"tool":"say hello"`}},
+		{name: "env", reason: "a credential in an environment variable is stored by its name",
+			args:     []string{"--credential-env", "FLOWDROP_TEST_UPSTREAM_TOKEN", "--dry-run"},
+			wantCode: 0, wantOut: []string{`"credential_env":"FLOWDROP_TEST_UPSTREAM_TOKEN"`}, wantNotOut: []string{"env-secret"}},
+		{name: "prefix-too-long", reason: "a prefix that leaves no room for a name is refused",
+			args: []string{"--prefix", strings.Repeat("p", 64), "--dry-run"}, wantCode: 2, wantErr: []string{"prefix"}},
+		{name: "long-names", reason: "a mapped name over 64 characters is skipped naming the tool; with none left the import fails",
+			args: []string{"--prefix", strings.Repeat("p", 60) + ".", "--dry-run"}, wantCode: 1, wantErr: []string{"skipped add_items:", "does not fit", "no tool to import"}},
+		{name: "bad-url", reason: "only an http(s) URL reaches a streamable-HTTP upstream",
+			args: []string{"--url", "ftp://127.0.0.1/mcp", "--dry-run"}, wantCode: 2, wantErr: []string{"--url"}},
+		{name: "both-credentials", reason: "two credential references are ambiguous",
+			args: []string{"--header-file", headerFile, "--credential-env", "X", "--dry-run"}, wantCode: 2, wantErr: []string{"at most one"}},
+	}
+	t.Setenv("FLOWDROP_TEST_UPSTREAM_TOKEN", "env-secret")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"tools", "import", "mcp", "--url", up.URL, "--addr", gw}, tc.args...)
+			code, out, errOut := ctl(t, args...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d (%s)\nstdout %s\nstderr %s", code, tc.wantCode, tc.reason, out, errOut)
+			}
+			compact := out
+			if strings.HasPrefix(out, "{") {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, []byte(out)); err != nil {
+					t.Fatalf("output is not JSON: %v", err)
+				}
+				compact = buf.String()
+			}
+			for _, s := range tc.wantOut {
+				if !strings.Contains(compact, s) {
+					t.Errorf("stdout %s: want %q (%s)", compact, s, tc.reason)
+				}
+			}
+			for _, s := range tc.wantNotOut {
+				if strings.Contains(compact, s) {
+					t.Errorf("stdout %s carries %q (%s)", compact, s, tc.reason)
+				}
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr %q: want %q (%s)", errOut, s, tc.reason)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+// Package mcpimport turns an upstream MCP server's tools into gateway
+// tools of the MCP-tool kind (what `flowdropctl tools import mcp` runs).
+//
+// Names: the gateway's name is the prefix followed by the upstream name
+// with every character outside [a-zA-Z0-9_.-] replaced by "_". A mapped
+// name longer than 64 characters, or one that two upstream tools map to,
+// is refused: the tool is skipped, naming it.
+package mcpimport
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// Options say how the upstream is reached and named.
+type Options struct {
+	// URL is the upstream's streamable-HTTP endpoint, stored in each tool.
+	URL string
+	// Prefix starts every gateway tool name.
+	Prefix string
+	// CredentialEnv and CredentialFile are the credential reference
+	// stored in each tool (never the credential).
+	CredentialEnv, CredentialFile string
+}
+
+// Skipped is an upstream tool not imported, and why.
+type Skipped struct{ Tool, Reason string }
+
+// List reads every upstream tool (tools/list, all pages).
+func List(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// MapName is the gateway's name for an upstream tool under prefix, and
+// whether it is a valid tool name.
+func MapName(prefix, upstream string) (string, bool) {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, r := range upstream {
+		if r < 0x80 && (r == '_' || r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	return name, upstream != "" && registry.ValidName(name)
+}
+
+// Tools is one gateway tool per upstream tool, in the upstream's name
+// order, each admitted as the registry would (its schema compiled); the
+// rest are skipped with their reasons.
+func Tools(upstream []*mcp.Tool, o Options) ([]*gatewayv1.Tool, []Skipped, error) {
+	if !registry.ValidName(o.Prefix+"x") || len(o.Prefix) > 63 {
+		return nil, nil, fmt.Errorf("prefix %q: a tool name must match %s", o.Prefix, registry.NamePattern)
+	}
+	sorted := slices.Clone(upstream)
+	slices.SortFunc(sorted, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
+	byName := map[string][]string{}
+	for _, t := range sorted {
+		name, _ := MapName(o.Prefix, t.Name)
+		byName[name] = append(byName[name], t.Name)
+	}
+	var tools []*gatewayv1.Tool
+	var skipped []Skipped
+	for _, t := range sorted {
+		name, ok := MapName(o.Prefix, t.Name)
+		if !ok {
+			skipped = append(skipped, Skipped{t.Name, fmt.Sprintf("its gateway name %q does not fit %s", name, registry.NamePattern)})
+			continue
+		}
+		if same := byName[name]; len(same) > 1 {
+			skipped = append(skipped, Skipped{t.Name, fmt.Sprintf("upstream tools %q all map to %q", same, name)})
+			continue
+		}
+		schema, err := inputSchema(t.InputSchema)
+		if err != nil {
+			skipped = append(skipped, Skipped{t.Name, err.Error()})
+			continue
+		}
+		spec := &registry.MCPTool{URL: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}
+		if _, err := registry.Compile(registry.Tool{Name: name, InputSchema: schema, Spec: &registry.BackendSpec{MCPTool: spec}}); err != nil {
+			skipped = append(skipped, Skipped{t.Name, err.Error()})
+			continue
+		}
+		tools = append(tools, &gatewayv1.Tool{Name: name, Description: t.Description, InputSchema: schema,
+			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
+				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}}})
+	}
+	return tools, skipped, nil
+}
+
+// inputSchema is an upstream tool's input schema as a Struct.
+func inputSchema(s any) (*structpb.Struct, error) {
+	if s == nil {
+		return nil, fmt.Errorf("it has no input schema")
+	}
+	js, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("its input schema does not encode: %v", err)
+	}
+	out := &structpb.Struct{}
+	if err := protojson.Unmarshal(js, out); err != nil {
+		return nil, fmt.Errorf("its input schema is not a JSON object")
+	}
+	return out, nil
+}
+
+// Update is a registered tool t with its upstream tool u's current input
+// schema and description (everything else kept), admitted as the
+// registry would.
+func Update(t registry.Tool, u *mcp.Tool) (registry.Tool, error) {
+	schema, err := inputSchema(u.InputSchema)
+	if err != nil {
+		return registry.Tool{}, err
+	}
+	t.InputSchema, t.Description, t.Revision = schema, u.Description, 0
+	if _, err := registry.Compile(t); err != nil {
+		return registry.Tool{}, err
+	}
+	return t, nil
+}

@@ -1,0 +1,216 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// MCPUpstream is the backend kind of a tool of an upstream MCP server
+// (registry.MCPTool): tools/call over streamable HTTP through the go-sdk
+// client, with the normalized arguments. One session per upstream (URL and
+// credential reference), made on first use and made again after it fails;
+// the credential is read when a session is made, so a rotated file is
+// picked up by the next session. The upstream's structured content is the
+// result's value when present, else its text content joined by newlines;
+// its isError is the tool error.
+//
+// It shares ToolService's deadline budget and failure classification:
+// an unreachable upstream is Unavailable naming the tool, a slow one
+// DeadlineExceeded naming the tool and the budget; neither names the URL
+// or the credential (they are in the error's Cause, for the log).
+type MCPUpstream struct {
+	ts *ToolService
+	// base is the HTTP transport under the credential header (nil: the
+	// default transport).
+	base http.RoundTripper
+
+	mu       sync.Mutex
+	sessions map[mcpUpstreamKey]*mcpUpstreamSession
+	closed   bool
+	// ending are dropped sessions closing in the background: closing one
+	// can wait on the upstream (seconds, for a call it is still running),
+	// which the failed call must not.
+	ending sync.WaitGroup
+}
+
+type mcpUpstreamKey struct{ url, env, file string }
+
+// mcpUpstreamSession is one upstream's session; mu serializes making it,
+// so concurrent first calls make one.
+type mcpUpstreamSession struct {
+	mu sync.Mutex
+	cs *mcp.ClientSession
+}
+
+// NewMCPUpstream is the kind with ts's budget and classification.
+func NewMCPUpstream(ts *ToolService) *MCPUpstream {
+	return &MCPUpstream{ts: ts, sessions: map[mcpUpstreamKey]*mcpUpstreamSession{}}
+}
+
+// Close ends every session; calls fail afterwards.
+func (m *MCPUpstream) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for k, s := range m.sessions {
+		s.mu.Lock()
+		if s.cs != nil {
+			_ = s.cs.Close()
+			s.cs = nil
+		}
+		s.mu.Unlock()
+		delete(m.sessions, k)
+	}
+	m.ending.Wait()
+}
+
+// Invoke calls the upstream tool.
+func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
+	spec := c.Entry.Tool.Spec
+	if spec == nil || spec.MCPTool == nil {
+		return pipeline.Result{}, fmt.Errorf("tool %q has no MCP upstream", c.Tool) // Internal: dispatch's mistake
+	}
+	up := spec.MCPTool
+	args, err := c.Args()
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	js, err := protojson.Marshal(args)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("tool %q: encoding the arguments: %w", c.Tool, err)
+	}
+	if err := m.ts.checkSendSize(c, len(js)); err != nil {
+		return pipeline.Result{}, err
+	}
+	budget, source := m.ts.budget(ctx, c)
+	if source != deadlineCaller {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
+	var res *mcp.CallToolResult
+	// At most two tries: the second only when the upstream did not know
+	// the pooled session (it restarted, or ended the session), which means
+	// the call did not run there.
+	for try := 0; ; try++ {
+		s, cs, fresh, err := m.session(ctx, up)
+		if err != nil {
+			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+		}
+		res, err = cs.CallTool(ctx, params)
+		if err == nil {
+			break
+		}
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) {
+			m.drop(s, cs) // the session may be gone: the next call makes a new one
+		}
+		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+			continue
+		}
+		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+	}
+	v, err := mcpResultValue(res)
+	if err != nil {
+		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's structured content does not convert: %v", err))
+	}
+	return pipeline.Result{Value: v, IsError: res.IsError}, nil
+}
+
+// session is the upstream's session, made when there is none (fresh).
+func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
+	k := mcpUpstreamKey{up.URL, up.CredentialEnv, up.CredentialFile}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, nil, false, errors.New("the gateway is shutting down")
+	}
+	s := m.sessions[k]
+	if s == nil {
+		s = &mcpUpstreamSession{}
+		m.sessions[k] = s
+	}
+	m.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != nil {
+		return s, s.cs, false, nil
+	}
+	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
+	h, _, err := ref.Load()
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
+	}
+	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: m.base})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
+	}
+	s.cs = cs
+	return s, cs, true, nil
+}
+
+// drop forgets cs if it is still s's session, and closes it in the
+// background.
+func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs == cs {
+		s.cs = nil
+		m.ending.Go(func() { _ = cs.Close() })
+	}
+}
+
+// failure classifies a failed upstream call. The call's own deadline or
+// cancellation wins (the SDK wraps them in its own words); an upstream's
+// refusal of the parameters is InvalidArgument naming the tool (its text,
+// which may quote the arguments, is for the log); anything else —
+// refused connection, HTTP error, a closed session — is Unavailable.
+func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return m.ts.failure(c, budget, source, fmt.Errorf("%w: %v", context.DeadlineExceeded, err))
+	case errors.Is(ctxErr, context.Canceled):
+		return m.ts.failure(c, budget, source, fmt.Errorf("%w: %v", context.Canceled, err))
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams {
+		return &pipeline.Error{Code: pipeline.InvalidArgument, Reason: pipeline.ReasonBackendError, Tool: c.Tool, Cause: err,
+			Message: fmt.Sprintf("tool %q: the upstream MCP server refused the call's arguments", c.Tool)}
+	}
+	return m.ts.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
+}
+
+// mcpResultValue is the upstream result's value: its structured content
+// when present, else its text content joined by newlines (other content,
+// e.g. images, is not carried).
+func mcpResultValue(res *mcp.CallToolResult) (*structpb.Value, error) {
+	if res.StructuredContent != nil {
+		return structpb.NewValue(res.StructuredContent)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	return structpb.NewStringValue(strings.Join(texts, "\n")), nil
+}

@@ -1,0 +1,253 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// DefaultMCPRelistInterval is how often the gateway re-lists its upstream
+// MCP servers' tools when nothing told it they changed.
+const DefaultMCPRelistInterval = 30 * time.Second
+
+// mcpFollower keeps the registry's upstream MCP tools in step with their
+// upstreams: on an upstream's notifications/tools/list_changed (a standing
+// session per upstream listens) and every interval (for an upstream that
+// cannot notify, or a lost notification) it re-lists each upstream and
+//   - deletes a tool the upstream no longer has,
+//   - registers a changed input schema or description as a new revision.
+//
+// A tool new upstream is not added: which tools, under which prefix, is
+// the import's decision. An upstream that cannot be listed changes nothing
+// (it being down must not empty the registry). Writes carry the revision
+// they were computed from, so an admin's concurrent change wins.
+type mcpFollower struct {
+	reg      *registry.Registry
+	log      *slog.Logger
+	interval time.Duration
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	mu        sync.Mutex
+	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
+}
+
+func newMCPFollower(reg *registry.Registry, log *slog.Logger, interval time.Duration) *mcpFollower {
+	if interval <= 0 {
+		interval = DefaultMCPRelistInterval
+	}
+	return &mcpFollower{reg: reg, log: log, interval: interval, kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}),
+		listeners: map[mcpupstream.Reference]map[string]*mcp.ClientSession{}}
+}
+
+// mcpUpstreamGroup is the registered tools of one upstream (URL and
+// credential reference), by upstream tool name.
+type mcpUpstreamGroup struct {
+	url   string
+	ref   mcpupstream.Reference
+	tools map[string]registry.Tool
+}
+
+type mcpGroupKey struct {
+	url string
+	ref mcpupstream.Reference
+}
+
+func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
+	out := map[mcpGroupKey]*mcpUpstreamGroup{}
+	for _, e := range f.reg.Snapshot().List() {
+		t := e.Tool
+		if t.Spec == nil || t.Spec.MCPTool == nil {
+			continue
+		}
+		m := t.Spec.MCPTool
+		k := mcpGroupKey{m.URL, mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
+		g := out[k]
+		if g == nil {
+			g = &mcpUpstreamGroup{url: k.url, ref: k.ref, tools: map[string]registry.Tool{}}
+			out[k] = g
+		}
+		g.tools[m.Tool] = t
+	}
+	return out
+}
+
+// run follows until close.
+func (f *mcpFollower) run() {
+	defer close(f.done)
+	changes, cancel := f.reg.Changes()
+	defer cancel()
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		<-f.stop
+		stop()
+	}()
+	f.listen(ctx)
+	for {
+		select {
+		case <-f.stop:
+			f.closeListeners()
+			return
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil // the registry closed; the gateway is closing too
+				continue
+			}
+			f.listen(ctx)
+		case <-f.kick:
+			f.sync(ctx)
+		case <-tick.C:
+			f.listen(ctx)
+			f.sync(ctx)
+		}
+	}
+}
+
+// close stops the loop and its sessions.
+func (f *mcpFollower) close() {
+	close(f.stop)
+	<-f.done
+}
+
+// listen keeps one notification session per upstream in use (bounded:
+// one attempt per upstream per change or interval).
+func (f *mcpFollower) listen(ctx context.Context) {
+	for k := range f.groups() {
+		f.mu.Lock()
+		_, ok := f.listeners[k.ref][k.url]
+		f.mu.Unlock()
+		if ok {
+			continue
+		}
+		h, _, err := k.ref.Load()
+		if err != nil {
+			f.log.Warn("mcp upstream: credential", "url", k.url, "credential", k.ref.String(), "err", err)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Listen: true, Client: &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.notify() }}})
+		cancel()
+		if err != nil {
+			f.log.Debug("mcp upstream: no notification session; re-listing on the interval", "url", k.url, "err", err)
+			continue
+		}
+		f.mu.Lock()
+		if f.listeners[k.ref] == nil {
+			f.listeners[k.ref] = map[string]*mcp.ClientSession{}
+		}
+		f.listeners[k.ref][k.url] = cs
+		f.mu.Unlock()
+		go func() { // a session that ends is made again at the next interval
+			_ = cs.Wait()
+			f.mu.Lock()
+			if f.listeners[k.ref][k.url] == cs {
+				delete(f.listeners[k.ref], k.url)
+			}
+			f.mu.Unlock()
+		}()
+	}
+}
+
+func (f *mcpFollower) notify() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *mcpFollower) closeListeners() {
+	f.mu.Lock()
+	var all []*mcp.ClientSession
+	for _, byURL := range f.listeners {
+		for _, cs := range byURL {
+			all = append(all, cs)
+		}
+	}
+	f.mu.Unlock()
+	for _, cs := range all {
+		_ = cs.Close()
+	}
+}
+
+// sync re-lists every upstream and applies what changed.
+func (f *mcpFollower) sync(ctx context.Context) {
+	for _, g := range f.groups() {
+		f.syncGroup(ctx, g)
+	}
+}
+
+func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	f.mu.Lock()
+	cs := f.listeners[g.ref][g.url]
+	f.mu.Unlock()
+	if cs == nil {
+		h, _, err := g.ref.Load()
+		if err != nil {
+			return // listen logged it
+		}
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{}); err != nil {
+			f.log.Warn("mcp upstream: cannot list its tools; keeping them as registered", "url", g.url, "err", err)
+			return
+		}
+		defer cs.Close()
+	}
+	listed, err := mcpimport.List(ctx, cs)
+	if err != nil {
+		f.log.Warn("mcp upstream: cannot list its tools; keeping them as registered", "url", g.url, "err", err)
+		return
+	}
+	upstream := map[string]*mcp.Tool{}
+	for _, t := range listed {
+		upstream[t.Name] = t
+	}
+	for name, t := range g.tools {
+		u, ok := upstream[name]
+		if !ok {
+			rev := t.Revision
+			err := f.reg.Delete(ctx, t.Name, &rev)
+			f.logWrite("removed: the upstream no longer has it", t.Name, g.url, err)
+			continue
+		}
+		next, err := mcpimport.Update(t, u)
+		if err != nil {
+			f.log.Warn("mcp upstream: a changed tool cannot be admitted; keeping the registered revision", "tool", t.Name, "url", g.url, "err", err)
+			continue
+		}
+		if next.Description == t.Description && proto.Equal(next.InputSchema, t.InputSchema) {
+			continue
+		}
+		rev := t.Revision
+		_, err = f.reg.Register(ctx, next, registry.RegisterOptions{ExpectedRevision: &rev})
+		f.logWrite("updated: the upstream changed it", t.Name, g.url, err)
+	}
+}
+
+func (f *mcpFollower) logWrite(what, tool, url string, err error) {
+	var mismatch *registry.RevisionMismatchError
+	switch {
+	case err == nil:
+		f.log.Info("mcp upstream: tool "+what, "tool", tool, "url", url)
+	case errors.As(err, &mismatch), errors.Is(err, registry.ErrNotFound):
+		// Changed meanwhile (an admin, another replica): theirs stands.
+	default:
+		f.log.Warn("mcp upstream: tool "+what+", but the registry write failed", "tool", tool, "url", url, "err", err)
+	}
+}
