@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/backend"
 )
 
 // DefaultMCPRelistInterval is how often the gateway re-lists its upstream
@@ -58,11 +60,23 @@ type mcpUpstreamGroup struct {
 	url   string
 	ref   mcpupstream.Reference
 	tools map[string]registry.Tool
+	key   mcpGroupKey
 }
 
 type mcpGroupKey struct {
 	url string
 	ref mcpupstream.Reference
+	tls registry.TransportSecurity // the tools' spec.tls (zero: none)
+	has bool                       // spec.tls is set
+}
+
+// transport is the group's HTTP transport: its spec.tls, never plaintext
+// when TLS is required.
+func (k mcpGroupKey) transport() (http.RoundTripper, error) {
+	if !k.has {
+		return backend.HTTPTransportFor(k.url, nil, nil)
+	}
+	return backend.HTTPTransportFor(k.url, &k.tls, nil)
 }
 
 func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
@@ -73,10 +87,13 @@ func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
 			continue
 		}
 		m := t.Spec.MCPTool
-		k := mcpGroupKey{m.URL, mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
+		k := mcpGroupKey{url: m.URL, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
+		if t.Spec.TLS != nil {
+			k.tls, k.has = *t.Spec.TLS, true
+		}
 		g := out[k]
 		if g == nil {
-			g = &mcpUpstreamGroup{url: k.url, ref: k.ref, tools: map[string]registry.Tool{}}
+			g = &mcpUpstreamGroup{url: k.url, ref: k.ref, key: k, tools: map[string]registry.Tool{}}
 			out[k] = g
 		}
 		g.tools[m.Tool] = t
@@ -139,8 +156,13 @@ func (f *mcpFollower) listen(ctx context.Context) {
 			f.log.Warn("mcp upstream: credential", "url", k.url, "credential", k.ref.String(), "err", err)
 			continue
 		}
+		base, err := k.transport()
+		if err != nil {
+			f.log.Warn("mcp upstream: transport", "url", k.url, "err", err)
+			continue
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Listen: true, Client: &mcp.ClientOptions{
+		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, Client: &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.notify() }}})
 		cancel()
 		if err != nil {
@@ -203,7 +225,12 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 		if err != nil {
 			return // listen logged it
 		}
-		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{}); err != nil {
+		base, err := g.key.transport()
+		if err != nil {
+			f.log.Warn("mcp upstream: transport", "url", g.url, "err", err)
+			return
+		}
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base}); err != nil {
 			f.log.Warn("mcp upstream: cannot list its tools; keeping them as registered", "url", g.url, "err", err)
 			return
 		}

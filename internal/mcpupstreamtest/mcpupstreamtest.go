@@ -5,6 +5,7 @@ package mcpupstreamtest
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -65,7 +66,15 @@ func (s *Server) DontRecord() {
 const CredentialHeader = "X-Upstream-Key"
 
 // Start runs the upstream until the test ends (or Close).
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return start(t, false) }
+
+// StartTLS is Start serving https, its certificate from Certificate.
+func StartTLS(t testing.TB) *Server { return start(t, true) }
+
+// Certificate is the https server's certificate (nil for plain http).
+func (s *Server) Certificate() *x509.Certificate { return s.http.Certificate() }
+
+func start(t testing.TB, tls bool) *Server {
 	t.Helper()
 	s := &Server{MCP: mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil), closing: make(chan struct{})}
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: "add_items", Description: "Adds items."},
@@ -95,7 +104,11 @@ func Start(t testing.TB) *Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil, nil
 		})
-	s.http = httptest.NewServer(s.handler())
+	if tls {
+		s.http = httptest.NewTLSServer(s.handler())
+	} else {
+		s.http = httptest.NewServer(s.handler())
+	}
 	s.URL = s.http.URL + "/mcp"
 	t.Cleanup(s.Close)
 	return s

@@ -50,7 +50,10 @@ type MCPUpstream struct {
 	ending sync.WaitGroup
 }
 
-type mcpUpstreamKey struct{ url, env, file string }
+type mcpUpstreamKey struct {
+	url, env, file string
+	tls            registry.TransportSecurity // spec.tls (zero: none)
+}
 
 // mcpUpstreamSession is one upstream's session; mu serializes making it,
 // so concurrent first calls make one.
@@ -111,7 +114,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
 	for try := 0; ; try++ {
-		s, cs, fresh, err := m.session(ctx, up)
+		s, cs, fresh, err := m.session(ctx, up, spec.TLS)
 		if err != nil {
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
@@ -136,8 +139,11 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 }
 
 // session is the upstream's session, made when there is none (fresh).
-func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
-	k := mcpUpstreamKey{up.URL, up.CredentialEnv, up.CredentialFile}
+func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
+	k := mcpUpstreamKey{url: up.URL, env: up.CredentialEnv, file: up.CredentialFile}
+	if ts != nil {
+		k.tls = *ts
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -160,7 +166,11 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool) (_ *mcp
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
 	}
-	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: m.base})
+	base, err := m.baseFor(up.URL, ts)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
+	}
+	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
@@ -213,4 +223,37 @@ func mcpResultValue(res *mcp.CallToolResult) (*structpb.Value, error) {
 		}
 	}
 	return structpb.NewStringValue(strings.Join(texts, "\n")), nil
+}
+
+// baseFor is the HTTP transport for an upstream under spec.tls
+// (HTTPTransportFor over m.base).
+func (m *MCPUpstream) baseFor(url string, ts *registry.TransportSecurity) (http.RoundTripper, error) {
+	base, _ := m.base.(*http.Transport)
+	if ts == nil && m.base != nil {
+		return m.base, nil
+	}
+	return HTTPTransportFor(url, ts, base)
+}
+
+// HTTPTransportFor is the HTTP transport to url under a tool's spec.tls:
+// base (http.DefaultTransport when nil) without it; with it, a copy with TLS
+// from the tool's CA and client certificate, and an http URL refused — the
+// gateway never falls back to plaintext.
+func HTTPTransportFor(url string, ts *registry.TransportSecurity, base *http.Transport) (http.RoundTripper, error) {
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	if ts == nil {
+		return base, nil
+	}
+	if strings.HasPrefix(strings.ToLower(url), "http://") {
+		return nil, errors.New("the tool requires TLS but its URL is http")
+	}
+	cfg, err := TLSConfig(*ts)
+	if err != nil {
+		return nil, err
+	}
+	tr := base.Clone()
+	tr.TLSClientConfig = cfg
+	return tr, nil
 }
