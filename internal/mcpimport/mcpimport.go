@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -103,7 +104,8 @@ func Tools(upstream []*mcp.Tool, o Options) ([]*gatewayv1.Tool, []Skipped, error
 		}
 		tools = append(tools, &gatewayv1.Tool{Name: name, Description: t.Description, InputSchema: schema,
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
-				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}}})
+				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}},
+			Annotations: annotations(t.Annotations)})
 	}
 	return tools, skipped, nil
 }
@@ -137,4 +139,21 @@ func Update(t registry.Tool, u *mcp.Tool) (registry.Tool, error) {
 		return registry.Tool{}, err
 	}
 	return t, nil
+}
+
+// annotations keeps the upstream tool's hints (the gateway retries a tool
+// only when it is marked idempotent). MCP's idempotentHint is a plain bool
+// whose default is false, so false stays unset.
+func annotations(a *mcp.ToolAnnotations) *gatewayv1.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	out := &gatewayv1.ToolAnnotations{DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
+	if a.ReadOnlyHint {
+		out.ReadOnlyHint = proto.Bool(true)
+	}
+	if a.IdempotentHint {
+		out.IdempotentHint = proto.Bool(true)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -35,10 +36,29 @@ func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, 
 		return k.GRPCMethod.Invoke(ctx, c)
 	}
 	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.HTTPOperation != nil {
-		return k.HTTPOperation.Invoke(ctx, c)
+		return invokeRetrying(ctx, c, k.HTTPOperation.Invoke)
 	}
 	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.MCPTool != nil {
-		return k.MCPUpstream.Invoke(ctx, c)
+		return invokeRetrying(ctx, c, k.MCPUpstream.Invoke)
 	}
-	return k.ToolService.Invoke(ctx, c)
+	return k.ToolService.Invoke(ctx, c) // retries inside, per attempt of its pooled call
+}
+
+// invokeRetrying calls invoke once, and again (retry.go's rule: idempotent
+// tools only, on Unavailable only, bounded, within the deadline) for a tool
+// marked idempotent.
+func invokeRetrying(ctx context.Context, c *pipeline.Call, invoke func(context.Context, *pipeline.Call) (pipeline.Result, error)) (pipeline.Result, error) {
+	res, err := invoke(ctx, c)
+	if !c.Entry.Tool.Idempotent() {
+		return res, err
+	}
+	for attempt := 1; attempt < retryAttempts && isUnavailable(err) && retryWait(ctx, attempt); attempt++ {
+		res, err = invoke(ctx, c)
+	}
+	return res, err
+}
+
+func isUnavailable(err error) bool {
+	var e *pipeline.Error
+	return errors.As(err, &e) && e.Code == pipeline.Unavailable
 }
