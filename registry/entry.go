@@ -55,6 +55,9 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if te != nil {
 		return nil, te
 	}
+	if t.MaxResultBytes < 0 {
+		return nil, &ToolError{Tool: t.Name, Field: "max_result_bytes", Reason: fmt.Sprintf("must not be negative, got %d", t.MaxResultBytes)}
+	}
 	if t.Timeout < 0 {
 		return nil, &ToolError{Tool: t.Name, Field: "timeout", Reason: fmt.Sprintf("must not be negative, got %s", t.Timeout)}
 	}

@@ -33,6 +33,8 @@ type fileTool struct {
 	Timeout     string            `json:"timeout"`
 	Labels      map[string]string `json:"labels"`
 	Annotations *fileAnnotations  `json:"annotations"`
+	// MaxResultBytes bounds the tool's result (0: the default).
+	MaxResultBytes int64 `json:"max_result_bytes"`
 }
 
 // fileAnnotations are ToolAnnotations in the tools file (MCP's names).
@@ -86,7 +88,7 @@ func ParseTools(data []byte, source string) ([]Tool, error) {
 			return nil, fmt.Errorf("%s: duplicate tool name %q (first at tools[%d])", named, ft.Name, j)
 		}
 		seen[ft.Name] = i
-		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels}
+		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels, MaxResultBytes: ft.MaxResultBytes}
 		if a := ft.Annotations; a != nil {
 			t.Annotations = &ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
 				IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
@@ -184,5 +186,6 @@ func SeedWith(ctx context.Context, store Store, tools []Tool, a Admission) error
 // Revision.
 func SameDefinition(a, b Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend && sameSpec(a.Spec, b.Spec) && sameAnnotations(a.Annotations, b.Annotations) &&
+		a.MaxResultBytes == b.MaxResultBytes &&
 		a.Timeout == b.Timeout && maps.Equal(a.Labels, b.Labels) && proto.Equal(a.InputSchema, b.InputSchema)
 }

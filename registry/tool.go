@@ -26,4 +26,19 @@ type Tool struct {
 	Spec *BackendSpec
 	// Annotations are the tool's behaviour hints (annotations.go); nil: none.
 	Annotations *ToolAnnotations
+	// MaxResultBytes bounds the tool's result (0: DefaultMaxResultBytes); a
+	// larger result is answered as a tool error naming the limit.
+	MaxResultBytes int64
+}
+
+// DefaultMaxResultBytes is a tool's result bound when it sets none: room
+// for any answer a model can use, far below the 4 MiB messages carry.
+const DefaultMaxResultBytes = 1 << 20
+
+// ResultLimit is the tool's result bound in bytes.
+func (t Tool) ResultLimit() int64 {
+	if t.MaxResultBytes > 0 {
+		return t.MaxResultBytes
+	}
+	return DefaultMaxResultBytes
 }

@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Lookup is what the pipeline needs from the registry: a lock-free lookup
@@ -192,7 +195,27 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 	for _, r := range p.cfg.Recorders {
 		r.RecordBackend(c.Tool, code, c.backendTime)
 	}
+	if e == nil {
+		res = guardResultSize(c, res)
+	}
 	return res, e
+}
+
+// guardResultSize answers a result over the tool's max_result_bytes with a
+// tool error the model can read, naming the limit — not the result, and not
+// a transport error. The bytes as received are measured when the backend's
+// answer is still encoded (a plain InvokeResponse: its result and is_error).
+func guardResultSize(c *Call, res Result) Result {
+	limit := c.Entry.Tool.ResultLimit()
+	n := int64(len(res.Encoded))
+	if res.Encoded == nil && res.Value != nil {
+		n = int64(proto.Size(res.Value))
+	}
+	if n <= limit {
+		return res
+	}
+	return Result{IsError: true, Value: structpb.NewStringValue(fmt.Sprintf(
+		"tool %q returned %d bytes, over its max_result_bytes limit of %d; ask for less (a narrower query, fewer items)", c.Tool, n, limit))}
 }
 
 // fail classifies err and records it as the call's outcome.

@@ -36,6 +36,9 @@ type record struct {
 	Labels      map[string]string  `json:"labels,omitempty"`
 	Spec        *specRecord        `json:"spec,omitempty"`        // version 2
 	Annotations *annotationsRecord `json:"annotations,omitempty"` // version 3
+	// MaxResultBytes is Tool.MaxResultBytes (version 3: an older build
+	// must refuse the record rather than drop the bound).
+	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 }
 
 // annotationsRecord is registry.ToolAnnotations; a nil hint is unset.
@@ -126,6 +129,9 @@ func Encode(t registry.Tool) ([]byte, error) {
 			r.Spec.TLS = &tlsRecord{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
 		}
 	}
+	if t.MaxResultBytes != 0 {
+		r.V, r.MaxResultBytes = Version, t.MaxResultBytes
+	}
 	if a := t.Annotations; a != nil {
 		r.V = Version
 		r.Annotations = &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
@@ -180,6 +186,7 @@ func Decode(b []byte) (registry.Tool, error) {
 			t.Spec.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
 		}
 	}
+	t.MaxResultBytes = r.MaxResultBytes
 	if a := r.Annotations; a != nil {
 		t.Annotations = &registry.ToolAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
 	}

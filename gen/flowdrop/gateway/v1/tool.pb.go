@@ -163,9 +163,13 @@ type Tool struct {
 	// Annotations are hints about the tool's behaviour (MCP's tool
 	// annotations); idempotent_hint lets the gateway retry a call to a
 	// backend that was unavailable.
-	Annotations   *ToolAnnotations `protobuf:"bytes,9,opt,name=annotations,proto3" json:"annotations,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Annotations *ToolAnnotations `protobuf:"bytes,9,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// The largest result the tool may return, in bytes (0: the gateway's
+	// default, 1 MiB). A larger result reaches the caller as a tool error
+	// naming the limit, never as a transport error.
+	MaxResultBytes int64 `protobuf:"varint,10,opt,name=max_result_bytes,json=maxResultBytes,proto3" json:"max_result_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -259,6 +263,13 @@ func (x *Tool) GetAnnotations() *ToolAnnotations {
 		return x.Annotations
 	}
 	return nil
+}
+
+func (x *Tool) GetMaxResultBytes() int64 {
+	if x != nil {
+		return x.MaxResultBytes
+	}
+	return 0
 }
 
 // ToolAnnotations are MCP's tool annotations; unset means MCP's default.
@@ -975,7 +986,7 @@ var File_flowdrop_gateway_v1_tool_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\n" +
-	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xdb\x03\n" +
+	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -985,7 +996,9 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\brevision\x18\x06 \x01(\x03R\brevision\x12=\n" +
 	"\x06labels\x18\a \x03(\v2%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x124\n" +
 	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x12F\n" +
-	"\vannotations\x18\t \x01(\v2$.flowdrop.gateway.v1.ToolAnnotationsR\vannotations\x1a9\n" +
+	"\vannotations\x18\t \x01(\v2$.flowdrop.gateway.v1.ToolAnnotationsR\vannotations\x12(\n" +
+	"\x10max_result_bytes\x18\n" +
+	" \x01(\x03R\x0emaxResultBytes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
