@@ -24,6 +24,8 @@ type Entry struct {
 	// Method is a gRPC-method tool's method, resolved from the descriptors
 	// stored with the revision; nil for other kinds.
 	Method protoreflect.MethodDescriptor
+	// Output is the compiled output schema (nil: results are not checked).
+	Output *schema.Schema
 }
 
 // Compile validates a tool definition and compiles its schema with the
@@ -84,7 +86,37 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 		}
 		return nil, te
 	}
-	return &Entry{Tool: t, Plan: plan, Schema: s, Method: method}, nil
+	out, terr := compileOutput(t, o)
+	if terr != nil {
+		return nil, terr
+	}
+	return &Entry{Tool: t, Plan: plan, Schema: s, Method: method, Output: out}, nil
+}
+
+// compileOutput compiles the tool's output schema (an object schema) and
+// checks on_invalid_output.
+func compileOutput(t Tool, o CompileOptions) (*schema.Schema, *ToolError) {
+	switch t.OnInvalidOutput {
+	case "", OnInvalidOutputError, OnInvalidOutputPass:
+	default:
+		return nil, &ToolError{Tool: t.Name, Field: "on_invalid_output", Reason: fmt.Sprintf("%q: must be %q or %q", t.OnInvalidOutput, OnInvalidOutputError, OnInvalidOutputPass)}
+	}
+	if t.OutputSchema == nil {
+		return nil, nil
+	}
+	if ty := t.OutputSchema.GetFields()["type"].GetStringValue(); ty != "object" {
+		return nil, &ToolError{Tool: t.Name, Field: "output_schema", Reason: `the root must be an object schema ("type": "object"), as MCP's outputSchema`}
+	}
+	s, err := schema.Compile(t.OutputSchema, o.Schema...)
+	if err != nil {
+		te := &ToolError{Tool: t.Name, Field: "output_schema", Reason: err.Error()}
+		var ce *schema.CompileError
+		if errors.As(err, &ce) {
+			te.Pointer, te.Reason = ce.Pointer, ce.Reason
+		}
+		return nil, te
+	}
+	return s, nil
 }
 
 // schemaToolError is a *schema.CompileError as the *ToolError naming the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
@@ -35,6 +36,9 @@ type fileTool struct {
 	Annotations *fileAnnotations  `json:"annotations"`
 	// MaxResultBytes bounds the tool's result (0: the default).
 	MaxResultBytes int64 `json:"max_result_bytes"`
+	// OutputSchema and OnInvalidOutput: results checked against a schema.
+	OutputSchema    json.RawMessage `json:"output_schema"`
+	OnInvalidOutput string          `json:"on_invalid_output"`
 }
 
 // fileAnnotations are ToolAnnotations in the tools file (MCP's names).
@@ -88,7 +92,15 @@ func ParseTools(data []byte, source string) ([]Tool, error) {
 			return nil, fmt.Errorf("%s: duplicate tool name %q (first at tools[%d])", named, ft.Name, j)
 		}
 		seen[ft.Name] = i
-		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels, MaxResultBytes: ft.MaxResultBytes}
+		t := Tool{Name: ft.Name, Description: ft.Description, Backend: ft.Backend, Labels: ft.Labels, MaxResultBytes: ft.MaxResultBytes,
+			OnInvalidOutput: ft.OnInvalidOutput}
+		if len(ft.OutputSchema) > 0 && string(ft.OutputSchema) != "null" {
+			var os structpb.Struct
+			if err := protojson.Unmarshal(ft.OutputSchema, &os); err != nil {
+				return nil, fmt.Errorf("%s: tools[%d] (%s): output_schema: %v", named, i, ft.Name, err)
+			}
+			t.OutputSchema = &os
+		}
 		if a := ft.Annotations; a != nil {
 			t.Annotations = &ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
 				IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
@@ -186,6 +198,6 @@ func SeedWith(ctx context.Context, store Store, tools []Tool, a Admission) error
 // Revision.
 func SameDefinition(a, b Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Backend == b.Backend && sameSpec(a.Spec, b.Spec) && sameAnnotations(a.Annotations, b.Annotations) &&
-		a.MaxResultBytes == b.MaxResultBytes &&
+		a.MaxResultBytes == b.MaxResultBytes && a.OnInvalidOutput == b.OnInvalidOutput && proto.Equal(a.OutputSchema, b.OutputSchema) &&
 		a.Timeout == b.Timeout && maps.Equal(a.Labels, b.Labels) && proto.Equal(a.InputSchema, b.InputSchema)
 }

@@ -29,6 +29,11 @@ type Tool struct {
 	// MaxResultBytes bounds the tool's result (0: DefaultMaxResultBytes); a
 	// larger result is answered as a tool error naming the limit.
 	MaxResultBytes int64
+	// OutputSchema, when set, is the JSON Schema every result must satisfy
+	// (an object schema); OnInvalidOutput is OnInvalidOutputError (also
+	// "") or OnInvalidOutputPass.
+	OutputSchema    *structpb.Struct
+	OnInvalidOutput string
 }
 
 // DefaultMaxResultBytes is a tool's result bound when it sets none: room
@@ -42,3 +47,9 @@ func (t Tool) ResultLimit() int64 {
 	}
 	return DefaultMaxResultBytes
 }
+
+// What a result failing the tool's output schema becomes.
+const (
+	OnInvalidOutputError = "error" // a tool error naming the violations (the default)
+	OnInvalidOutputPass  = "pass"  // forwarded as it is
+)

@@ -16,14 +16,16 @@ func toolFromProto(p *gatewayv1.Tool) (registry.Tool, error) {
 		return registry.Tool{}, &requestFieldError{field: "tool", reason: "is required"}
 	}
 	t := registry.Tool{
-		Name:           p.GetName(),
-		Description:    p.GetDescription(),
-		InputSchema:    p.GetInputSchema(),
-		Backend:        p.GetBackend(),
-		Labels:         maps.Clone(p.GetLabels()),
-		Spec:           specFromProto(p.GetSpec()),
-		Annotations:    annotationsFromProto(p.GetAnnotations()),
-		MaxResultBytes: p.GetMaxResultBytes(),
+		Name:            p.GetName(),
+		Description:     p.GetDescription(),
+		InputSchema:     p.GetInputSchema(),
+		Backend:         p.GetBackend(),
+		Labels:          maps.Clone(p.GetLabels()),
+		Spec:            specFromProto(p.GetSpec()),
+		Annotations:     annotationsFromProto(p.GetAnnotations()),
+		MaxResultBytes:  p.GetMaxResultBytes(),
+		OutputSchema:    p.GetOutputSchema(),
+		OnInvalidOutput: p.GetOnInvalidOutput(),
 	}
 	if d := p.GetTimeout(); d != nil {
 		if err := d.CheckValid(); err != nil {
@@ -38,15 +40,17 @@ func toolFromProto(p *gatewayv1.Tool) (registry.Tool, error) {
 // not copied: stored tools are read-only and marshalling only reads it.
 func toolProto(t registry.Tool) *gatewayv1.Tool {
 	p := &gatewayv1.Tool{
-		Name:           t.Name,
-		Description:    t.Description,
-		InputSchema:    t.InputSchema,
-		Backend:        t.Backend,
-		Revision:       t.Revision,
-		Labels:         maps.Clone(t.Labels),
-		Spec:           specProto(t.Spec),
-		Annotations:    annotationsProto(t.Annotations),
-		MaxResultBytes: t.MaxResultBytes,
+		Name:            t.Name,
+		Description:     t.Description,
+		InputSchema:     t.InputSchema,
+		Backend:         t.Backend,
+		Revision:        t.Revision,
+		Labels:          maps.Clone(t.Labels),
+		Spec:            specProto(t.Spec),
+		Annotations:     annotationsProto(t.Annotations),
+		MaxResultBytes:  t.MaxResultBytes,
+		OutputSchema:    t.OutputSchema,
+		OnInvalidOutput: t.OnInvalidOutput,
 	}
 	if t.Timeout != 0 {
 		p.Timeout = durationpb.New(t.Timeout)

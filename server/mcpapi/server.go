@@ -303,7 +303,15 @@ func mcpTool(e *registry.Entry) (*mcp.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	return &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw)}, nil
+	t := &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw)}
+	if os := e.Tool.OutputSchema; os != nil {
+		out, err := json.Marshal(os.AsMap())
+		if err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		t.OutputSchema = json.RawMessage(out)
+	}
+	return t, nil
 }
 
 // unreachable is the SDK-level handler of every tool. tools/call never gets

@@ -20,15 +20,16 @@ import (
 // Label values are bounded: tool is a registered tool's name or "_unknown"
 // (a model can send any tool name), reason a policy Reason, kind a repair kind.
 type Metrics struct {
-	reg      *prometheus.Registry
-	grpc     *grpcprom.ServerMetrics
-	repairs  *prometheus.CounterVec
-	invalid  *prometheus.CounterVec
-	denials  *prometheus.CounterVec
-	backendH *prometheus.HistogramVec
-	addedH   *prometheus.HistogramVec
-	mcpReqs  *prometheus.CounterVec
-	stageH   *prometheus.HistogramVec
+	reg       *prometheus.Registry
+	grpc      *grpcprom.ServerMetrics
+	repairs   *prometheus.CounterVec
+	invalid   *prometheus.CounterVec
+	denials   *prometheus.CounterVec
+	backendH  *prometheus.HistogramVec
+	addedH    *prometheus.HistogramVec
+	mcpReqs   *prometheus.CounterVec
+	outputBad *prometheus.CounterVec
+	stageH    *prometheus.HistogramVec
 	// stageObs are stageH's observers by stage index, resolved once
 	// (SetStages), so a call observes its stages without label lookups.
 	stageObs  []prometheus.Observer
@@ -53,6 +54,8 @@ func NewMetrics() *Metrics {
 		stageH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_stage_seconds",
 			Help:    "Time each pipeline stage took (caller, audit, role, identifiers, rate-limit, screen, normalize, validate, rules), over every tool.",
 			Buckets: latencyBuckets}, []string{"stage"}),
+		outputBad: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_output_violations_total",
+			Help: "Tool results that failed the tool's output schema, by tool (answered per on_invalid_output)."}, []string{"tool"}),
 		mcpReqs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_requests_total",
 			Help: "MCP requests by method (initialize, tools/list, tools/call, …; other) and outcome (ok, tool-error, error)."}, []string{"method", "outcome"}),
 		addedH: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flowdrop_gateway_added_seconds",
@@ -67,7 +70,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -96,6 +99,9 @@ func (m *Metrics) GRPC() *grpcprom.ServerMetrics { return m.grpc }
 // failure.
 func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Outcome) {
 	m.addedH.WithLabelValues(o.Label).Observe((o.Latency - o.BackendLatency).Seconds())
+	if o.OutputInvalid {
+		m.outputBad.WithLabelValues(o.Label).Inc()
+	}
 	for i, d := range c.StageTimes() {
 		if i < len(m.stageObs) && d > 0 {
 			m.stageObs[i].Observe(d.Seconds())

@@ -87,6 +87,8 @@ type Call struct {
 	keyConflict bool
 	// replayed: the result is an earlier call's stored outcome.
 	replayed bool
+	// outputInvalid: the result failed the tool's output schema.
+	outputInvalid bool
 }
 
 // ShadowDenials are the refusals shadow-mode rules and authz entries would

@@ -26,6 +26,8 @@ type Outcome struct {
 	// BackendLatency is the backend call's part of Latency (0 if not
 	// called): Latency minus it is the time the gateway added.
 	BackendLatency time.Duration
+	// OutputInvalid: the result failed the tool's output schema.
+	OutputInvalid bool
 }
 
 // Recorder records outcomes: the audit log, metrics. RecordCall runs once

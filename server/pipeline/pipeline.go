@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -197,8 +198,43 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 	}
 	if e == nil {
 		res = guardResultSize(c, res)
+		if c.Entry.Output != nil {
+			res = p.checkOutput(ctx, c, res)
+		}
 	}
 	return res, e
+}
+
+// checkOutput holds a result to the tool's output schema (tool errors are
+// not checked): a result that fails it is counted (Outcome.OutputInvalid)
+// and logged, and answered per on_invalid_output — a tool error naming the
+// violations (the default) or forwarded as it is.
+func (p *Pipeline) checkOutput(ctx context.Context, c *Call, res Result) Result {
+	v, isError := res.Value, res.IsError
+	if res.Encoded != nil {
+		var ok bool
+		if v, isError, ok = decodeInvokeResponse(res.Encoded); !ok {
+			return res // the face's own decode reports it
+		}
+	}
+	if isError {
+		return res
+	}
+	var problem string
+	if obj := v.GetStructValue(); obj == nil {
+		problem = "the result is not an object"
+	} else if err := c.Entry.Output.Validate(obj, nil); err != nil {
+		problem = err.Error()
+	}
+	if problem == "" {
+		return res
+	}
+	c.outputInvalid = true
+	p.cfg.Log.WarnContext(ctx, "tool result fails its output schema", "tool", c.Tool, "problem", policy.BoundTo(problem, 512), "on_invalid_output", c.Entry.Tool.OnInvalidOutput)
+	if c.Entry.Tool.OnInvalidOutput == registry.OnInvalidOutputPass {
+		return res
+	}
+	return Result{IsError: true, Value: structpb.NewStringValue(fmt.Sprintf("tool %q returned a result that does not match its output schema: %s", c.Tool, problem))}
 }
 
 // guardResultSize answers a result over the tool's max_result_bytes with a
@@ -253,6 +289,7 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 		}
 	}
 	o.Latency, o.BackendLatency = time.Since(c.start), c.backendTime
+	o.OutputInvalid = c.outputInvalid
 	for _, r := range p.cfg.Recorders {
 		r.RecordCall(ctx, c, o)
 	}
@@ -298,4 +335,41 @@ func (p *Pipeline) SeesBackends(ctx context.Context) bool {
 	}
 	caller, ok := policy.CallerFrom(ctx)
 	return ok && az.AllowMethod(caller, registerMethod) == nil
+}
+
+// decodeInvokeResponse reads a plain InvokeResponse's result (field 1, a
+// google.protobuf.Value) and is_error (field 2) from its wire bytes.
+func decodeInvokeResponse(b []byte) (v *structpb.Value, isError, ok bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false, false
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			raw, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, false, false
+			}
+			v = new(structpb.Value)
+			if proto.Unmarshal(raw, v) != nil {
+				return nil, false, false
+			}
+			b = b[m:]
+		case num == 2 && typ == protowire.VarintType:
+			x, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return nil, false, false
+			}
+			isError, b = x != 0, b[m:]
+		default:
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 {
+				return nil, false, false
+			}
+			b = b[m:]
+		}
+	}
+	return v, isError, true
 }

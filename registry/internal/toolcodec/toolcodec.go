@@ -39,6 +39,9 @@ type record struct {
 	// MaxResultBytes is Tool.MaxResultBytes (version 3: an older build
 	// must refuse the record rather than drop the bound).
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
+	// OutputSchema and OnInvalidOutput (version 3, like MaxResultBytes).
+	OutputSchema    json.RawMessage `json:"output_schema,omitempty"`
+	OnInvalidOutput string          `json:"on_invalid_output,omitempty"`
 }
 
 // annotationsRecord is registry.ToolAnnotations; a nil hint is unset.
@@ -132,6 +135,16 @@ func Encode(t registry.Tool) ([]byte, error) {
 	if t.MaxResultBytes != 0 {
 		r.V, r.MaxResultBytes = Version, t.MaxResultBytes
 	}
+	if t.OnInvalidOutput != "" {
+		r.V, r.OnInvalidOutput = Version, t.OnInvalidOutput
+	}
+	if t.OutputSchema != nil {
+		raw, err := compactStruct(t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("toolcodec: tool %q: encode output_schema: %w", t.Name, err)
+		}
+		r.V, r.OutputSchema = Version, raw
+	}
 	if a := t.Annotations; a != nil {
 		r.V = Version
 		r.Annotations = &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
@@ -186,7 +199,14 @@ func Decode(b []byte) (registry.Tool, error) {
 			t.Spec.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
 		}
 	}
-	t.MaxResultBytes = r.MaxResultBytes
+	t.MaxResultBytes, t.OnInvalidOutput = r.MaxResultBytes, r.OnInvalidOutput
+	if len(r.OutputSchema) > 0 && !bytes.Equal(r.OutputSchema, []byte("null")) {
+		s := &structpb.Struct{}
+		if err := protojson.Unmarshal(r.OutputSchema, s); err != nil {
+			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: output_schema: %w", r.Name, err)
+		}
+		t.OutputSchema = s
+	}
 	if a := r.Annotations; a != nil {
 		t.Annotations = &registry.ToolAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
 	}

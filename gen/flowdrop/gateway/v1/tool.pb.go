@@ -168,8 +168,15 @@ type Tool struct {
 	// default, 1 MiB). A larger result reaches the caller as a tool error
 	// naming the limit, never as a transport error.
 	MaxResultBytes int64 `protobuf:"varint,10,opt,name=max_result_bytes,json=maxResultBytes,proto3" json:"max_result_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The JSON Schema every result must satisfy (MCP's outputSchema; the
+	// root is an object schema). Unset: results are not checked.
+	OutputSchema *structpb.Struct `protobuf:"bytes,11,opt,name=output_schema,json=outputSchema,proto3" json:"output_schema,omitempty"`
+	// What a result that fails output_schema becomes: "error" (also when
+	// empty: a tool error naming the violations) or "pass" (forwarded;
+	// counted and logged either way).
+	OnInvalidOutput string `protobuf:"bytes,12,opt,name=on_invalid_output,json=onInvalidOutput,proto3" json:"on_invalid_output,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -270,6 +277,20 @@ func (x *Tool) GetMaxResultBytes() int64 {
 		return x.MaxResultBytes
 	}
 	return 0
+}
+
+func (x *Tool) GetOutputSchema() *structpb.Struct {
+	if x != nil {
+		return x.OutputSchema
+	}
+	return nil
+}
+
+func (x *Tool) GetOnInvalidOutput() string {
+	if x != nil {
+		return x.OnInvalidOutput
+	}
+	return ""
 }
 
 // ToolAnnotations are MCP's tool annotations; unset means MCP's default.
@@ -986,7 +1007,7 @@ var File_flowdrop_gateway_v1_tool_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\n" +
-	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x85\x04\n" +
+	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xef\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -998,7 +1019,9 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x04spec\x18\b \x01(\v2 .flowdrop.gateway.v1.BackendSpecR\x04spec\x12F\n" +
 	"\vannotations\x18\t \x01(\v2$.flowdrop.gateway.v1.ToolAnnotationsR\vannotations\x12(\n" +
 	"\x10max_result_bytes\x18\n" +
-	" \x01(\x03R\x0emaxResultBytes\x1a9\n" +
+	" \x01(\x03R\x0emaxResultBytes\x12<\n" +
+	"\routput_schema\x18\v \x01(\v2\x17.google.protobuf.StructR\foutputSchema\x12*\n" +
+	"\x11on_invalid_output\x18\f \x01(\tR\x0fonInvalidOutput\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
@@ -1105,19 +1128,20 @@ var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
 	12, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
 	4,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
 	3,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
-	6,  // 5: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	7,  // 6: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
-	9,  // 7: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
-	5,  // 8: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	8,  // 9: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
-	13, // 10: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
-	0,  // 11: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
-	1,  // 12: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	6,  // 6: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	7,  // 7: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
+	9,  // 8: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
+	5,  // 9: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	8,  // 10: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	13, // 11: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	0,  // 12: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
+	1,  // 13: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
