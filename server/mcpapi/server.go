@@ -303,7 +303,21 @@ func mcpTool(e *registry.Entry) (*mcp.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	return &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw)}, nil
+	return &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw),
+		Annotations: mcpAnnotations(e.Tool.Annotations)}, nil
+}
+
+// mcpAnnotations are a tool's annotations as MCP advertises them; nil (no
+// annotations) stays nil. The SDK holds readOnlyHint and idempotentHint as
+// plain bools, so within an annotations object an unset one is sent as
+// false, which is MCP's default for both; destructiveHint and openWorldHint
+// (default true) stay unset when unset.
+func mcpAnnotations(a *registry.ToolAnnotations) *mcp.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &mcp.ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint != nil && *a.ReadOnlyHint, IdempotentHint: a.IdempotentHint != nil && *a.IdempotentHint,
+		DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
 }
 
 // unreachable is the SDK-level handler of every tool. tools/call never gets
