@@ -215,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
-			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator()}); err != nil {
+			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL()}); err != nil {
 			return nil, err
 		}
 	}

@@ -234,6 +234,10 @@ type policyFile struct {
 			Algorithms      []string `json:"algorithms"`
 			FetchTimeout    duration `json:"fetch_timeout"`
 			RefreshInterval duration `json:"refresh_interval"`
+			// Published to MCP clients (RFC 9728 discovery).
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			ScopesSupported      []string `json:"scopes_supported"`
 		} `json:"jwt"`
 		MTLS *struct {
 			SubjectFrom  string              `json:"subject_from"`
@@ -402,7 +406,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	if j := f.Auth.JWT; j != nil {
 		c.Auth.JWT = &policy.JWTConfig{Issuer: j.Issuer, Audience: j.Audience, JWKSFile: j.JWKSFile, JWKSURL: j.JWKSURL,
 			RoleClaim: j.RoleClaim, Leeway: time.Duration(j.Leeway), Algorithms: j.Algorithms,
-			FetchTimeout: time.Duration(j.FetchTimeout), RefreshInterval: time.Duration(j.RefreshInterval)}
+			FetchTimeout: time.Duration(j.FetchTimeout), RefreshInterval: time.Duration(j.RefreshInterval),
+			Resource: j.Resource, AuthorizationServers: j.AuthorizationServers, ScopesSupported: j.ScopesSupported}
 	}
 	if m := f.Auth.MTLS; m != nil {
 		c.Auth.MTLS = &policy.MTLSConfig{SubjectFrom: m.SubjectFrom, Roles: m.Roles, DefaultRoles: m.DefaultRoles}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,20 @@ func TestParsePolicyErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The discovery keys of auth.jwt reach the JWT configuration.
+func TestParsePolicyJWTDiscovery(t *testing.T) {
+	doc := "auth: {mode: on, jwt: {issuer: https://i.test/, audience: a, jwks_file: j.json,\n" +
+		"  resource: https://r.test/mcp, authorization_servers: [https://as.test/], scopes_supported: [tools]}}\n"
+	p, err := ParsePolicy([]byte(doc), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.Auth.JWT
+	if j == nil || j.Resource != "https://r.test/mcp" || !slices.Equal(j.AuthorizationServers, []string{"https://as.test/"}) ||
+		!slices.Equal(j.ScopesSupported, []string{"tools"}) {
+		t.Errorf("auth.jwt discovery keys not carried: %+v", j)
 	}
 }

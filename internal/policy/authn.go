@@ -74,6 +74,12 @@ type JWTConfig struct {
 	RefreshInterval time.Duration
 	// HTTPClient for the JWKS URL; nil uses a default client.
 	HTTPClient *http.Client
+	// Resource, AuthorizationServers and ScopesSupported are published to
+	// MCP clients as Protected Resource Metadata (resource_metadata.go);
+	// they do not change what a token must carry.
+	Resource             string
+	AuthorizationServers []string
+	ScopesSupported      []string
 }
 
 // MTLSConfig configures client-certificate authentication. Certificates are
@@ -119,6 +125,7 @@ type jwtAuth struct {
 	keys      keyfunc.Keyfunc
 	roleClaim string
 	algs      []string
+	discovery *JWTDiscovery
 }
 
 // NewAuthenticator validates cfg and builds an Authenticator. ctx bounds the
@@ -293,6 +300,10 @@ func newJWTAuth(ctx context.Context, c JWTConfig) (*jwtAuth, error) {
 			return nil, fmt.Errorf("auth: jwt algorithm %q is not an accepted asymmetric algorithm", alg)
 		}
 	}
+	discovery, err := newJWTDiscovery(c)
+	if err != nil {
+		return nil, err
+	}
 	if (c.JWKSFile == "") == (c.JWKSURL == "") {
 		return nil, errors.New("auth: exactly one of jwt.jwks_file and jwt.jwks_url is required")
 	}
@@ -342,7 +353,7 @@ func newJWTAuth(ctx context.Context, c JWTConfig) (*jwtAuth, error) {
 		jwt.WithValidMethods(algs),
 		jwt.WithLeeway(c.Leeway),
 	)
-	return &jwtAuth{parser: p, keys: kf, roleClaim: role, algs: slices.Clone(algs)}, nil
+	return &jwtAuth{parser: p, keys: kf, roleClaim: role, algs: slices.Clone(algs), discovery: discovery}, nil
 }
 
 func checkJWKSURL(raw string) error {

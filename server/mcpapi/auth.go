@@ -26,7 +26,7 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 			// than let net/http drain it to reuse the connection.
 			w.Header().Set("Connection", "close")
 			msg, code := "authentication failed", http.StatusUnauthorized
-			challenge := `Bearer realm="flowdrop"`
+			challenge := `Bearer realm="flowdrop"` + m.resourceMetadataParam(pol.Auth)
 			if pe, ok := policy.AsError(err); ok {
 				msg = pe.Message
 				if pe.Code != policy.Unauthenticated {

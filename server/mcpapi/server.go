@@ -105,6 +105,10 @@ type Config struct {
 	// tools/call gets a server span under it, parent of the backend call's.
 	Tracer     trace.Tracer
 	Propagator propagation.TextMapPropagator
+	// ResourceURL is the endpoint's own URL, the protected resource named
+	// in authorization discovery unless the policy's jwt.resource says
+	// otherwise (resource_metadata.go).
+	ResourceURL string
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -125,6 +129,8 @@ type Server struct {
 	count   func(method, outcome string)
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
+	// resource is the endpoint's URL from the listener (Config.ResourceURL).
+	resource string
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -157,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
-		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes}
+		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -191,6 +197,9 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	// Authentication reads headers only; the body is read (bounded) after it.
 	mux.Handle(Path, m.traceContext(m.authenticate(m.readBody(h))))
+	// Public (RFC 9728): before authentication, no body read.
+	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
+	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
 	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
 	// request, and says why.
 	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
@@ -303,7 +312,8 @@ func mcpTool(e *registry.Entry) (*mcp.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	t := &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw)}
+	t := &mcp.Tool{Name: e.Tool.Name, Description: e.Tool.Description, InputSchema: json.RawMessage(raw),
+		Annotations: mcpAnnotations(e.Tool.Annotations)}
 	if os := e.Tool.OutputSchema; os != nil {
 		out, err := json.Marshal(os.AsMap())
 		if err != nil {
@@ -312,6 +322,19 @@ func mcpTool(e *registry.Entry) (*mcp.Tool, error) {
 		t.OutputSchema = json.RawMessage(out)
 	}
 	return t, nil
+}
+
+// mcpAnnotations are a tool's annotations as MCP advertises them; nil (no
+// annotations) stays nil. The SDK holds readOnlyHint and idempotentHint as
+// plain bools, so within an annotations object an unset one is sent as
+// false, which is MCP's default for both; destructiveHint and openWorldHint
+// (default true) stay unset when unset.
+func mcpAnnotations(a *registry.ToolAnnotations) *mcp.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &mcp.ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint != nil && *a.ReadOnlyHint, IdempotentHint: a.IdempotentHint != nil && *a.IdempotentHint,
+		DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
 }
 
 // unreachable is the SDK-level handler of every tool. tools/call never gets
