@@ -1,0 +1,34 @@
+from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class InvokeToolRequest(_message.Message):
+    __slots__ = ["arguments", "arguments_json", "call_id", "idempotency_key", "tool"]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    arguments: _struct_pb2.Struct
+    arguments_json: str
+    call_id: str
+    idempotency_key: str
+    tool: str
+    def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+
+class InvokeToolResponse(_message.Message):
+    __slots__ = ["is_error", "repairs", "replayed", "result"]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    REPAIRS_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    is_error: bool
+    repairs: _containers.RepeatedCompositeFieldContainer[_tool_pb2.Repair]
+    replayed: bool
+    result: _struct_pb2.Value
+    def __init__(self, result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., is_error: bool = ..., repairs: _Optional[_Iterable[_Union[_tool_pb2.Repair, _Mapping]]] = ..., replayed: bool = ...) -> None: ...

@@ -1,0 +1,148 @@
+from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CompatibilityNote(_message.Message):
+    __slots__ = ["kind", "message", "path"]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    message: str
+    path: str
+    def __init__(self, path: _Optional[str] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class DeleteToolRequest(_message.Message):
+    __slots__ = ["expected_revision", "name"]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    expected_revision: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class DeleteToolResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ExportToolsRequest(_message.Message):
+    __slots__ = ["format"]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    format: str
+    def __init__(self, format: _Optional[str] = ...) -> None: ...
+
+class ExportToolsResponse(_message.Message):
+    __slots__ = ["left_out", "tools_json"]
+    LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
+    left_out: _containers.RepeatedCompositeFieldContainer[LeftOutTool]
+    tools_json: str
+    def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ...) -> None: ...
+
+class GetToolRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetToolResponse(_message.Message):
+    __slots__ = ["tool"]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ...) -> None: ...
+
+class LeftOutTool(_message.Message):
+    __slots__ = ["findings", "name"]
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    findings: _containers.RepeatedCompositeFieldContainer[LintFinding]
+    name: str
+    def __init__(self, name: _Optional[str] = ..., findings: _Optional[_Iterable[_Union[LintFinding, _Mapping]]] = ...) -> None: ...
+
+class LintFinding(_message.Message):
+    __slots__ = ["message", "path", "profile", "severity"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    path: str
+    profile: str
+    severity: str
+    def __init__(self, profile: _Optional[str] = ..., path: _Optional[str] = ..., message: _Optional[str] = ..., severity: _Optional[str] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ["labels", "name_prefix", "page_size", "page_token"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    labels: _containers.ScalarMap[str, str]
+    name_prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., name_prefix: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ["next_page_token", "tools"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.Tool]
+    def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.Tool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RegisterToolRequest(_message.Message):
+    __slots__ = ["expected_revision", "require_compatible", "strict_lint", "tool"]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_COMPATIBLE_FIELD_NUMBER: _ClassVar[int]
+    STRICT_LINT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    expected_revision: int
+    require_compatible: bool
+    strict_lint: bool
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., expected_revision: _Optional[int] = ..., require_compatible: bool = ..., strict_lint: bool = ...) -> None: ...
+
+class RegisterToolResponse(_message.Message):
+    __slots__ = ["compatibility_notes", "created", "lint_findings", "tool"]
+    COMPATIBILITY_NOTES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    LINT_FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    compatibility_notes: _containers.RepeatedCompositeFieldContainer[CompatibilityNote]
+    created: bool
+    lint_findings: _containers.RepeatedCompositeFieldContainer[LintFinding]
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., created: bool = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., lint_findings: _Optional[_Iterable[_Union[LintFinding, _Mapping]]] = ...) -> None: ...
+
+class WatchToolsRequest(_message.Message):
+    __slots__ = ["start_revision"]
+    START_REVISION_FIELD_NUMBER: _ClassVar[int]
+    start_revision: int
+    def __init__(self, start_revision: _Optional[int] = ...) -> None: ...
+
+class WatchToolsResponse(_message.Message):
+    __slots__ = ["revision", "tool", "type"]
+    class EventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    EVENT_TYPE_DELETE: WatchToolsResponse.EventType
+    EVENT_TYPE_PUT: WatchToolsResponse.EventType
+    EVENT_TYPE_UNSPECIFIED: WatchToolsResponse.EventType
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    tool: _tool_pb2.Tool
+    type: WatchToolsResponse.EventType
+    def __init__(self, type: _Optional[_Union[WatchToolsResponse.EventType, str]] = ..., tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
