@@ -96,7 +96,7 @@ class Repair(_message.Message):
     def __init__(self, path: _Optional[str] = ..., kind: _Optional[_Union[RepairKind, str]] = ..., passes: _Optional[int] = ..., bound_hit: bool = ...) -> None: ...
 
 class Tool(_message.Message):
-    __slots__ = ["annotations", "backend", "description", "input_schema", "labels", "name", "revision", "spec", "timeout"]
+    __slots__ = ["annotations", "backend", "description", "input_schema", "labels", "max_result_bytes", "name", "on_invalid_output", "output_schema", "revision", "spec", "timeout"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -109,7 +109,10 @@ class Tool(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    ON_INVALID_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -118,11 +121,14 @@ class Tool(_message.Message):
     description: str
     input_schema: _struct_pb2.Struct
     labels: _containers.ScalarMap[str, str]
+    max_result_bytes: int
     name: str
+    on_invalid_output: str
+    output_schema: _struct_pb2.Struct
     revision: int
     spec: BackendSpec
     timeout: _duration_pb2.Duration
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., backend: _Optional[str] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[BackendSpec, _Mapping]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., backend: _Optional[str] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[BackendSpec, _Mapping]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., max_result_bytes: _Optional[int] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., on_invalid_output: _Optional[str] = ...) -> None: ...
 
 class ToolAnnotations(_message.Message):
     __slots__ = ["destructive_hint", "idempotent_hint", "open_world_hint", "read_only_hint"]

@@ -87,6 +87,32 @@ export declare type Tool = Message<"flowdrop.gateway.v1.Tool"> & {
    * @generated from field: flowdrop.gateway.v1.ToolAnnotations annotations = 9;
    */
   annotations?: ToolAnnotations | undefined;
+
+  /**
+   * The largest result the tool may return, in bytes (0: the gateway's
+   * default, 1 MiB). A larger result reaches the caller as a tool error
+   * naming the limit, never as a transport error.
+   *
+   * @generated from field: int64 max_result_bytes = 10;
+   */
+  maxResultBytes: bigint;
+
+  /**
+   * The JSON Schema every result must satisfy (MCP's outputSchema; the
+   * root is an object schema). Unset: results are not checked.
+   *
+   * @generated from field: google.protobuf.Struct output_schema = 11;
+   */
+  outputSchema?: JsonObject | undefined;
+
+  /**
+   * What a result that fails output_schema becomes: "error" (also when
+   * empty: a tool error naming the violations) or "pass" (forwarded;
+   * counted and logged either way).
+   *
+   * @generated from field: string on_invalid_output = 12;
+   */
+  onInvalidOutput: string;
 };
 
 /**
