@@ -58,9 +58,9 @@ func TestToolsImportMCP(t *testing.T) {
 		wantErr      []string
 		wantNotOut   []string
 	}{
-		{name: "dry-run", reason: "--dry-run prints the tools as JSON with their input schemas and the reference, not the token",
+		{name: "dry-run", reason: "--dry-run prints the tools as JSON with their input and output schemas and the reference, not the token",
 			args:     []string{"--header-file", headerFile, "--dry-run"},
-			wantCode: 0, wantOut: []string{`"name":"add_items"`, `"mcp_tool":{"url":"` + up.URL + `","tool":"add_items","credential_file":"` + abs + `"}`, `"title":{"type":"string"}`},
+			wantCode: 0, wantOut: []string{`"name":"add_items"`, `"mcp_tool":{"url":"` + up.URL + `","tool":"add_items","credential_file":"` + abs + `"}`, `"title":{"type":"string"}`, `"output_schema":`},
 			wantNotOut: []string{token}},
 		{name: "json", reason: "--output json: one document with what was registered and skipped",
 			args:     []string{"--header-file", headerFile, "--prefix", "j.", "--output", "json"},

@@ -97,15 +97,22 @@ func Tools(upstream []*mcp.Tool, o Options) ([]*gatewayv1.Tool, []Skipped, error
 			skipped = append(skipped, Skipped{t.Name, err.Error()})
 			continue
 		}
+		var outSchema *structpb.Struct
+		if t.OutputSchema != nil {
+			if outSchema, err = inputSchema(t.OutputSchema); err != nil {
+				skipped = append(skipped, Skipped{t.Name, strings.Replace(err.Error(), "input schema", "output schema", 1)})
+				continue
+			}
+		}
 		spec := &registry.MCPTool{URL: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}
-		if _, err := registry.Compile(registry.Tool{Name: name, InputSchema: schema, Spec: &registry.BackendSpec{MCPTool: spec}}); err != nil {
+		if _, err := registry.Compile(registry.Tool{Name: name, InputSchema: schema, OutputSchema: outSchema, Spec: &registry.BackendSpec{MCPTool: spec}}); err != nil {
 			skipped = append(skipped, Skipped{t.Name, err.Error()})
 			continue
 		}
 		tools = append(tools, &gatewayv1.Tool{Name: name, Description: t.Description, InputSchema: schema,
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
 				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}},
-			Annotations: annotations(t.Annotations)})
+			Annotations: annotations(t.Annotations), OutputSchema: outSchema})
 	}
 	return tools, skipped, nil
 }
