@@ -90,8 +90,8 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, s := range skipped {
 		skips = append(skips, importSkip{string(s.Method), s.Reason})
 	}
+	reportSkips(stderr, skips)
 	if len(tools) == 0 {
-		reportSkips(stderr, skips)
 		return fail(1, "no method to import")
 	}
 	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
@@ -109,10 +109,10 @@ func reportSkips(stderr io.Writer, skips []importSkip) {
 	}
 }
 
-// registerImported prints the skips on stderr, then prints the tools as
-// JSON (dryRun) or registers them in order, stopping at the first refusal.
-func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips []importSkip, dryRun, requireCompat bool, stdout, stderr io.Writer) int {
-	reportSkips(stderr, skips)
+// registerImported prints the tools as JSON (dryRun) or registers them in
+// order, stopping at the first refusal; skips (already reported on stderr)
+// is what --output json lists as skipped.
+func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips any, dryRun, requireCompat bool, stdout, stderr io.Writer) int {
 	if dryRun {
 		return printToolsJSON(stdout, stderr, tools)
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 )
@@ -86,38 +85,5 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(tools) == 0 {
 		return fail(1, "no tool to import")
 	}
-	if *dryRun {
-		return printToolsJSON(stdout, stderr, tools)
-	}
-	client, ctx, done, ok := f.dial(ctx, stderr)
-	if !ok {
-		return 2
-	}
-	defer done()
-	registered := []string{}
-	for i, t := range tools {
-		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: *requireCompat})
-		if err != nil && f.out.json {
-			writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips, "error": newCallError(err),
-				"failed": t.GetName(), "not_sent": len(tools) - i - 1})
-			return exitCall
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "tool %s:\n", t.GetName())
-			printToolsStatus(stderr, err)
-			if left := len(tools) - i - 1; left > 0 {
-				fmt.Fprintf(stderr, "stopped: %d later tool(s) were not registered\n", left)
-			}
-			return 1
-		}
-		if f.out.json {
-			registered = append(registered, t.GetName())
-			continue
-		}
-		fmt.Fprintln(stdout, t.GetName())
-	}
-	if f.out.json {
-		writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips})
-	}
-	return 0
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
 }

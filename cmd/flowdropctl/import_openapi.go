@@ -66,8 +66,8 @@ func toolsImportOpenAPI(ctx context.Context, args []string, stdout, stderr io.Wr
 	for _, s := range skipped {
 		skips = append(skips, importSkip{s.Operation, s.Reason})
 	}
+	reportSkips(stderr, skips)
 	if len(tools) == 0 {
-		reportSkips(stderr, skips)
 		return fail(1, "no operation to import")
 	}
 	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
