@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/testfs"
 	"github.com/flowdrop/gateway/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -28,26 +28,7 @@ import (
 // cleanup, after everything registered later, such as the gateway). It
 // needs root: outside CI a non-root run skips; with CI=true it fails, so
 // CI (.ci/run runs as root) always runs it.
-func smallTmpfs(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test mounts a tmpfs to fill a real filesystem and needs root; CI must run it as root")
-		}
-		t.Skip("skipped: mounting a small tmpfs (a real full filesystem) needs root; run as root or in CI")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
+func smallTmpfs(t *testing.T) string { return testfs.Tmpfs(t, "64k") }
 
 // fillUp writes filler into dir until the filesystem is full (ENOSPC).
 func fillUp(t *testing.T, dir string) string {

@@ -7,36 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// mountTmpfs mounts a tmpfs of size on a fresh directory (root only; CI
-// runs as root and must not skip).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test mounts a tmpfs to fill a real filesystem and needs root; CI must run it as root")
-		}
-		t.Skip("skipped: mounting a tmpfs (a real full filesystem) needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
+	"github.com/flowdrop/gateway/internal/testfs"
+)
 
 // TestAuditFileStaysWholeLinesThroughAFullDisk: the disk fills in the
 // middle of the stream — one page is left, so a record lands across its
@@ -44,7 +22,7 @@ func mountTmpfs(t *testing.T, size string) string {
 // the file must still parse: the torn record is truncated away rather than
 // left for the next record to be appended to.
 func TestAuditFileStaysWholeLinesThroughAFullDisk(t *testing.T) {
-	dir := mountTmpfs(t, "64k")
+	dir := testfs.Tmpfs(t, "64k")
 	path := filepath.Join(dir, "audit.jsonl")
 	sink, err := OpenFileSink(path, AuditSinkOptions{retryEvery: 20 * time.Millisecond})
 	if err != nil {
