@@ -137,12 +137,8 @@ func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	budget, source := h.ts.budget(ctx, c)
-	if source != deadlineCaller {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
-	}
+	ctx, cancel, budget, source := h.ts.budgetContext(ctx, c)
+	defer cancel()
 	req, err := h.request(ctx, c, op, args)
 	if err != nil {
 		return pipeline.Result{}, err

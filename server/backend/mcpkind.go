@@ -102,12 +102,8 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if err := m.ts.checkSendSize(c, len(js)); err != nil {
 		return pipeline.Result{}, err
 	}
-	budget, source := m.ts.budget(ctx, c)
-	if source != deadlineCaller {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
-	}
+	ctx, cancel, budget, source := m.ts.budgetContext(ctx, c)
+	defer cancel()
 	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
 	var res *mcp.CallToolResult
 	// At most two tries: the second only when the upstream did not know

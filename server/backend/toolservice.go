@@ -187,12 +187,8 @@ func (t *ToolService) call(ctx context.Context, c *pipeline.Call, req, resp any)
 // An idempotent tool's call is retried on Unavailable (retry.go); any
 // other tool's is made once.
 func (t *ToolService) callMethod(ctx context.Context, c *pipeline.Call, target, method string, req, resp any) error {
-	budget, source := t.budget(ctx, c)
-	if source != deadlineCaller {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
-	}
+	ctx, cancel, budget, source := t.budgetContext(ctx, c)
+	defer cancel()
 	var own *registry.TransportSecurity
 	if s := c.Entry.Tool.Spec; s != nil {
 		own = s.TLS
@@ -219,6 +215,20 @@ func (t *ToolService) callMethod(ctx context.Context, c *pipeline.Call, target, 
 		}
 	}
 }
+
+// budgetContext is ctx bounded by the call's budget (budget): the caller's
+// deadline as it is, else a timeout of the tool's or the gateway's; cancel
+// must be called when the call ends. Every kind's call starts here.
+func (t *ToolService) budgetContext(ctx context.Context, c *pipeline.Call) (_ context.Context, cancel context.CancelFunc, budget time.Duration, source string) {
+	budget, source = t.budget(ctx, c)
+	if source == deadlineCaller {
+		return ctx, noCancel, budget, source
+	}
+	ctx, cancel = context.WithTimeout(ctx, budget)
+	return ctx, cancel, budget, source
+}
+
+func noCancel() {}
 
 // budget picks the call's deadline and names where it came from: the
 // earliest of the caller's deadline, the tool's timeout and the gateway's
