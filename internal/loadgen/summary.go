@@ -25,6 +25,9 @@ const (
 	LabelNginx       = "nginx"
 	LabelHAProxy     = "haproxy"
 	LabelGatewayProd = "gateway-prod"
+	// LabelBaselineProd is the baseline build on the production policy,
+	// measured when run.sh has both BASELINE_REF and gateway-prod.
+	LabelBaselineProd = "baseline-prod"
 )
 
 // ReadResults parses drive's JSON lines, naming the line of any bad one.
@@ -209,6 +212,12 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 	}
 	if has(LabelGatewayProd, "closed") {
 		ratios = append(ratios, thrRatio("gateway-prod/gateway throughput (closed)", LabelGatewayProd, LabelGateway, "≥ 0.80", 0.80))
+	}
+	if has(LabelBaselineProd, "closed") {
+		ratios = append(ratios, thrRatio("gateway-prod/baseline-prod throughput (closed)", LabelGatewayProd, LabelBaselineProd, "", 0))
+	}
+	if has(LabelBaselineProd, "open") {
+		ratios = append(ratios, addedRatio("gateway-prod/baseline-prod added p50 (open)", LabelGatewayProd, LabelBaselineProd, "", 0))
 	}
 	if has(LabelGatewayProd, "open") && has(LabelNginx, "open") {
 		ratios = append(ratios, addedRatio("gateway-prod/nginx added p50 (open)", LabelGatewayProd, LabelNginx, "≤ 1.5", 1.5))

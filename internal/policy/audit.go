@@ -180,8 +180,10 @@ type AuditSinkOptions struct {
 	retryEvery time.Duration // default 1s
 }
 
-// AuditSink writes AuditRecords as JSON lines from one goroutine. Safe for
-// concurrent use.
+// AuditSink writes AuditRecords as JSON lines. Safe for concurrent use.
+// Records are queued to one writer goroutine, which writes what queued up
+// behind a record in one write(2); a WriteWait finding nothing queued or
+// being written writes its line itself instead (see writeNow).
 //
 // Health: a failed write marks the sink failing (Healthy false) and drops
 // the record; a torn partial line is truncated away, so the file stays
@@ -192,20 +194,28 @@ type AuditSink struct {
 	opt     AuditSinkOptions
 	q       chan auditItem
 	done    chan struct{}
+	failed  chan struct{} // writeNow tells the writer a write failed: it retries
 	closeMu sync.RWMutex
 	closed  bool
 	dropped atomic.Int64
 	failing atomic.Bool
+	// pending counts records queued and not yet written: a line is
+	// written by its caller only when it is 0, so no record overtakes one
+	// queued before it.
+	pending atomic.Int64
 
-	w    io.Writer
-	f    *os.File // nil for a plain writer
-	path string
-	size int64
+	// wmu is held by whoever writes to w: the writer goroutine, or a
+	// caller in writeNow. It guards the fields below.
+	wmu        sync.Mutex
+	w          io.Writer
+	f          *os.File // nil for a plain writer
+	path       string
+	size       int64
+	gapDropped int64 // records dropped since the sink started failing
 
 	// Owned by the writer goroutine.
-	gapDropped int64       // records dropped since the sink started failing
-	batch      []auditItem // the records of one write
-	buf        []byte      // their lines, when more than one
+	batch []auditItem // the records of one write
+	buf   []byte      // their lines, when more than one
 
 	errMu      sync.Mutex
 	lastReport time.Time
@@ -265,6 +275,7 @@ func startSink(s *AuditSink, opt AuditSinkOptions) *AuditSink {
 	s.opt = opt
 	s.q = make(chan auditItem, opt.QueueSize)
 	s.done = make(chan struct{})
+	s.failed = make(chan struct{}, 1)
 	go s.run()
 	return s
 }
@@ -278,13 +289,20 @@ func (s *AuditSink) Write(rec AuditRecord) error {
 	return s.enqueue(rec, nil)
 }
 
-// WriteWait queues one record and waits until it is written: nil, or
+// WriteWait writes one record and returns when it is written: nil, or
 // ErrAuditUnwritable, ErrAuditDropped (queue full) or ctx's error. Written
 // means the write returned, not that it reached the disk (no fsync per
 // record).
 func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
+	line, err := recordLine(rec)
+	if err != nil {
+		return err
+	}
+	if err, written := s.writeNow(line); written {
+		return err
+	}
 	done := waiters.Get().(chan error)
-	if err := s.enqueue(rec, done); err != nil {
+	if err := s.enqueueLine(line, done); err != nil {
 		waiters.Put(done)
 		return err
 	}
@@ -298,21 +316,63 @@ func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
 	}
 }
 
-func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
-	rec.bound()
-	line, err := rec.line()
-	if err != nil {
-		return err
+// writeNow writes line in the calling goroutine when no record is queued
+// or being written, so it cannot overtake one: at low load a waiting call
+// then skips two goroutine hand-offs (to the writer and back), each a
+// thread wake-up. Under load the lock is taken or records are pending,
+// and the line queues for the writer's batch. written is false when it
+// did not write. A write(2) that hangs holds this one caller past its
+// deadline; calls behind it wait on the queue with theirs.
+func (s *AuditSink) writeNow(line []byte) (err error, written bool) {
+	if s.pending.Load() != 0 || !s.wmu.TryLock() {
+		return nil, false
+	}
+	defer s.wmu.Unlock()
+	if s.pending.Load() != 0 {
+		return nil, false
 	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
-		return errors.New("audit: sink closed")
+		return errSinkClosed, true
 	}
+	if err = s.writeRecords(line, 1); err != nil {
+		select { // the writer's retry timer brings the sink back
+		case s.failed <- struct{}{}:
+		default:
+		}
+	}
+	return err, true
+}
+
+var errSinkClosed = errors.New("audit: sink closed")
+
+// recordLine is rec's bounded JSON line.
+func recordLine(rec AuditRecord) ([]byte, error) {
+	rec.bound()
+	return rec.line()
+}
+
+func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
+	line, err := recordLine(rec)
+	if err != nil {
+		return err
+	}
+	return s.enqueueLine(line, done)
+}
+
+func (s *AuditSink) enqueueLine(line []byte, done chan error) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errSinkClosed
+	}
+	s.pending.Add(1)
 	select {
 	case s.q <- auditItem{line: line, done: done}:
 		return nil
 	default:
+		s.pending.Add(-1)
 		s.drop()
 		s.report(ErrAuditDropped)
 		return ErrAuditDropped
@@ -362,7 +422,10 @@ func (s *AuditSink) run() {
 			}
 		case <-retry:
 			retry = nil
+			s.wmu.Lock()
 			s.writeGap()
+			s.wmu.Unlock()
+		case <-s.failed:
 		}
 		// Retry on a timer only while failing: a drained gateway (not
 		// ready, so sent no calls) must still notice the disk came back.
@@ -387,6 +450,7 @@ const (
 // the queue was closed meanwhile (the batch is written first).
 func (s *AuditSink) writeBatch(first auditItem) (open bool) {
 	open = true
+	s.wmu.Lock()
 	s.batch = append(s.batch[:0], first)
 	size := len(first.line)
 drain:
@@ -412,6 +476,8 @@ drain:
 		line = s.buf
 	}
 	err := s.writeRecords(line, len(s.batch))
+	s.pending.Add(-int64(len(s.batch)))
+	s.wmu.Unlock()
 	for i, it := range s.batch {
 		if it.done != nil {
 			it.done <- err

@@ -11,7 +11,7 @@
 #   --payload K    clean (default, needs no repair) or repair
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
-#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12)
+#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +20..+22 for baseline-prod)
 #      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
 #      PEERS (1: also nginx and HAProxy; 0: not) PROD (1: also gateway-prod; 0: not)
 # Peers (issue 14): nginx 1.22 `grpc_pass` and HAProxy 2.6 (h2 both sides),
@@ -27,8 +27,11 @@
 # "baseline" in every round, interleaved like the rest, with the gateway's
 # flags, its own port (BASE_PORT+6, pprof +7) and its own data directory; the
 # summary adds gateway/baseline throughput and added-p50 ratios (per round and
-# median). The gateway itself is built from the work tree, uncommitted edits
-# included.
+# median). With gateway-prod on, the baseline also runs the production
+# policy as "baseline-prod" (BASE_PORT+20..+22; the baseline commit's
+# tools/bench/prod-policy.yaml when it has one), with the same two ratios
+# against gateway-prod. The gateway itself is built from the work tree,
+# uncommitted edits included.
 # The gateway runs with --auth-off (the bench measures the pipeline without
 # credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
 # GC: the gateway runs at its default --gc-percent 400, the other processes at
@@ -96,6 +99,9 @@ HX=127.0.0.1:$((BASE_PORT + 9))
 PGW=127.0.0.1:$((BASE_PORT + 10))
 PGW_PPROF=127.0.0.1:$((BASE_PORT + 11))
 PGW_ADMIN=127.0.0.1:$((BASE_PORT + 12))
+BPGW=127.0.0.1:$((BASE_PORT + 20))
+BPGW_PPROF=127.0.0.1:$((BASE_PORT + 21))
+BPGW_ADMIN=127.0.0.1:$((BASE_PORT + 22))
 PEERS=${PEERS:-1}
 PROD=${PROD:-1}
 BENCH_API_KEY=flowdrop-bench-key-not-a-secret # its hash is in tools/bench/prod-policy.yaml
@@ -163,14 +169,17 @@ start_gateway() {
     >"$tmp/$name.out" 2>"$tmp/$name.log" & GW_STARTED_PID=$!; pids+=("$GW_STARTED_PID")
 }
 
-# start_gateway_prod: the same build with the production policy, working in
-# $tmp/prod (its audit file lands there), admin metrics on.
+# start_gateway_prod NAME BINARY POLICY LISTEN PPROF ADMIN: a build with the
+# production policy, working in $tmp/NAME (its audit file lands there),
+# admin metrics on.
 start_gateway_prod() {
-  mkdir -p "$tmp/prod"
-  (cd "$tmp/prod" && exec "$tmp/flowdrop-gateway" --tools "$tmp/tools.json" --data-dir "$tmp/prod/data" \
-    --mcp-listen "" --admin-listen "$PGW_ADMIN" --pprof-listen "$PGW_PPROF" --listen "$PGW" \
-    --policy "$root/tools/bench/prod-policy.yaml" $GATEWAY_FLAGS \
-    >"$tmp/gateway-prod.out" 2>"$tmp/gateway-prod.log") & pids+=($!)
+  local name=$1 bin=$2 policy=$3 listen=$4 pprof=$5 admin=$6
+  mkdir -p "$tmp/$name"
+  # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
+  (cd "$tmp/$name" && exec "$bin" --tools "$tmp/tools.json" --data-dir "$tmp/$name/data" \
+    --mcp-listen "" --admin-listen "$admin" --pprof-listen "$pprof" --listen "$listen" \
+    --policy "$policy" $GATEWAY_FLAGS \
+    >"$tmp/$name.out" 2>"$tmp/$name.log") & pids+=($!)
 }
 
 # have_or_install CMD PACKAGE: CMD on PATH, installing PACKAGE with apt-get
@@ -251,7 +260,17 @@ if [ -n "$BASELINE_REV" ]; then
   start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF"
 fi
 HAVE_PROD=0
-if [ "$HAVE_GATEWAY" = 1 ] && [ "$PROD" = 1 ]; then start_gateway_prod; HAVE_PROD=1; fi
+if [ "$HAVE_GATEWAY" = 1 ] && [ "$PROD" = 1 ]; then
+  start_gateway_prod gateway-prod "$tmp/flowdrop-gateway" "$root/tools/bench/prod-policy.yaml" "$PGW" "$PGW_PPROF" "$PGW_ADMIN"
+  HAVE_PROD=1
+fi
+HAVE_BASELINE_PROD=0
+if [ "$HAVE_PROD" = 1 ] && [ -n "$BASELINE_REV" ]; then
+  bpolicy=$tmp/baseline-src/tools/bench/prod-policy.yaml
+  [ -f "$bpolicy" ] || bpolicy=$root/tools/bench/prod-policy.yaml
+  start_gateway_prod baseline-prod "$tmp/flowdrop-gateway-baseline" "$bpolicy" "$BPGW" "$BPGW_PPROF" "$BPGW_ADMIN"
+  HAVE_BASELINE_PROD=1
+fi
 HAVE_NGINX=0 HAVE_HAPROXY=0
 if [ "$PEERS" = 1 ]; then
   if have_or_install nginx nginx-light; then start_nginx; HAVE_NGINX=1; fi
@@ -269,8 +288,9 @@ if [ -n "$BASELINE_REV" ]; then labels+=(baseline); targets+=(gateway); addrs+=(
 if [ "$HAVE_NGINX" = 1 ]; then labels+=(nginx); targets+=(direct); addrs+=("$NX"); fi
 if [ "$HAVE_HAPROXY" = 1 ]; then labels+=(haproxy); targets+=(direct); addrs+=("$HX"); fi
 if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod); targets+=(gateway); addrs+=("$PGW"); fi
-# keyflags LABEL: the API key for the target that needs one.
-keyflags() { if [ "$1" = gateway-prod ]; then echo "--api-key $BENCH_API_KEY"; fi; }
+if [ "$HAVE_BASELINE_PROD" = 1 ]; then labels+=(baseline-prod); targets+=(gateway); addrs+=("$BPGW"); fi
+# keyflags LABEL: the API key for the targets that need one.
+keyflags() { case $1 in gateway-prod|baseline-prod) echo "--api-key $BENCH_API_KEY" ;; esac; }
 
 echo "== wait for readiness (one real call each, bounded)" >&2
 for i in "${!labels[@]}"; do
