@@ -28,6 +28,10 @@ const (
 	// LabelBaselineProd is the baseline build on the production policy,
 	// measured when run.sh has both BASELINE_REF and gateway-prod.
 	LabelBaselineProd = "baseline-prod"
+	// The gateways sent the repair payload in a clean-payload run, so
+	// repair/clean is a ratio of one run (run.sh's REPAIR).
+	LabelGatewayRepair     = "gateway-repair"
+	LabelGatewayProdRepair = "gateway-prod-repair"
 )
 
 // ReadResults parses drive's JSON lines, naming the line of any bad one.
@@ -212,6 +216,12 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 	}
 	if has(LabelGatewayProd, "closed") {
 		ratios = append(ratios, thrRatio("gateway-prod/gateway throughput (closed)", LabelGatewayProd, LabelGateway, "≥ 0.80", 0.80))
+	}
+	if has(LabelGatewayRepair, "closed") {
+		ratios = append(ratios, thrRatio("gateway-repair/gateway throughput (closed)", LabelGatewayRepair, LabelGateway, "≥ 0.85", 0.85))
+	}
+	if has(LabelGatewayProdRepair, "closed") {
+		ratios = append(ratios, thrRatio("gateway-prod-repair/gateway-prod throughput (closed)", LabelGatewayProdRepair, LabelGatewayProd, "≥ 0.85", 0.85))
 	}
 	if has(LabelBaselineProd, "closed") {
 		ratios = append(ratios, thrRatio("gateway-prod/baseline-prod throughput (closed)", LabelGatewayProd, LabelBaselineProd, "", 0))

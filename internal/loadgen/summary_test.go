@@ -177,6 +177,10 @@ func TestSummarizePeerAndProdRatios(t *testing.T) {
 			Result{Label: "haproxy", Round: r, Mode: "closed", ThroughputPerS: 13000},
 			Result{Label: "gateway", Round: r, Mode: "closed", ThroughputPerS: 9000},
 			Result{Label: "gateway-prod", Round: r, Mode: "closed", ThroughputPerS: 5400},
+			Result{Label: "gateway-repair", Round: r, Mode: "closed", ThroughputPerS: 8100},
+			Result{Label: "gateway-prod-repair", Round: r, Mode: "closed", ThroughputPerS: 4320},
+			Result{Label: "baseline-prod", Round: r, Mode: "closed", ThroughputPerS: 4500},
+			Result{Label: "baseline-prod", Round: r, Mode: "open", P50us: 1100},
 			Result{Label: "direct", Round: r, Mode: "open", P50us: 600},
 			Result{Label: "nginx", Round: r, Mode: "open", P50us: 800},
 			Result{Label: "gateway", Round: r, Mode: "open", P50us: 850},
@@ -189,12 +193,16 @@ func TestSummarizePeerAndProdRatios(t *testing.T) {
 		pass   *bool
 		reason string
 	}{
-		"nginx/direct throughput (closed)":         {0.5, nil, "informational"},
-		"haproxy/nginx throughput (closed)":        {1.3, nil, "informational"},
-		"gateway/nginx throughput (closed)":        {0.9, ptr(false), "0.90 < 0.95"},
-		"gateway-prod/gateway throughput (closed)": {0.6, ptr(false), "0.60 < 0.80"},
-		"gateway-prod/nginx added p50 (open)":      {350.0 / 200, ptr(false), "(950−600)/(800−600) = 1.75 > 1.5"},
-		"gateway/nginx added p50 (open)":           {250.0 / 200, nil, "informational"},
+		"nginx/direct throughput (closed)":                     {0.5, nil, "informational"},
+		"haproxy/nginx throughput (closed)":                    {1.3, nil, "informational"},
+		"gateway/nginx throughput (closed)":                    {0.9, ptr(false), "0.90 < 0.95"},
+		"gateway-prod/gateway throughput (closed)":             {0.6, ptr(false), "0.60 < 0.80"},
+		"gateway-prod/nginx added p50 (open)":                  {350.0 / 200, ptr(false), "(950−600)/(800−600) = 1.75 > 1.5"},
+		"gateway/nginx added p50 (open)":                       {250.0 / 200, nil, "informational"},
+		"gateway-repair/gateway throughput (closed)":           {0.9, ptr(true), "0.90 ≥ 0.85"},
+		"gateway-prod-repair/gateway-prod throughput (closed)": {0.8, ptr(false), "0.80 < 0.85"},
+		"gateway-prod/baseline-prod throughput (closed)":       {1.2, nil, "informational"},
+		"gateway-prod/baseline-prod added p50 (open)":          {350.0 / 500, nil, "informational"},
 	}
 	got := map[string]Ratio{}
 	for _, r := range ratios {

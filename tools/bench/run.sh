@@ -14,6 +14,9 @@
 #      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +20..+22 for baseline-prod)
 #      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
 #      PEERS (1: also nginx and HAProxy; 0: not) PROD (1: also gateway-prod; 0: not)
+#      REPAIR (1: with the clean payload, also gateway-repair and
+#      gateway-prod-repair, the same gateways sent the repair payload, so
+#      repair/clean is measured in one run; 0: not)
 # Peers (issue 14): nginx 1.22 `grpc_pass` and HAProxy 2.6 (h2 both sides),
 # each proxying the direct target's Invoke to the same backend, from the
 # Debian packages nginx-light and haproxy — installed with apt-get when
@@ -104,6 +107,8 @@ BPGW_PPROF=127.0.0.1:$((BASE_PORT + 21))
 BPGW_ADMIN=127.0.0.1:$((BASE_PORT + 22))
 PEERS=${PEERS:-1}
 PROD=${PROD:-1}
+REPAIR=${REPAIR:-1}
+[ "$PAYLOAD" = clean ] || REPAIR=0 # every target already gets the repair payload
 BENCH_API_KEY=flowdrop-bench-key-not-a-secret # its hash is in tools/bench/prod-policy.yaml
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -277,7 +282,7 @@ if [ "$PEERS" = 1 ]; then
   if have_or_install haproxy haproxy; then start_haproxy; HAVE_HAPROXY=1; fi
 fi
 
-# labels[i] target[i] addr[i]: the things measured (four; five with BASELINE_REF).
+# labels[i] target[i] addr[i] payloads[i]: the things measured.
 labels=(direct proxy decode-proxy)
 targets=(direct proxy proxy)
 addrs=("$BE" "$PX" "$DX")
@@ -289,13 +294,19 @@ if [ "$HAVE_NGINX" = 1 ]; then labels+=(nginx); targets+=(direct); addrs+=("$NX"
 if [ "$HAVE_HAPROXY" = 1 ]; then labels+=(haproxy); targets+=(direct); addrs+=("$HX"); fi
 if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod); targets+=(gateway); addrs+=("$PGW"); fi
 if [ "$HAVE_BASELINE_PROD" = 1 ]; then labels+=(baseline-prod); targets+=(gateway); addrs+=("$BPGW"); fi
+payloads=()
+for _ in "${labels[@]}"; do payloads+=("$PAYLOAD"); done
+if [ "$REPAIR" = 1 ] && [ "$HAVE_GATEWAY" = 1 ]; then
+  labels+=(gateway-repair); targets+=(gateway); addrs+=("$GW"); payloads+=(repair)
+  if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod-repair); targets+=(gateway); addrs+=("$PGW"); payloads+=(repair); fi
+fi
 # keyflags LABEL: the API key for the targets that need one.
-keyflags() { case $1 in gateway-prod|baseline-prod) echo "--api-key $BENCH_API_KEY" ;; esac; }
+keyflags() { case $1 in gateway-prod|baseline-prod|gateway-prod-repair) echo "--api-key $BENCH_API_KEY" ;; esac; }
 
 echo "== wait for readiness (one real call each, bounded)" >&2
 for i in "${!labels[@]}"; do
   # shellcheck disable=SC2046 # keyflags prints flags to split
-  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" --timeout 20s $(keyflags "${labels[$i]}"); then
+  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "${payloads[$i]}" --timeout 20s $(keyflags "${labels[$i]}"); then
     echo "run.sh: ${labels[$i]} never answered; its log:" >&2
     cat "$tmp/${labels[$i]}.log" >&2 2>/dev/null || true
     exit 1
@@ -305,7 +316,7 @@ done
 echo "== warm up ($WARMUP each)" >&2
 for i in "${!labels[@]}"; do
   # shellcheck disable=SC2046
-  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "$PAYLOAD" $(keyflags "${labels[$i]}") \
+  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "${payloads[$i]}" $(keyflags "${labels[$i]}") \
     --mode closed --concurrency "$CONCURRENCY" --duration "$WARMUP" >/dev/null
 done
 
@@ -322,7 +333,7 @@ for mode in closed open; do
       echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
       # shellcheck disable=SC2046
       "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --label "${labels[$i]}" --round "$r" \
-        --payload "$PAYLOAD" --duration "$DURATION" "${load[@]}" $(keyflags "${labels[$i]}") | tee -a "$results" >&2
+        --payload "${payloads[$i]}" --duration "$DURATION" "${load[@]}" $(keyflags "${labels[$i]}") | tee -a "$results" >&2
     done
   done
 done
