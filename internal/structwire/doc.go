@@ -4,7 +4,10 @@
 // proto.Unmarshal makes (one kind per Value, one key and one value per
 // entry, valid UTF-8, no unknown fields). It is the one reader behind the
 // hot path's wire checks (normalize.Plan.NeedsRepairWire and the schema
-// fast path); every function allocates nothing.
+// fast path); every function allocates nothing. DecodeStruct and
+// DecodeValue build on them: a hand decoder into structpb, equal to
+// proto.Unmarshal for the bytes it takes, for arguments that must be
+// decoded (a repair, a rule reading members).
 //
 // ConsumeTag and ConsumeBytes take a fast path for the common case — a
 // one-byte tag (field numbers 1–15) and a one-byte length (under 128
@@ -12,7 +15,6 @@
 // always protowire's. Written by hand because protowire's general
 // functions decode a varint through a call even for one byte.
 //
-// The package imports protowire and the standard library only.
-//
-// It imports protowire only, so normalize and the schema engine stay pure.
+// The package imports protowire, structpb and the standard library only,
+// so normalize and the schema engine stay pure.
 package structwire

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
@@ -162,9 +163,8 @@ func (c *Call) Args() (*structpb.Struct, error) {
 	if c.args != nil || !c.hasReceived {
 		return c.args, nil
 	}
-	s := new(structpb.Struct)
-	// Unknown fields are dropped: what goes on is only what was checked.
-	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(c.received.Args, s); err != nil {
+	s, err := c.decode()
+	if err != nil {
 		c.decodeErr = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: c.Tool,
 			Message: "arguments are not a valid google.protobuf.Struct", Cause: err}
 		return nil, c.decodeErr
@@ -174,6 +174,20 @@ func (c *Call) Args() (*structpb.Struct, error) {
 	}
 	c.sent, c.args = s, s
 	return s, nil
+}
+
+// decode decodes the received arguments: by hand (structwire's decoder,
+// equal to proto.Unmarshal for the bytes it takes, several times faster)
+// unless the fast paths are off or it leaves the bytes to proto.Unmarshal.
+// Unknown fields are dropped: what goes on is only what was checked.
+func (c *Call) decode() (*structpb.Struct, error) {
+	if c.p == nil || c.p.fast {
+		if s, ok := structwire.DecodeStruct(c.received.Args); ok {
+			return s, nil
+		}
+	}
+	s := new(structpb.Struct)
+	return s, proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(c.received.Args, s)
 }
 
 // Sent returns the arguments as the model sent them, decoding them if

@@ -45,9 +45,12 @@ func pickMembers(b []byte, names []string) (*structpb.Struct, bool) {
 			if string(k) != n {
 				continue
 			}
-			v := new(structpb.Value)
-			if err := proto.Unmarshal(vb, v); err != nil {
-				return nil, false
+			v, ok := structwire.DecodeValue(vb)
+			if !ok {
+				v = new(structpb.Value)
+				if err := proto.Unmarshal(vb, v); err != nil {
+					return nil, false
+				}
 			}
 			out.Fields[n] = v
 			break
