@@ -128,11 +128,16 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		if err != nil {
 			return pipeline.Result{}, err
 		}
-		ir := &gatewayv1.InvokeRequest{Tool: c.Tool, Arguments: args, CallId: c.CallID, Caller: callerProto(c)}
-		if err := t.checkSendSize(c, proto.Size(ir)); err != nil {
+		// Encoded here, once: the size check reads its length, and the codec
+		// sends the bytes as they are (gRPC's would size the message again).
+		b, err := proto.Marshal(&gatewayv1.InvokeRequest{Tool: c.Tool, Arguments: args, CallId: c.CallID, Caller: callerProto(c)})
+		if err != nil {
+			return pipeline.Result{}, fmt.Errorf("encoding the request: %w", err)
+		}
+		if err := t.checkSendSize(c, len(b)); err != nil {
 			return pipeline.Result{}, err
 		}
-		req = ir
+		req = &rawcodec.Forward{Head: b}
 	}
 	resp := new(rawcodec.Frame)
 	if err := t.call(ctx, c, req, resp); err != nil {
