@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/structwire"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -161,18 +162,24 @@ func (l Limits) Check(tool string, args *structpb.Struct) error {
 		return nil
 	}
 	l = l.WithDefaults()
-	if n := proto.Size(args); n > l.MaxArgumentBytes {
+	w := limitWalker{l: l, tool: tool}
+	n, ok := w.object(args, 1)
+	if !ok { // the walk stopped early: the bytes limit still comes first
+		n = proto.Size(args)
+	}
+	if n > l.MaxArgumentBytes {
 		return l.Exceeded(tool, LimitMaxArgumentBytes, "", false)
 	}
-	w := limitWalker{l: l, tool: tool}
-	if w.object(args, 1) {
+	if ok {
 		return nil
 	}
 	return w.err(tool)
 }
 
-// limitWalker walks decoded arguments; on a failure it records what and,
-// while unwinding, the path (innermost token first).
+// limitWalker walks decoded arguments, adding up their wire size as it
+// goes (proto.Size's, which TestLimitWalkSizeIsProtoSize holds it to: one
+// walk instead of a walk and protobuf's own sizing pass); on a failure it
+// records what and, while unwinding, the path (innermost token first).
 type limitWalker struct {
 	l              Limits
 	tool           string
@@ -197,12 +204,14 @@ func (w *limitWalker) fail(limit string) bool {
 	return false
 }
 
-func (w *limitWalker) object(s *structpb.Struct, d int) bool {
+// object walks a Struct; size is its wire size when ok.
+func (w *limitWalker) object(s *structpb.Struct, d int) (size int, ok bool) {
 	if d > w.l.MaxDepth {
-		return w.fail(LimitMaxDepth)
+		return 0, w.fail(LimitMaxDepth)
 	}
 	for k, v := range s.GetFields() {
 		w.keys++
+		var vs int
 		ok := true
 		switch {
 		case w.keys > w.l.MaxObjectKeys:
@@ -210,46 +219,71 @@ func (w *limitWalker) object(s *structpb.Struct, d int) bool {
 		case len(k) > w.l.MaxStringLength:
 			ok = w.fail(LimitMaxStringLength)
 		default:
-			ok = w.value(v, d)
+			vs, ok = w.value(v, d)
 		}
 		if !ok {
 			w.tokens = append(w.tokens, k)
-			return false
+			return 0, false
 		}
+		// A map entry writes its key and its value, empty or not.
+		entry := 1 + protowire.SizeBytes(len(k)) + 1 + protowire.SizeBytes(vs)
+		size += 1 + protowire.SizeBytes(entry)
 	}
-	return true
+	return size + unknownSize(s), true
 }
 
-func (w *limitWalker) value(v *structpb.Value, d int) bool {
+// value walks a Value; size is its wire size when ok.
+func (w *limitWalker) value(v *structpb.Value, d int) (size int, ok bool) {
 	switch k := v.GetKind().(type) {
 	case nil:
-		return w.fail("")
+		return 0, w.fail("")
+	case *structpb.Value_NullValue:
+		size = 1 + protowire.SizeVarint(uint64(k.NullValue))
+	case *structpb.Value_NumberValue:
+		size = 1 + protowire.SizeFixed64()
+	case *structpb.Value_BoolValue:
+		size = 1 + 1
 	case *structpb.Value_StringValue:
 		if len(k.StringValue) > w.l.MaxStringLength {
-			return w.fail(LimitMaxStringLength)
+			return 0, w.fail(LimitMaxStringLength)
 		}
+		size = 1 + protowire.SizeBytes(len(k.StringValue))
 	case *structpb.Value_StructValue:
-		return w.object(k.StructValue, d+1)
+		n, ok := w.object(k.StructValue, d+1)
+		if !ok {
+			return 0, false
+		}
+		size = 1 + protowire.SizeBytes(n)
 	case *structpb.Value_ListValue:
 		if d+1 > w.l.MaxDepth {
-			return w.fail(LimitMaxDepth)
+			return 0, w.fail(LimitMaxDepth)
 		}
+		n := 0
 		for i, e := range k.ListValue.GetValues() {
 			w.elements++
+			var es int
 			ok := true
 			if w.elements > w.l.MaxListElements {
 				ok = w.fail(LimitMaxListElements)
 			} else {
-				ok = w.value(e, d+1)
+				es, ok = w.value(e, d+1)
 			}
 			if !ok {
 				w.tokens = append(w.tokens, strconv.Itoa(i))
-				return false
+				return 0, false
 			}
+			n += 1 + protowire.SizeBytes(es)
 		}
+		size = 1 + protowire.SizeBytes(n+unknownSize(k.ListValue))
+	default: // a kind this walker does not know: proto.Size counts it
+		return proto.Size(v), true
 	}
-	return true
+	return size + unknownSize(v), true
 }
+
+// unknownSize is the bytes of fields m's type does not declare, which
+// proto.Size counts (decoding with DiscardUnknown leaves none).
+func unknownSize(m proto.Message) int { return len(m.ProtoReflect().GetUnknown()) }
 
 // appendToken appends "/" and the RFC 6901-escaped token.
 func appendToken(b []byte, tok string) []byte {

@@ -7,6 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"pgregory.net/rapid"
 )
 
 func TestPolicyLimits(t *testing.T) {
@@ -252,4 +257,66 @@ func manyFields(n, l int) string {
 		parts[i] = `"` + string(rune('a'+i)) + `":"` + strings.Repeat("x", l) + `"`
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// TestLimitWalkSizeIsProtoSize: the size the limits walk adds up is
+// proto.Size's for any arguments within the limits — every kind, empty
+// keys, strings and containers, negative enum numbers, unknown fields.
+func TestLimitWalkSizeIsProtoSize(t *testing.T) {
+	l := Limits{}.WithDefaults()
+	rapid.Check(t, func(t *rapid.T) {
+		args := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		for i, n := 0, rapid.IntRange(0, 6).Draw(t, "members"); i < n; i++ {
+			args.Fields[rapid.StringN(0, 3, 200).Draw(t, "key")] = drawValue(t, 3)
+		}
+		if rapid.Bool().Draw(t, "unknown") {
+			args.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 300))
+		}
+		w := limitWalker{l: l, tool: "t"}
+		got, ok := w.object(args, 1)
+		if !ok {
+			t.Fatalf("walk failed on arguments within the limits: %v", w.err("t"))
+		}
+		if want := proto.Size(args); got != want {
+			t.Fatalf("walk size %d, proto.Size %d for %v", got, want, args)
+		}
+	})
+}
+
+func drawValue(t *rapid.T, depth int) *structpb.Value {
+	kinds := 4
+	if depth > 0 {
+		kinds = 6
+	}
+	var v *structpb.Value
+	switch rapid.IntRange(0, kinds-1).Draw(t, "kind") {
+	case 0:
+		v = structpb.NewNullValue()
+		v.Kind.(*structpb.Value_NullValue).NullValue = structpb.NullValue(rapid.Int32().Draw(t, "enum"))
+	case 1:
+		v = structpb.NewNumberValue(rapid.Float64().Draw(t, "number"))
+	case 2:
+		v = structpb.NewStringValue(rapid.StringN(0, 300, 1000).Draw(t, "string"))
+	case 3:
+		v = structpb.NewBoolValue(rapid.Bool().Draw(t, "bool"))
+	case 4:
+		s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+		for i, n := 0, rapid.IntRange(0, 4).Draw(t, "members"); i < n; i++ {
+			s.Fields[rapid.StringN(0, 3, 100).Draw(t, "key")] = drawValue(t, depth-1)
+		}
+		v = structpb.NewStructValue(s)
+	default:
+		l := &structpb.ListValue{}
+		for i, n := 0, rapid.IntRange(0, 4).Draw(t, "items"); i < n; i++ {
+			l.Values = append(l.Values, drawValue(t, depth-1))
+		}
+		if rapid.Bool().Draw(t, "unknown") {
+			l.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 7, protowire.BytesType), []byte("xy")))
+		}
+		v = structpb.NewListValue(l)
+	}
+	if rapid.IntRange(0, 9).Draw(t, "value unknown") == 0 {
+		v.ProtoReflect().SetUnknown(protowire.AppendFixed32(protowire.AppendTag(nil, 11, protowire.Fixed32Type), 1))
+	}
+	return v
 }
