@@ -4,9 +4,9 @@
 //
 //	flowdrop-loadgen drive   --target gateway|direct|proxy --addr 127.0.0.1:P --mode closed --concurrency 16 --duration 10s
 //	flowdrop-loadgen drive   --target ... --mode open --rate 1000 --duration 10s
-//	flowdrop-loadgen backend --listen 127.0.0.1:P
+//	flowdrop-loadgen backend --listen 127.0.0.1:P [--delay 2s]
 //	flowdrop-loadgen proxy   --listen 127.0.0.1:P --backend 127.0.0.1:Q [--decode]
-//	flowdrop-loadgen wait    --target ... --addr ... [--timeout 15s]
+//	flowdrop-loadgen wait    --target ... --addr ... [--timeout 15s] [--call-timeout 1s]
 //	flowdrop-loadgen summarize < results.jsonl  (medians over rounds and the ratios)
 //	flowdrop-loadgen schema  (prints the bench tool's input JSON Schema)
 package main
@@ -263,14 +263,22 @@ func backend(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backend", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
+	delay := fs.Duration("delay", 0, "answer each call after this long (0: at once); holds calls in flight for the in-flight memory phase")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if err := f.check(); err != nil {
 		return err
 	}
+	if *delay < 0 || *delay > time.Hour {
+		return fmt.Errorf("--delay %v: want between 0 and 1h", *delay)
+	}
 	srv := grpc.NewServer()
-	gatewayv1.RegisterToolBackendServiceServer(srv, loadgen.NewBackend())
+	var be gatewayv1.ToolBackendServiceServer = loadgen.NewBackend()
+	if *delay > 0 {
+		be = loadgen.NewSlowBackend(*delay)
+	}
+	gatewayv1.RegisterToolBackendServiceServer(srv, be)
 	return serve(ctx, f, srv, stderr)
 }
 
@@ -306,9 +314,14 @@ func wait(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "", "target address, 127.0.0.1:PORT")
 	payload := fs.String("payload", loadgen.PayloadClean, "clean or repair")
 	timeout := fs.Duration("timeout", 15*time.Second, "give up after this long")
+	// Above a slow backend's --delay, or no attempt could ever succeed.
+	callTimeout := fs.Duration("call-timeout", time.Second, "deadline of each attempt")
 	apiKey := fs.String("api-key", "", "send this API key (x-api-key) on every call")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	if *callTimeout <= 0 {
+		return fmt.Errorf("--call-timeout %v: must be positive", *callTimeout)
 	}
 	method, err := loadgen.MethodFor(*target)
 	if err != nil {
@@ -330,7 +343,7 @@ func wait(ctx context.Context, args []string, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, *callTimeout)
 		err = call(cctx)
 		ccancel()
 		if err == nil {

@@ -20,6 +20,8 @@ func TestBadInputIsNamed(t *testing.T) {
 		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--mode", "open", "--rate", "0"}, "--rate 0", "an open loop needs a positive rate"},
 		{[]string{"drive", "--target", "direct", "--addr", "127.0.0.1:1", "--duration", "0s"}, "--duration 0s", "every run must be bounded and non-empty"},
 		{[]string{"backend", "--listen", "0.0.0.0:7001"}, `--listen "0.0.0.0:7001"`, "servers bind loopback only"},
+		{[]string{"backend", "--listen", "127.0.0.1:0", "--delay", "-1s"}, "--delay -1s", "a backend cannot answer before it is asked"},
+		{[]string{"wait", "--target", "direct", "--addr", "127.0.0.1:1", "--call-timeout", "0s"}, "--call-timeout 0s", "an attempt needs time to succeed"},
 		{[]string{"proxy", "--listen", "127.0.0.1:0", "--backend", "example.com:1"}, `--backend "example.com:1"`, "the proxy forwards to loopback only"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`, "typos are reported, not ignored"},
 	} {

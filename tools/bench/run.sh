@@ -11,12 +11,17 @@
 #   --payload K    clean (default, needs no repair) or repair
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
-#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +20..+22 for baseline-prod)
+#      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +13..+16 for the
+#      in-flight phase, +20..+22 for baseline-prod)
 #      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
 #      PEERS (1: also nginx and HAProxy; 0: not) PROD (1: also gateway-prod; 0: not)
 #      REPAIR (1: with the clean payload, also gateway-repair and
 #      gateway-prod-repair, the same gateways sent the repair payload, so
 #      repair/clean is measured in one run; 0: not)
+#      INFLIGHT (1000: with gateway-prod on, the in-flight memory phase
+#      holds this many calls open at once; 0: no phase; at most 4096, the
+#      policy's max_in_flight_per_tool) INFLIGHT_DELAY (2s: how long its
+#      backend holds each call, whole seconds)
 # Peers (issue 14): nginx 1.22 `grpc_pass` and HAProxy 2.6 (h2 both sides),
 # each proxying the direct target's Invoke to the same backend, from the
 # Debian packages nginx-light and haproxy — installed with apt-get when
@@ -25,6 +30,24 @@
 # tools/bench/prod-policy.yaml (API-key auth on every call, audit to a file
 # with the arguments, a CEL rule on bench_tool, limits, a rate limit it never
 # reaches, admin metrics on), called with the bench key.
+# In-flight memory (issue 14 target 6: gateway-prod's resident memory with
+# 1,000 calls in flight under 96 MB): after the measured rounds, a backend
+# that answers after INFLIGHT_DELAY (loadgen backend --delay, BASE_PORT+13)
+# and a separate gateway-prod instance (same build, policy and
+# GATEWAY_FLAGS, its own work directory and ports +14..+16, bench_tool
+# pointed at that backend) so the measured gateway-prod's memory is
+# untouched; a closed loop of INFLIGHT calls for 3 × INFLIGHT_DELAY while
+# VmRSS is read from /proc every 100 ms, then VmHWM. The calls share the
+# loadgen's one connection: the gateway sets no MaxConcurrentStreams
+# (grpc-go's server default is unlimited, and its client then lifts its
+# provisional 100). The gateway's own metrics (InvokeTool
+# grpc_server_started_total minus handled) say how many calls it held; the
+# verdict is on VmHWM, which bounds every sample; MB = 2^20 bytes. Midway
+# through the last wave of calls (2.5 × INFLIGHT_DELAY, after every call has
+# started) the Go runtime's memory statistics and a heap profile are taken;
+# when the target is not met the summary prints where the runtime says the
+# memory is and the profile's top. The profile is kept with --keep (or in
+# --pprof DIR).
 # BASELINE_REF=<git ref> (e.g. HEAD, main, a commit): before/after in one run.
 # ./cmd/flowdrop-gateway is also built from that commit and measured as
 # "baseline" in every round, interleaved like the rest, with the gateway's
@@ -61,7 +84,7 @@ while [ $# -gt 0 ]; do
     --pprof) [ $# -ge 2 ] || die "--pprof needs a directory"; PPROF_DIR=$2; shift 2 ;;
     --payload) [ $# -ge 2 ] || die "--payload needs clean or repair"; PAYLOAD=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { print; next } { exit }' "$0"; exit 0 ;; # the header, however long
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -70,6 +93,12 @@ done
 [[ $CONCURRENCY =~ ^[1-9][0-9]*$ ]] || die "CONCURRENCY='$CONCURRENCY': want a positive integer"
 [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "RATE='$RATE': want a positive integer (calls/s)"
 [[ $BASE_PORT =~ ^[1-9][0-9]*$ ]] || die "BASE_PORT='$BASE_PORT': want a port number"
+INFLIGHT=${INFLIGHT:-1000}
+INFLIGHT_DELAY=${INFLIGHT_DELAY:-2s}
+[[ $INFLIGHT =~ ^[0-9]+$ ]] && [ "$INFLIGHT" -le 4096 ] ||
+  die "INFLIGHT='$INFLIGHT': want 0..4096 (prod-policy.yaml's max_in_flight_per_tool)"
+INFLIGHT=$((10#$INFLIGHT)) # 010 is ten, not octal eight, in the arithmetic below
+[[ $INFLIGHT_DELAY =~ ^[1-9][0-9]*s$ ]] || die "INFLIGHT_DELAY='$INFLIGHT_DELAY': want whole seconds such as 2s"
 case "$PAYLOAD" in clean|repair) ;; *) die "--payload '$PAYLOAD': want clean or repair" ;; esac
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -102,6 +131,10 @@ HX=127.0.0.1:$((BASE_PORT + 9))
 PGW=127.0.0.1:$((BASE_PORT + 10))
 PGW_PPROF=127.0.0.1:$((BASE_PORT + 11))
 PGW_ADMIN=127.0.0.1:$((BASE_PORT + 12))
+SBE=127.0.0.1:$((BASE_PORT + 13))
+IGW=127.0.0.1:$((BASE_PORT + 14))
+IGW_PPROF=127.0.0.1:$((BASE_PORT + 15))
+IGW_ADMIN=127.0.0.1:$((BASE_PORT + 16))
 BPGW=127.0.0.1:$((BASE_PORT + 20))
 BPGW_PPROF=127.0.0.1:$((BASE_PORT + 21))
 BPGW_ADMIN=127.0.0.1:$((BASE_PORT + 22))
@@ -174,17 +207,35 @@ start_gateway() {
     >"$tmp/$name.out" 2>"$tmp/$name.log" & GW_STARTED_PID=$!; pids+=("$GW_STARTED_PID")
 }
 
-# start_gateway_prod NAME BINARY POLICY LISTEN PPROF ADMIN: a build with the
-# production policy, working in $tmp/NAME (its audit file lands there),
-# admin metrics on.
+# start_gateway_prod NAME BINARY POLICY LISTEN PPROF ADMIN [TOOLS]: a build
+# with the production policy, working in $tmp/NAME (its audit file lands
+# there), admin metrics on, registering TOOLS ($tmp/tools.json unless
+# given). Sets PROD_STARTED_PID (the gateway's own: the subshell execs it).
 start_gateway_prod() {
-  local name=$1 bin=$2 policy=$3 listen=$4 pprof=$5 admin=$6
+  local name=$1 bin=$2 policy=$3 listen=$4 pprof=$5 admin=$6 tools=${7:-$tmp/tools.json}
   mkdir -p "$tmp/$name"
   # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
-  (cd "$tmp/$name" && exec "$bin" --tools "$tmp/tools.json" --data-dir "$tmp/$name/data" \
+  (cd "$tmp/$name" && exec "$bin" --tools "$tools" --data-dir "$tmp/$name/data" \
     --mcp-listen "" --admin-listen "$admin" --pprof-listen "$pprof" --listen "$listen" \
     --policy "$policy" $GATEWAY_FLAGS \
-    >"$tmp/$name.out" 2>"$tmp/$name.log") & pids+=($!)
+    >"$tmp/$name.out" 2>"$tmp/$name.log") & PROD_STARTED_PID=$!; pids+=("$PROD_STARTED_PID")
+}
+
+# forget PID...: drop waited-for processes from the trap's list, so it
+# never signals a reused PID. stop PID...: end processes this script
+# started, before the trap would, and forget them.
+forget() {
+  local p q keep=()
+  for q in "${pids[@]}"; do
+    for p; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$q")
+  done
+  pids=("${keep[@]}")
+}
+stop() {
+  local p
+  for p; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  forget "$@"
 }
 
 # have_or_install CMD PACKAGE: CMD on PATH, installing PACKAGE with apt-get
@@ -377,12 +428,127 @@ if [ -n "$PPROF_DIR" ]; then
   echo "profiles in $PPROF_DIR" >&2
 fi
 
+# The in-flight memory phase (see the header). Runs last, so nothing it
+# leaves behind (memory in the kernel, load) reaches the measured rounds.
+INFLIGHT_LINES=()
+if [ "$HAVE_PROD" = 1 ] && [ "$INFLIGHT" -gt 0 ]; then
+  d=${INFLIGHT_DELAY%s}
+  echo "== in flight: $INFLIGHT calls held ${d}s each (gateway-inflight, $((3 * d))s closed loop)" >&2
+  "$LG" backend --listen "$SBE" --delay "$INFLIGHT_DELAY" --lifetime $LIFETIME 2>"$tmp/slow-backend.log" &
+  sbe_pid=$!; pids+=("$sbe_pid")
+  # The tool's timeout is well above the delay (the main tools file's 5s
+  # could be below a long INFLIGHT_DELAY); the caller's deadline, above the
+  # delay too, is the tighter of the two.
+  cat >"$tmp/tools-slow.json" <<JSON
+{"tools": [{"name": "bench_tool", "description": "Benchmark tool: 10 parameters, ~1 KiB; its backend answers after $INFLIGHT_DELAY.",
+  "backend": "$SBE", "timeout": "$((2 * d + 10))s", "input_schema": $("$LG" schema)}]}
+JSON
+  start_gateway_prod gateway-inflight "$tmp/flowdrop-gateway" "$root/tools/bench/prod-policy.yaml" \
+    "$IGW" "$IGW_PPROF" "$IGW_ADMIN" "$tmp/tools-slow.json"
+  igw_pid=$PROD_STARTED_PID
+  # One real call through the whole chain; each attempt outlives the delay.
+  if ! "$LG" wait --target gateway --addr "$IGW" --payload "$PAYLOAD" --api-key "$BENCH_API_KEY" \
+    --timeout "$((d + 20))s" --call-timeout "$((d + 5))s"; then
+    echo "run.sh: gateway-inflight never answered; its log and the slow backend's:" >&2
+    cat "$tmp/gateway-inflight.log" "$tmp/slow-backend.log" >&2 2>/dev/null || true
+    exit 1
+  fi
+  # vmkb FIELD: the gateway's FIELD (VmRSS, VmHWM) in kB, read without a fork.
+  vmkb() {
+    local k v _
+    while read -r k v _; do [ "$k" = "$1:" ] && { echo "$v"; return 0; }; done <"/proc/$igw_pid/status"
+    return 1
+  }
+  rss_idle=$(vmkb VmRSS)
+  # RSS every ~100 ms until stopped (or the gateway is gone).
+  (while vmkb VmRSS 2>/dev/null; do sleep 0.1; done) >"$tmp/inflight-rss.txt" & sampler=$!
+  pids+=("$sampler")
+  "$LG" drive --target gateway --addr "$IGW" --label gateway-inflight --payload "$PAYLOAD" --api-key "$BENCH_API_KEY" \
+    --mode closed --concurrency "$INFLIGHT" --duration "$((3 * d))s" --timeout "$((d + 5))s" \
+    >"$tmp/inflight.json" & drv=$!
+  pids+=("$drv")
+  # Once a second, the calls the gateway holds (InvokeTool started minus
+  # handled) and its goroutines from its own /metrics; a scrape a second is
+  # more than production's, and cheap. Closed-loop workers start together,
+  # so calls go in waves at 0, d and 2d; at 2.5d, after the last wave has
+  # started, the runtime's MemStats (debug=1: current, no collection) and
+  # then a heap profile with gc=1 (a profile is otherwise as of the last
+  # collection, which at --gc-percent 400 can be start-up's). The forced
+  # collection comes after every call has allocated its request, so it
+  # cannot hide the peak.
+  heap=${PPROF_DIR:-$tmp}/gateway-inflight.heap.pprof
+  memstats=$tmp/gateway-inflight.memstats.txt
+  : >"$tmp/inflight-metrics.txt"
+  s=0
+  while kill -0 "$drv" 2>/dev/null; do
+    sleep 1; s=$((s + 1))
+    curl -fsS --max-time 2 "http://$IGW_ADMIN/metrics" 2>/dev/null | awk '
+      /^grpc_server_started_total\{.*grpc_method="InvokeTool"/ { st += $NF; n++ }
+      /^grpc_server_handled_total\{.*grpc_method="InvokeTool"/ { hd += $NF }
+      /^go_goroutines / { g = $2 }
+      END { if (n) printf "%d %d\n", st - hd, g }' >>"$tmp/inflight-metrics.txt" || true
+    if [ "$s" = "$((5 * d / 2))" ]; then
+      curl -fsS --max-time 5 "http://$IGW_PPROF/debug/pprof/heap?debug=1" 2>/dev/null | grep '^# ' >"$memstats" || true
+      curl -fsS --max-time 5 -o "$heap" "http://$IGW_PPROF/debug/pprof/heap?gc=1" 2>/dev/null || rm -f "$heap"
+    fi
+  done
+  drv_ok=1
+  wait "$drv" || drv_ok=0
+  forget "$drv"
+  hwm=$(vmkb VmHWM) || hwm=""
+  load_phase=$(cut -d' ' -f1-3 /proc/loadavg)
+  stop "$sampler" "$igw_pid" "$sbe_pid"
+
+  mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+  rss_max=$(sort -n "$tmp/inflight-rss.txt" | tail -n 1)
+  nsamples=$(wc -l <"$tmp/inflight-rss.txt")
+  observed=$(awk '$1 > m { m = $1 } END { print m + 0 }' "$tmp/inflight-metrics.txt")
+  gor=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$tmp/inflight-metrics.txt")
+  calls=$(grep -o '"calls":[0-9]*' "$tmp/inflight.json" | cut -d: -f2 || true)
+  errs=$(grep -o '"errors":[0-9]*' "$tmp/inflight.json" | cut -d: -f2 || true)
+  if [ "$drv_ok" != 1 ] || [ -z "$rss_max" ] || [ -z "$hwm" ]; then
+    verdict="NOT measured (the drive failed or the gateway was gone: see $tmp/inflight.json and gateway-inflight.log with --keep)"
+  elif [ $((observed * 100)) -lt $((INFLIGHT * 95)) ]; then
+    verdict="NOT measured (the gateway held at most $observed of the $INFLIGHT calls)"
+  elif [ "$hwm" -lt $((96 * 1024)) ]; then
+    verdict=met
+  else
+    verdict="NOT met"
+  fi
+  INFLIGHT_LINES+=("gateway-prod in flight: $INFLIGHT calls (observed $observed) — RSS max $(mb "$rss_max") MB, VmHWM $(mb "$hwm") MB (target < 96 MB): $verdict")
+  per_call=$(awk -v a="$rss_max" -v b="$rss_idle" -v n="$INFLIGHT" 'BEGIN { printf "%.1f", (a - b) / n }')
+  INFLIGHT_LINES+=("  RSS idle before the phase $(mb "$rss_idle") MB, so ≈ $per_call KiB a call in flight; $nsamples samples; goroutines max $gor; backend delay $INFLIGHT_DELAY; ${calls:-?} calls, ${errs:-?} errors; loadavg at the end of the phase $load_phase")
+  [ "${errs:-0}" = 0 ] || INFLIGHT_LINES+=("  first error: $(grep -o '"first_error":"[^"]*"' "$tmp/inflight.json" | cut -d'"' -f4)")
+  if [ "$verdict" = "NOT met" ] && [ -s "$memstats" ]; then
+    # MemStats in MB: what the runtime holds, against the RSS.
+    INFLIGHT_LINES+=("  Go runtime at $((5 * d / 2))s (MB): $(awk '
+      function m(v) { return sprintf("%.1f", v / 1048576) }
+      $2 == "Sys" { sys = $4 } $2 == "HeapInuse" { hin = $4 } $2 == "HeapIdle" { hid = $4 }
+      $2 == "HeapReleased" { hr = $4 } $2 == "HeapAlloc" { ha = $4 } $2 == "NextGC" { ng = $4 } $2 == "NumGC" { gc = $4 }
+      $2 == "Stack" { st = $4 } $2 == "GCSys" { gs = $4 } $2 == "OtherSys" { os = $4 }
+      $2 == "MSpan" { ms = $4 }
+      END { print "Sys " m(sys) ", HeapAlloc " m(ha) ", HeapInuse " m(hin) ", heap idle not released " m(hid - hr) \
+        ", stacks " m(st) ", MSpan " m(ms) ", GC metadata " m(gs) ", other " m(os) ", NextGC " m(ng) ", " gc " GCs" }' "$memstats")")
+  fi
+  if [ -f "$heap" ]; then
+    if [ -n "$PPROF_DIR" ] || [ "$KEEP" = 1 ]; then INFLIGHT_LINES+=("  heap profile taken at $((5 * d / 2))s: $heap"); fi
+    if [ "$verdict" = "NOT met" ]; then
+      INFLIGHT_LINES+=("  heap in use at $((5 * d / 2))s, after a collection (go tool pprof -top -sample_index=inuse_space):")
+      while IFS= read -r l; do INFLIGHT_LINES+=("    $l"); done < <(go tool pprof -top -nodecount=20 -sample_index=inuse_space "$tmp/flowdrop-gateway" "$heap" 2>/dev/null | sed -n '/^Showing\|flat%/,$p')
+    fi
+  fi
+fi
+
 echo
 baseline_note=""
 [ -z "$BASELINE_REV" ] || baseline_note=" baseline=$BASELINE_REF(${BASELINE_REV:0:12})"
 echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)$baseline_note"
 "$LG" summarize --in "$results"
 for sk in "${SKIPPED[@]}"; do echo "skipped $sk"; done
+if [ "${#INFLIGHT_LINES[@]}" -gt 0 ]; then
+  echo
+  printf '%s\n' "${INFLIGHT_LINES[@]}"
+fi
 if [ "$HAVE_GATEWAY" != 1 ]; then
   echo
   echo "gateway: PENDING (cmd/flowdrop-gateway did not build; see above)"
