@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // defaultGCPercent is --gc-percent's default. The gateway's live heap is
@@ -43,16 +46,17 @@ func applyGCPercent(p int, getenv func(string) string) (setting, source string) 
 }
 
 // defaultMemoryLimit is --memory-limit's default: a soft limit on the Go
-// runtime's memory (debug.SetMemoryLimit, Go's GOMEMLIMIT). Normal traffic
-// keeps the heap far below it (a live heap of a few MB, collected at
-// --gc-percent), so it costs nothing there; under a burst of large
-// requests it makes the collector run before 5× the live heap of garbage
-// (what --gc-percent 400 allows) piles up: 16 concurrent 4 MB adversarial
-// calls then peak near 225 MB resident instead of ~300–400 MB
-// (BENCHMARKS.md, "Adversarial arguments"). A registry whose compiled
-// schemas alone approach it (tens of thousands of tools) needs a higher
-// value, or collections grow frequent (Go caps their CPU at about half).
-const defaultMemoryLimit = 200 << 20
+// runtime's memory (debug.SetMemoryLimit, Go's GOMEMLIMIT). A gateway at
+// rest or at thousands of calls a second keeps a live heap of a few MB,
+// collected at --gc-percent, far below it; what it bounds is the garbage
+// --gc-percent 400 lets pile up (5× the live heap) when the live heap
+// grows — with 1,000 slow calls in flight gateway-prod peaked at ~105 MB
+// resident with a 200 MiB limit and ~88 MB with this one, and a burst of
+// large adversarial requests is collected early too (BENCHMARKS.md,
+// "Performance as deployed" and "Adversarial arguments"). A registry
+// whose compiled schemas approach it (thousands of tools) needs a higher
+// value, or collections grow frequent: watchLiveHeap says so in the log.
+const defaultMemoryLimit = 64 << 20
 
 // memoryLimit is --memory-limit: set by parseFlags on every parse.
 var memoryLimit byteSize = defaultMemoryLimit
@@ -90,7 +94,7 @@ func (b *byteSize) Set(s string) error {
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 1<<20/mult || n > math.MaxInt64/mult {
-		return fmt.Errorf("want a size of at least 1MiB such as 200MiB or 2GiB, or off")
+		return fmt.Errorf("want a size of at least 1MiB such as 64MiB or 2GiB, or off")
 	}
 	*b = byteSize(n * mult)
 	return nil
@@ -105,4 +109,60 @@ func applyMemoryLimit(limit byteSize, getenv func(string) string) (setting, sour
 	}
 	debug.SetMemoryLimit(int64(limit))
 	return limit.String(), "--memory-limit"
+}
+
+// liveHeapWarnShare is the share of the memory limit a live heap may reach
+// before the log says to raise the limit: past about half, each collection
+// frees less than the heap the next one starts from.
+const liveHeapWarnShare = 0.5
+
+// liveHeapWatch warns once when the live heap (what the last collection
+// kept) crosses liveHeapWarnShare of the soft memory limit, and again only
+// after it fell back under half of that.
+type liveHeapWatch struct {
+	limit  int64                         // the limit in effect
+	live   func() uint64                 // the live heap's bytes
+	warn   func(msg string, args ...any) // the logger's Warn
+	warned bool
+}
+
+func (w *liveHeapWatch) check() {
+	if w.limit <= 0 || w.limit == math.MaxInt64 {
+		return
+	}
+	live := float64(w.live())
+	switch at := float64(w.limit) * liveHeapWarnShare; {
+	case !w.warned && live > at:
+		w.warned = true
+		w.warn("the live heap is over half the soft memory limit: collections grow frequent as it nears the limit; raise --memory-limit (or GOMEMLIMIT)",
+			"live_heap_mib", int64(live)>>20, "limit_mib", w.limit>>20)
+	case w.warned && live < at/2:
+		w.warned = false
+	}
+}
+
+// liveHeapBytes reads the live heap from runtime/metrics.
+func liveHeapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// watchLiveHeap checks the live heap against the limit in effect every
+// interval until ctx ends.
+func watchLiveHeap(ctx context.Context, interval time.Duration, warn func(string, ...any)) {
+	w := &liveHeapWatch{limit: debug.SetMemoryLimit(-1), live: liveHeapBytes, warn: warn}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.check()
+		}
+	}
 }

@@ -103,3 +103,38 @@ func TestMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveHeapWatch: one warning when the live heap crosses half the
+// limit, none while it stays there, another only after it fell back under
+// a quarter and crossed again; nothing without a limit.
+func TestLiveHeapWatch(t *testing.T) {
+	const mib = 1 << 20
+	steps := []struct {
+		reason string
+		live   uint64
+		warns  int // warnings so far
+	}{
+		{"well under half: quiet", 10 * mib, 0},
+		{"crosses half: one warning", 40 * mib, 1},
+		{"still over: no second warning", 60 * mib, 1},
+		{"under half but over a quarter: still armed off", 20 * mib, 1},
+		{"over again: nothing new", 40 * mib, 1},
+		{"under a quarter: re-armed", 10 * mib, 1},
+		{"crosses again: a second warning", 33 * mib, 2},
+	}
+	var live uint64
+	var got []string
+	w := &liveHeapWatch{limit: 64 * mib, live: func() uint64 { return live }, warn: func(msg string, args ...any) { got = append(got, msg) }}
+	for _, s := range steps {
+		live = s.live
+		w.check()
+		if len(got) != s.warns {
+			t.Fatalf("%s: %d warnings, want %d", s.reason, len(got), s.warns)
+		}
+	}
+	if !strings.Contains(got[0], "--memory-limit") {
+		t.Errorf("warning %q does not say what to raise", got[0])
+	}
+	off := &liveHeapWatch{limit: math.MaxInt64, live: func() uint64 { return 1 << 40 }, warn: func(string, ...any) { t.Error("warned with no limit") }}
+	off.check()
+}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/demotools"
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Logger.Info("garbage collector target", "gogc", setting, "from", source)
 	limit, limitSource := applyMemoryLimit(memoryLimit, os.Getenv)
 	cfg.Logger.Info("soft memory limit", "limit", limit, "from", limitSource)
+	heapCtx, stopHeapWatch := context.WithCancel(ctx)
+	defer stopHeapWatch()
+	go watchLiveHeap(heapCtx, 30*time.Second, cfg.Logger.Warn)
 	stopPprof, err := startPprof(pprofListen)
 	if err != nil {
 		fmt.Fprintln(stderr, "flowdrop-gateway:", err)
@@ -188,7 +192,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "garbage collector target, as Go's GOGC (a GOGC environment variable wins): higher trades memory for CPU")
 	memoryLimit = defaultMemoryLimit
-	fs.Var(&memoryLimit, "memory-limit", "soft limit on the runtime's memory, as Go's GOMEMLIMIT (which wins when set): 200MiB, 2GiB, or off")
+	fs.Var(&memoryLimit, "memory-limit", "soft limit on the runtime's memory, as Go's GOMEMLIMIT (which wins when set): 64MiB, 2GiB, or off")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
 	}
