@@ -222,3 +222,35 @@ func TestSummarizePeerAndProdRatios(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsJudgedPerRound: a target is held to the median of the paired
+// per-round ratios, not the ratio of the medians — here the medians give
+// 0.78 (7800/10000: the median gateway-prod run sits in another round than
+// the median gateway run) while the rounds give 0.78, 0.82, 0.85.
+func TestTargetsJudgedPerRound(t *testing.T) {
+	in := []Result{
+		{Label: "gateway", Round: 1, Mode: "closed", ThroughputPerS: 10000},
+		{Label: "gateway-prod", Round: 1, Mode: "closed", ThroughputPerS: 7800},
+		{Label: "gateway", Round: 2, Mode: "closed", ThroughputPerS: 12000},
+		{Label: "gateway-prod", Round: 2, Mode: "closed", ThroughputPerS: 9840},
+		{Label: "gateway", Round: 3, Mode: "closed", ThroughputPerS: 8000},
+		{Label: "gateway-prod", Round: 3, Mode: "closed", ThroughputPerS: 6800},
+	}
+	_, ratios := Summarize(in)
+	for _, r := range ratios {
+		if r.Name != "gateway-prod/gateway throughput (closed)" {
+			continue
+		}
+		if math.Abs(r.Value-0.78) > 1e-9 {
+			t.Errorf("value of medians %v, want 0.78 (7800/10000)", r.Value)
+		}
+		if got := r.Judged(); math.Abs(got-0.82) > 1e-9 {
+			t.Errorf("judged %v, want 0.82: the median of 0.78, 0.82, 0.85", got)
+		}
+		if r.Pass == nil || !*r.Pass {
+			t.Errorf("pass = %v, want met (0.82 ≥ 0.80 judged per round, though 0.78 of medians)", r.Pass)
+		}
+		return
+	}
+	t.Fatal("gateway-prod/gateway ratio missing")
+}
