@@ -2,7 +2,12 @@ package normalize
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/structwire"
 )
@@ -120,4 +125,106 @@ func (p *Plan) candidateBytes(k []byte) bool {
 		return p.additional.candidate() != 0
 	}
 	return false
+}
+
+// wireMember is one member of a Struct's bytes: its key, its Value's bytes
+// and the whole map entry (tag included), which is copied when unchanged.
+type wireMember struct{ key, value, entry []byte }
+
+// ApplyWireWithin is ApplyWithin for the wire bytes of a
+// google.protobuf.Struct: only the members that need repair are decoded,
+// repaired and encoded again; every other member's bytes are copied as they
+// are. The repaired Struct's bytes are appended to dst and returned (nil when
+// nothing changed: the bytes as sent are the result, as ApplyWithin returns
+// its argument), with the same Report and *LimitError ApplyWithin gives for
+// the decoded Struct.
+//
+// taken is false when the bytes hold something this path leaves to
+// ApplyWithin on the decoded arguments — a repeated key (decoding keeps the
+// last), bytes that do not read as a Struct, a member too deep for the
+// decoder — and nothing else is returned then. TestApplyWireEqualsApply
+// holds the two paths equal.
+func (p *Plan) ApplyWireWithin(dst, structBytes []byte, lim Limits) (out []byte, rep Report, taken bool, err error) {
+	var stack [16]wireMember
+	members := stack[:0]
+	for rest := structBytes; len(rest) > 0; {
+		k, v, next, ok := structwire.NextEntry(rest, true)
+		if !ok {
+			return nil, Report{}, false, nil
+		}
+		members = append(members, wireMember{key: k, value: v, entry: rest[:len(rest)-len(next)]})
+		rest = next
+	}
+	// Apply walks (and so reports and spends its budget) in key order.
+	slices.SortFunc(members, func(a, b wireMember) int { return bytes.Compare(a.key, b.key) })
+	for i := 1; i < len(members); i++ {
+		if bytes.Equal(members[i-1].key, members[i].key) {
+			return nil, Report{}, false, nil
+		}
+	}
+	var changedStack [16]*structpb.Value
+	changed := changedStack[:0]
+	if len(members) > len(changedStack) {
+		changed = make([]*structpb.Value, 0, len(members))
+	}
+	changed = changed[:len(members)]
+	b := &budget{lim: lim}
+	w := walker{p: p, path: make([]byte, 0, 64), budget: b}
+	anyChanged := false
+	for i, m := range members {
+		if !p.memberNeedsRepair(m) {
+			continue
+		}
+		v, ok := structwire.DecodeValue(m.value)
+		if !ok {
+			return nil, Report{}, false, nil
+		}
+		w.path = appendToken(w.path[:0], string(m.key))
+		// The decoded Value is ours alone, so it is repaired in place.
+		nv, ch := w.param(string(m.key), v, true)
+		if b.err != nil {
+			return nil, w.r, true, b.err
+		}
+		if ch {
+			changed[i], anyChanged = nv, true
+		}
+	}
+	if !anyChanged {
+		return nil, w.r, true, nil
+	}
+	// One growth for the common case: repairs rarely add a quarter.
+	out = slices.Grow(dst, len(structBytes)+len(structBytes)/4+64)
+	var scratch []byte
+	for i, m := range members {
+		if changed[i] == nil {
+			out = append(out, m.entry...)
+			continue
+		}
+		if scratch, err = (proto.MarshalOptions{}).MarshalAppend(scratch[:0], changed[i]); err != nil {
+			return nil, Report{}, false, nil // not encodable here: the decoded path decides
+		}
+		out = appendEntry(out, m.key, scratch)
+	}
+	return out, w.r, true, nil
+}
+
+// memberNeedsRepair is NeedsRepairWire for one top-level member.
+func (p *Plan) memberNeedsRepair(m wireMember) bool {
+	if kind, _, s, ok := structwire.ReadValue(m.value, true); ok && kind == structwire.StringValue {
+		return p.candidateBytes(m.key) || p.stringNeedsRepair(s)
+	}
+	return p.valueNeedsRepair(m.value, 1)
+}
+
+// appendEntry appends one Struct map entry: key (field 1) and the Value's
+// bytes (field 2), as proto.Marshal lays them out.
+func appendEntry(b, key, value []byte) []byte {
+	n := protowire.SizeTag(structwire.EntryKey) + protowire.SizeBytes(len(key)) +
+		protowire.SizeTag(structwire.EntryValue) + protowire.SizeBytes(len(value))
+	b = protowire.AppendTag(b, structwire.StructFields, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(n))
+	b = protowire.AppendTag(b, structwire.EntryKey, protowire.BytesType)
+	b = protowire.AppendBytes(b, key)
+	b = protowire.AppendTag(b, structwire.EntryValue, protowire.BytesType)
+	return protowire.AppendBytes(b, value)
 }

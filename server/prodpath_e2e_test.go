@@ -51,6 +51,10 @@ func TestProdPolicyKeepsCleanArgumentsUndecoded(t *testing.T) {
 		"title": "Ember & <Oak>", "password": "hunter2", "token": "t0k",
 		"profile": map[string]any{"name": "n", "secret": "s3"}, "keys": []any{"k1", "k2"}, "count": 3,
 	}
+	repairable := map[string]any{
+		"title": "Ember &amp; &lt;Oak&gt;", "password": "hunter2", "token": "t0k",
+		"profile": `{"name":"n","secret":"s3"}`, "keys": []any{"k1", "k2"}, "count": 3,
+	}
 	cases := []struct {
 		name, reason, tool string
 		args               map[string]any
@@ -60,6 +64,9 @@ func TestProdPolicyKeepsCleanArgumentsUndecoded(t *testing.T) {
 		{"allowed", "rules reading title and count get just those; the audit encodes from the bytes", "signup", sent, codes.OK, decodes},
 		{"refused by a picked member", "the rule judges the member it reads, decoded from the bytes", "signup", map[string]any{"title": "x; DROP TABLE users", "count": 3}, codes.PermissionDenied, decodes},
 		{"refused by the second rule", "every rule's members are picked, not only the first rule's", "signup", map[string]any{"title": "ok", "count": 500}, codes.PermissionDenied, decodes},
+		{"repaired on the wire", "only the repaired members are decoded; the rest of the call reads bytes", "signup", repairable, codes.OK, decodes},
+		{"refused after a wire repair", "the rule judges the repaired member, not the escaped one", "signup",
+			map[string]any{"title": "x; DROP&#32;TABLE users", "count": 3}, codes.PermissionDenied, decodes},
 		{"rule over the whole arguments", "size(args) needs every member: decoded whole", "signup_whole", sent, codes.OK, 1},
 		{"rule over the whole arguments refuses", "and judges them all", "signup_whole", map[string]any{"title": "a", "count": 1, "token": "a", "password": "b", "keys": []any{}, "profile": map[string]any{}, "extra": 1, "more": 2}, codes.PermissionDenied, 1},
 	}
@@ -99,7 +106,26 @@ func TestProdPolicyKeepsCleanArgumentsUndecoded(t *testing.T) {
 			t.Errorf("%s: args_repaired %v; want none (nothing repaired)", id, l["args_repaired"])
 		}
 	}
-	for _, id := range []string{"refused by a picked member", "refused by the second rule"} {
+	// A repair made on the wire: the line has the arguments as sent and as
+	// forwarded, each redacted by the schema (the profile, a string as
+	// sent, is redacted whole; as an object only its secret).
+	if l := byID["repaired on the wire"]; l == nil {
+		t.Error("no audit line for the call repaired on the wire")
+	} else {
+		for field, want := range map[string]string{
+			"args_sent":     `{"count":3,"keys":["[REDACTED]","[REDACTED]"],"password":"[REDACTED]","profile":"[REDACTED]","title":"Ember &amp; &lt;Oak&gt;","token":"[REDACTED]"}`,
+			"args_repaired": wantSent,
+		} {
+			got, _ := json.Marshal(l[field])
+			var norm any
+			_ = json.Unmarshal([]byte(want), &norm)
+			w, _ := json.Marshal(norm)
+			if string(got) != string(w) {
+				t.Errorf("repaired on the wire: %s %s; want %s", field, got, w)
+			}
+		}
+	}
+	for _, id := range []string{"refused by a picked member", "refused by the second rule", "refused after a wire repair"} {
 		if l := byID[id]; l == nil || l["decision"] != policy.DecisionDeny || l["args_sent"] == nil {
 			t.Errorf("%s: audit line %v; want a deny with the arguments", id, l)
 		}

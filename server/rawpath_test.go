@@ -57,10 +57,11 @@ func TestRawPath(t *testing.T) {
 	}
 
 	// decodingPathCaller is what the decoding path sends as the caller for
-	// this client: a call that needs repair takes that path.
+	// this client: a call whose arguments come as JSON text takes that path.
 	decodingPathCaller := func(t *testing.T, callID string) *gatewayv1.Caller {
 		t.Helper()
-		if _, err := invoke("create_note", map[string]any{"title": "a &amp; b"}, callID); err != nil {
+		req := &gatewayv1.InvokeToolRequest{Tool: "create_note", ArgumentsJson: `{"title":"a & b"}`, CallId: callID}
+		if _, err := env.Client.InvokeTool(testCtx(t), req); err != nil {
 			t.Fatal(err)
 		}
 		return backendCall(t, env, "create_note", callID).GetCaller()
@@ -75,7 +76,7 @@ func TestRawPath(t *testing.T) {
 			env.Registry.FastPaths(), gatewaytest.FastPathsOff())
 	}
 
-	t.Run("repair-takes-the-decoding-path", func(t *testing.T) {
+	t.Run("repair-is-made-on-the-wire", func(t *testing.T) {
 		var resp *gatewayv1.InvokeToolResponse
 		var err error
 		fast, decArgs, _ := pathDelta(env.Gateway, func() {
@@ -84,8 +85,9 @@ func TestRawPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fast != 0 || decArgs != 1 {
-			t.Errorf("fast=%d decodedArgs=%d, want 0 and 1: a request needing repair must be decoded", fast, decArgs)
+		if fast != wantFast || decArgs != wantDecoded {
+			t.Errorf("fast=%d decodedArgs=%d, want %d and %d: a repair is made on the wire, only the repaired members decoded (unless the fast paths are off)",
+				fast, decArgs, wantFast, wantDecoded)
 		}
 		if len(resp.GetRepairs()) != 2 {
 			t.Errorf("repairs = %v, want the entity and JSON repairs", resp.GetRepairs())
@@ -95,8 +97,8 @@ func TestRawPath(t *testing.T) {
 		if !proto.Equal(got.GetArguments(), want) {
 			t.Errorf("backend got %v, want the repaired %v", got.GetArguments(), want)
 		}
-		if got.GetCaller().GetSubject() == "" {
-			t.Fatalf("decoding path sent no caller: %v", got)
+		if want := decodingPathCaller(t, "raw-slow-ref"); !proto.Equal(got.GetCaller(), want) {
+			t.Errorf("backend got caller %v, want %v (what the decoding path sends)", got.GetCaller(), want)
 		}
 	})
 

@@ -79,7 +79,7 @@ func TestAuditArgsEncodingMatchesFormerPath(t *testing.T) {
 					t.Fatal(err)
 				}
 				var fromWire, fromStruct AuditRecord
-				if err := fromWire.SetArgsWire(tc.red, wire); err != nil {
+				if err := fromWire.SetArgsWire(tc.red, wire, nil); err != nil {
 					t.Fatalf("%s: from the wire: %v", tc.reason, err)
 				}
 				if err := fromStruct.SetArgs(tc.red, decoded, nil); err != nil {
@@ -87,6 +87,19 @@ func TestAuditArgsEncodingMatchesFormerPath(t *testing.T) {
 				}
 				if string(fromWire.ArgsSent) != string(fromStruct.ArgsSent) || fromWire.ArgsRepaired != nil {
 					t.Errorf("%s: from the wire\n got %s\nwant %s", tc.reason, fromWire.ArgsSent, fromStruct.ArgsSent)
+				}
+				// As sent and as repaired, both from the wire.
+				repairedWire, err := opt.Marshal(repaired)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var both AuditRecord
+				if err := both.SetArgsWire(tc.red, wire, repairedWire); err != nil {
+					t.Fatalf("%s: sent and repaired from the wire: %v", tc.reason, err)
+				}
+				if string(both.ArgsSent) != string(fromStruct.ArgsSent) || string(both.ArgsRepaired) != string(rec.ArgsRepaired) {
+					t.Errorf("%s: sent and repaired from the wire\n got %s / %s\nwant %s / %s", tc.reason,
+						both.ArgsSent, both.ArgsRepaired, fromStruct.ArgsSent, rec.ArgsRepaired)
 				}
 			}
 			line, err := rec.line()
@@ -113,7 +126,7 @@ func TestAuditArgsWireRefusesMalformed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var rec AuditRecord
-		if err := rec.SetArgsWire(nil, tc.wire); err == nil {
+		if err := rec.SetArgsWire(nil, tc.wire, nil); err == nil {
 			t.Errorf("%s: %s: encoded %s; want an error", tc.name, tc.reason, rec.ArgsSent)
 		}
 	}
@@ -142,7 +155,7 @@ func TestAuditArgsUnencodable(t *testing.T) {
 				t.Errorf("%s: encoded %s; want an error", tc.reason, rec.ArgsSent)
 			}
 			wire, _ := proto.MarshalOptions{AllowPartial: true}.Marshal(args)
-			if err := rec.SetArgsWire(nil, wire); err == nil || rec.ArgsSent != nil {
+			if err := rec.SetArgsWire(nil, wire, nil); err == nil || rec.ArgsSent != nil {
 				t.Errorf("%s: from the wire: encoded %s; want an error", tc.reason, rec.ArgsSent)
 			}
 		})

@@ -10,21 +10,30 @@ import (
 	"github.com/flowdrop/gateway/registry/schema"
 )
 
-// SetArgsWire records the arguments as sent from their received wire
-// bytes (a google.protobuf.Struct), for a call that never decoded them:
-// nothing was repaired, so there is no args_repaired. The JSON is what
-// SetArgs writes for the decoded Struct, byte for byte (members sorted, a
-// repeated key's last value, as decoding keeps it), redacted the same way;
-// bytes that do not decode as a Struct are refused (the line then has no
-// arguments, as when decoding fails).
-func (a *AuditRecord) SetArgsWire(red *Redactor, sent []byte) error {
+// SetArgsWire records the arguments as sent and as repaired from wire bytes
+// (google.protobuf.Struct), for a call that never decoded them: repaired is
+// nil when nothing was repaired, and the line then has no args_repaired.
+// The JSON is what SetArgs writes for the decoded Structs, byte for byte
+// (members sorted, a repeated key's last value, as decoding keeps it),
+// redacted the same way; bytes that do not decode as a Struct are refused
+// (the line then has no arguments, as when decoding fails). Both are
+// encoded into one buffer.
+func (a *AuditRecord) SetArgsWire(red *Redactor, sent, repaired []byte) error {
 	a.ArgsSent, a.ArgsRepaired, a.argsEncoded = nil, nil, false
 	enc := argsEncoder{red: red.sensitivity()}
-	buf, err := enc.wireObject(make([]byte, 0, len(sent)+len(sent)/4+16), sent, enc.root(), 0)
+	size := len(sent) + len(repaired)
+	buf, err := enc.wireObject(make([]byte, 0, size+size/4+16), sent, enc.root(), 0)
 	if err != nil {
 		return err
 	}
-	a.ArgsSent, a.argsEncoded = buf, true
+	n := len(buf)
+	if repaired != nil {
+		if buf, err = enc.wireObject(buf, repaired, enc.root(), 0); err != nil {
+			return err
+		}
+		a.ArgsRepaired = buf[n:]
+	}
+	a.ArgsSent, a.argsEncoded = buf[:n:n], true
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -67,6 +68,10 @@ type Call struct {
 	hasJSON, argsBoth bool
 	sent              *structpb.Struct // the arguments as sent, once decoded
 	args              *structpb.Struct // the arguments to forward (normalized)
+	// sentWire is the arguments' bytes as sent when normalization repaired
+	// them on the wire (receiveRepaired): received then holds the repaired
+	// arguments, and sent decodes from these bytes.
+	sentWire []byte
 	decodeErr         *Error
 	// rewrite: the received bytes hold more than their decoded form
 	// (unknown fields, repeated kinds or entry fields), so they are never
@@ -172,7 +177,10 @@ func (c *Call) Args() (*structpb.Struct, error) {
 	if c.p != nil {
 		c.p.stats.decoded.Add(1)
 	}
-	c.sent, c.args = s, s
+	c.args = s
+	if c.sentWire == nil {
+		c.sent = s
+	}
 	return s, nil
 }
 
@@ -180,23 +188,44 @@ func (c *Call) Args() (*structpb.Struct, error) {
 // equal to proto.Unmarshal for the bytes it takes, several times faster)
 // unless the fast paths are off or it leaves the bytes to proto.Unmarshal.
 // Unknown fields are dropped: what goes on is only what was checked.
-func (c *Call) decode() (*structpb.Struct, error) {
+func (c *Call) decode() (*structpb.Struct, error) { return c.decodeBytes(c.received.Args) }
+
+func (c *Call) decodeBytes(b []byte) (*structpb.Struct, error) {
 	if c.p == nil || c.p.fast {
-		if s, ok := structwire.DecodeStruct(c.received.Args); ok {
+		if s, ok := structwire.DecodeStruct(b); ok {
 			return s, nil
 		}
 	}
 	s := new(structpb.Struct)
-	return s, proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(c.received.Args, s)
+	return s, proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, s)
 }
 
 // Sent returns the arguments as the model sent them, decoding them if
 // needed; nil if they cannot be decoded.
 func (c *Call) Sent() *structpb.Struct {
+	if c.sent == nil && c.sentWire != nil {
+		// Bytes the screen stage read as canonical, so they decode.
+		if s, err := c.decodeBytes(c.sentWire); err == nil {
+			c.sent = s
+		}
+	}
 	if c.sent == nil {
 		c.Args()
 	}
 	return c.sent
+}
+
+// SentWire returns the arguments' bytes as sent when normalization
+// repaired them on the wire (ReceivedArgs then returns the repaired bytes).
+func (c *Call) SentWire() ([]byte, bool) { return c.sentWire, c.sentWire != nil }
+
+// receiveRepaired makes the wire-repaired arguments the call's received
+// arguments: buf holds them from headLen on, after the head
+// beginInvokeRequest wrote. The bytes as sent stay for the audit line.
+func (c *Call) receiveRepaired(buf []byte, headLen int) {
+	c.sentWire = c.received.Args
+	msg, args := finishInvokeRequest(buf, headLen, c.CallID)
+	c.received = Received{Args: args, Message: msg}
 }
 
 // SetArgs replaces the arguments to forward (normalization's result).
@@ -206,7 +235,8 @@ func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
 // backend must receive: never decoded, or decoded and left unchanged. With
 // the pipeline's fast paths off it reports false: the backend re-encodes.
 func (c *Call) Forwardable() (Received, bool) {
-	if !c.hasReceived || c.rewrite || (c.args != nil && c.args != c.sent) || (c.p != nil && !c.p.fast) {
+	changed := c.args != nil && c.args != c.sent && c.sentWire == nil
+	if !c.hasReceived || c.rewrite || changed || (c.p != nil && !c.p.fast) {
 		return Received{}, false
 	}
 	return c.received, true
@@ -268,4 +298,41 @@ func (c *Call) StageTimes() []time.Duration {
 		n = min(n, len(c.p.stages))
 	}
 	return c.stageTime[:n]
+}
+
+// A backend InvokeRequest shares tool (1), arguments (2) and call_id (3)
+// with InvokeToolRequest. A call repaired on the wire has its request built
+// around the repaired arguments in one buffer: beginInvokeRequest writes the
+// tool and the arguments' tag with room for the longest length varint, the
+// arguments are appended, and finishInvokeRequest writes their length,
+// closes the gap and appends call_id — proto.Marshal's layout, one
+// allocation, no second copy of the arguments.
+const maxArgsLenVarint = 5 // a length under 4 GiB
+
+// beginInvokeRequest starts a request whose arguments will be about
+// argsSize bytes; the arguments go from len(head) on.
+func beginInvokeRequest(tool string, argsSize int, callID string) (head []byte) {
+	n := protowire.SizeTag(1) + protowire.SizeBytes(len(tool)) + protowire.SizeTag(2) + maxArgsLenVarint +
+		argsSize + argsSize/4 + 64 + protowire.SizeTag(3) + protowire.SizeBytes(len(callID))
+	head = make([]byte, 0, n)
+	if tool != "" {
+		head = protowire.AppendString(protowire.AppendTag(head, 1, protowire.BytesType), tool)
+	}
+	head = protowire.AppendTag(head, 2, protowire.BytesType)
+	return append(head, make([]byte, maxArgsLenVarint)...)
+}
+
+// finishInvokeRequest completes what beginInvokeRequest started (headLen
+// is its length): msg is the request, args the arguments within it.
+func finishInvokeRequest(buf []byte, headLen int, callID string) (msg, args []byte) {
+	at := headLen - maxArgsLenVarint
+	argsLen := len(buf) - headLen
+	n := len(protowire.AppendVarint(buf[at:at], uint64(argsLen)))
+	copy(buf[at+n:], buf[headLen:])
+	buf = buf[:at+n+argsLen]
+	args = buf[at+n : len(buf) : len(buf)]
+	if callID != "" {
+		buf = protowire.AppendString(protowire.AppendTag(buf, 3, protowire.BytesType), callID)
+	}
+	return buf, args
 }

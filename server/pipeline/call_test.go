@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -15,11 +16,23 @@ import (
 type forwardBackend struct {
 	forwardable bool
 	args        *structpb.Struct
+	// message is the forwarded request head decoded, when forwardable.
+	message *gatewayv1.InvokeRequest
 }
 
 func (b *forwardBackend) Invoke(_ context.Context, c *pipeline.Call) (pipeline.Result, error) {
-	_, b.forwardable = c.Forwardable()
-	if !b.forwardable {
+	var rcv pipeline.Received
+	rcv, b.forwardable = c.Forwardable()
+	if b.forwardable {
+		b.args = new(structpb.Struct)
+		if err := proto.Unmarshal(rcv.Args, b.args); err != nil {
+			return pipeline.Result{}, err
+		}
+		b.message = new(gatewayv1.InvokeRequest)
+		if err := proto.Unmarshal(rcv.Message, b.message); err != nil {
+			return pipeline.Result{}, err
+		}
+	} else {
 		args, err := c.Args()
 		if err != nil {
 			return pipeline.Result{}, err
@@ -47,9 +60,9 @@ func TestReceivedArgumentsFastAndGeneralPathsAgree(t *testing.T) {
 	}{
 		{name: "clean", reason: "nothing to repair and valid: the bytes go as received, never decoded",
 			args: map[string]any{"title": "Ember & Oak", "tags": []any{"a"}}, wantForwarded: true},
-		{name: "repair", reason: "a repair decodes once and the backend gets the repaired arguments",
-			args:        map[string]any{"title": "Ember &amp; Oak", "tags": `["a"]`},
-			wantDecoded: true, wantArgs: map[string]any{"title": "Ember & Oak", "tags": []any{"a"}}},
+		{name: "repair", reason: "a repair is made on the wire: the backend gets the repaired bytes, nothing decoded whole",
+			args:          map[string]any{"title": "Ember &amp; Oak", "tags": `["a"]`},
+			wantForwarded: true, wantArgs: map[string]any{"title": "Ember & Oak", "tags": []any{"a"}}},
 		{name: "invalid", reason: "invalid arguments are decoded for the violations and refused",
 			args: map[string]any{"tags": []any{"a"}}, wantDecoded: true, wantInvalid: true},
 	}
@@ -67,8 +80,12 @@ func TestReceivedArgumentsFastAndGeneralPathsAgree(t *testing.T) {
 			run := func(off bool) (outcome, *forwardBackend, pipeline.Stats) {
 				be := &forwardBackend{}
 				p := pipeline.New(pipeline.Config{Registry: reg, Backend: be, DisableFastPaths: off})
-				c := pipeline.NewCall("create_note", "", nil)
-				c.Receive(pipeline.Received{Args: wire, Message: wire})
+				c := pipeline.NewCall("create_note", "call_1", nil)
+				msg, err := proto.Marshal(&gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: args(t, tc.args), CallId: "call_1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Receive(pipeline.Received{Args: wire, Message: msg})
 				_, perr := p.Invoke(context.Background(), c)
 				o := outcome{invalid: perr != nil && perr.Kind == pipeline.KindValidation}
 				if perr != nil && !o.invalid {
@@ -76,7 +93,9 @@ func TestReceivedArgumentsFastAndGeneralPathsAgree(t *testing.T) {
 				}
 				o.args = be.args
 				if be.forwardable {
-					o.args = args(t, tc.args)
+					if m := be.message; m.GetTool() != "create_note" || m.GetCallId() != "call_1" || !proto.Equal(m.GetArguments(), be.args) {
+						t.Errorf("forwarded request head %v: want tool, call_id and the forwarded arguments (%s)", m, tc.reason)
+					}
 				}
 				return o, be, p.Stats()
 			}

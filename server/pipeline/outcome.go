@@ -120,14 +120,21 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 	fromWire := false
 	if b, ok := c.ReceivedArgs(); ok && c.Entry != nil && !c.Decoded() {
 		// Never decoded (the wire checks proved them; rules read only
-		// their members): encoded from the bytes, as sent and forwarded.
-		// Bytes the wire encoder does not take (deeper than it follows)
-		// are decoded below, as before.
-		fromWire = rec.SetArgsWire(a.redactor(c.Entry), b) == nil
+		// their members): encoded from the bytes, as sent and, when
+		// repaired on the wire, as forwarded. Bytes the wire encoder does
+		// not take (deeper than it follows) are decoded below.
+		sent, repaired := b, []byte(nil)
+		if s, ok := c.SentWire(); ok {
+			sent, repaired = s, b
+		}
+		fromWire = rec.SetArgsWire(a.redactor(c.Entry), sent, repaired) == nil
 	}
 	if !fromWire && c.Entry != nil {
 		sent := c.Sent()
 		repaired := c.args
+		if _, ok := c.SentWire(); ok && repaired == nil {
+			repaired, _ = c.Args() // repaired on the wire, not yet decoded
+		}
 		if repaired == sent {
 			repaired = nil
 		}

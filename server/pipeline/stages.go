@@ -188,8 +188,14 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 	return p.checkLimits(c)
 }
 
-// checkLimits applies the argument limits to the call's decoded arguments.
+// checkLimits applies the argument limits to the call's arguments: on the
+// wire while they are bytes this gateway encoded (repaired on the wire,
+// so canonical), else decoded.
 func (p *Pipeline) checkLimits(c *Call) error {
+	if _, repaired := c.SentWire(); repaired && !c.Decoded() {
+		_, err := p.policyOf(c).Limits.CheckWire(c.Tool, c.received.Args)
+		return err
+	}
 	args, err := c.Args()
 	if err != nil {
 		return err
@@ -206,8 +212,25 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 		return ToolNotFound(c.Tool)
 	}
 	c.Entry = e
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && !e.Plan.NeedsRepairWire(b) {
-		return nil
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast {
+		if !e.Plan.NeedsRepairWire(b) {
+			return nil
+		}
+		// Only the members needing repair are decoded and encoded again;
+		// the arguments stay bytes for the stages after this one.
+		// They are written straight into the backend request.
+		head := beginInvokeRequest(c.Tool, len(b), c.CallID)
+		out, rep, taken, err := e.Plan.ApplyWireWithin(head, b, p.policyOf(c).repairLimits)
+		if taken {
+			c.Report = rep
+			if err != nil {
+				return p.repairRefusal(c, err)
+			}
+			if out != nil {
+				c.receiveRepaired(out, len(head))
+			}
+			return p.checkEntityBound(c)
+		}
 	}
 	args, err := c.Args()
 	if err != nil {
@@ -223,6 +246,12 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	}
 	c.SetArgs(out)
 	c.Report = rep
+	return p.checkEntityBound(c)
+}
+
+// checkEntityBound refuses an argument entity decoding left escaped at its
+// bound, unless the policy forwards such arguments.
+func (p *Pipeline) checkEntityBound(c *Call) error {
 	if !p.policyOf(c).ForwardEntityBound {
 		return refuseEntityBound(c)
 	}
@@ -276,7 +305,8 @@ func (p *Pipeline) validate(_ context.Context, c *Call) error {
 // grow and deepen them; unchanged arguments were checked by screen) and the
 // CEL rules, which so judge the decoded form the tool will receive.
 func (p *Pipeline) rules(ctx context.Context, c *Call) error {
-	if _, unchanged := c.Forwardable(); !unchanged {
+	_, repaired := c.SentWire()
+	if _, asReceived := c.Forwardable(); repaired || !asReceived {
 		if err := p.checkLimits(c); err != nil {
 			return err
 		}
