@@ -71,8 +71,8 @@ type Call struct {
 	// sentWire is the arguments' bytes as sent when normalization repaired
 	// them on the wire (receiveRepaired): received then holds the repaired
 	// arguments, and sent decodes from these bytes.
-	sentWire []byte
-	decodeErr         *Error
+	sentWire  []byte
+	decodeErr *Error
 	// rewrite: the received bytes hold more than their decoded form
 	// (unknown fields, repeated kinds or entry fields), so they are never
 	// forwarded as they came: the backend gets the decoded form re-encoded.
