@@ -42,7 +42,9 @@ type Received struct {
 // The arguments are held as received bytes, decoded, or both: Args decodes
 // the received bytes at most once, and a stage that can work on the bytes
 // never asks. Forwardable reports whether the received bytes are still
-// exactly what the backend must get.
+// exactly what the backend must get. A repair made on the wire replaces the
+// received bytes with the repaired ones (and a request built around them),
+// keeping the bytes as sent for the audit line (SentWire).
 type Call struct {
 	Tool   string
 	CallID string
@@ -232,8 +234,10 @@ func (c *Call) receiveRepaired(buf []byte, headLen int) {
 func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
 
 // Forwardable returns the received bytes when they are exactly what the
-// backend must receive: never decoded, or decoded and left unchanged. With
-// the pipeline's fast paths off it reports false: the backend re-encodes.
+// backend must receive: never decoded, or decoded and left unchanged, or
+// repaired on the wire (then decoding is only a read of the repaired
+// bytes). With the pipeline's fast paths off it reports false: the backend
+// re-encodes.
 func (c *Call) Forwardable() (Received, bool) {
 	changed := c.args != nil && c.args != c.sent && c.sentWire == nil
 	if !c.hasReceived || c.rewrite || changed || (c.p != nil && !c.p.fast) {
