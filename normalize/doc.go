@@ -27,6 +27,13 @@
 // needed; otherwise a copy-on-write result that may share unchanged
 // sub-values with the input. ApplyInPlace mutates instead.
 //
-// The package imports the standard library, protobuf's structpb and, for
-// the wire check, internal/structwire (protowire) only: no gRPC, no net/http.
+// On the wire bytes of a google.protobuf.Struct, NeedsRepairWire says
+// without allocating whether Apply would do anything, and ApplyWireWithin
+// repairs the bytes themselves: only the members needing repair are
+// decoded and encoded again, the others copied as they came. Both are held
+// equal to Apply on the decoded arguments by property tests.
+//
+// The package imports the standard library, protobuf (structpb, and proto
+// to encode a repaired member) and, for the wire paths, internal/structwire
+// (protowire) only: no gRPC, no net/http.
 package normalize
