@@ -18,6 +18,12 @@ type ConnectOptions struct {
 	// Listen keeps a standing GET stream open for the upstream's
 	// notifications; without it the session only carries calls.
 	Listen bool
+	// MaxResponseBytes is the largest response budget the session's calls
+	// are given (WithResponseLimit); 0: none. Above the SDK's own bound on
+	// one event, that bound is raised past it, so a call's budget, not the
+	// SDK's scanner, ends an oversized response (the scanner's error
+	// leaves the call waiting for its deadline).
+	MaxResponseBytes int64
 }
 
 // Connect opens an MCP session over streamable HTTP to url, presenting h.
@@ -29,6 +35,9 @@ func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.
 		HTTPClient:           HTTPClient(h, o.Base),
 		DisableStandaloneSSE: !o.Listen,
 		MaxRetries:           -1,
+	}
+	if o.MaxResponseBytes >= mcp.DefaultMaxEventSize {
+		transport.MaxEventSize = int(o.MaxResponseBytes) + 1
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-gateway", Version: "1"}, o.Client)
 	return client.Connect(ctx, transport, nil)

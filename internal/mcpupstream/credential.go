@@ -86,11 +86,13 @@ func (r Reference) String() string {
 }
 
 // HTTPClient is an HTTP client presenting h on every request (none when h
-// is the zero Header) over base (http.DefaultTransport when nil).
+// is the zero Header) over base (http.DefaultTransport when nil), its
+// responses held to the budget of a WithResponseLimit context.
 func HTTPClient(h Header, base http.RoundTripper) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	base = limitResponses{base: base}
 	if h.Name == "" {
 		return &http.Client{Transport: base}
 	}

@@ -158,8 +158,7 @@ func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.
 		return pipeline.Result{}, h.transportFailure(c, budget, source, err)
 	}
 	if len(body) > limit {
-		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonBackendResponseTooLarge, Tool: c.Tool,
-			Message: fmt.Sprintf("tool %q: the backend's response is over the gateway's limit of %d bytes for backend responses", c.Tool, limit)}
+		return pipeline.Result{}, h.ts.responseTooLarge(c)
 	}
 	return h.result(c, resp, body)
 }

@@ -102,6 +102,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if err := m.ts.checkSendSize(c, len(js)); err != nil {
 		return pipeline.Result{}, err
 	}
+	// The upstream's answer is held to the backend receive limit as a gRPC
+	// backend's is: the limit ends the call as soon as it is crossed.
+	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
+	defer stop()
 	ctx, cancel, budget, source := m.ts.budgetContext(ctx, c)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
@@ -166,7 +170,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
 	}
-	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base})
+	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize)})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
@@ -191,6 +195,9 @@ func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 // which may quote the arguments, is for the log); anything else —
 // refused connection, HTTP error, a closed session — is Unavailable.
 func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
+	if errors.Is(context.Cause(ctx), mcpupstream.ErrResponseTooLarge) {
+		return m.ts.responseTooLarge(c)
+	}
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
 		return m.ts.failure(c, budget, source, fmt.Errorf("%w: %v", context.DeadlineExceeded, err))

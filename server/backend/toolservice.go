@@ -282,8 +282,7 @@ func (t *ToolService) failure(c *pipeline.Call, budget time.Duration, source str
 		// that it was the response. ResourceExhausted, gRPC's code for an
 		// oversized message (Internal would blame a bug; the limit is
 		// configured and named). No backend details pass on.
-		e.Reason, e.Cause = pipeline.ReasonBackendResponseTooLarge, nil
-		e.Message = fmt.Sprintf("tool %q: the backend's response is over the gateway's limit of %d bytes for backend responses", c.Tool, t.cfg.MaxRecvMsgSize)
+		e.Reason, e.Cause, e.Message = pipeline.ReasonBackendResponseTooLarge, nil, t.responseTooLarge(c).Message
 	case st.Code() == codes.Unavailable:
 		e.Reason = pipeline.ReasonBackendUnavailable
 		e.Message = fmt.Sprintf("tool %q: backend unavailable; try again later", c.Tool)
@@ -409,4 +408,12 @@ func plainInvokeResponse(b []byte) bool {
 		b = b[n+m:]
 	}
 	return true
+}
+
+// responseTooLarge is the error for a backend's response over the backend
+// receive limit, whichever kind read it: ResourceExhausted naming the tool
+// and the limit, nothing of the backend.
+func (t *ToolService) responseTooLarge(c *pipeline.Call) *pipeline.Error {
+	return &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonBackendResponseTooLarge, Tool: c.Tool,
+		Message: fmt.Sprintf("tool %q: the backend's response is over the gateway's limit of %d bytes for backend responses", c.Tool, t.cfg.MaxRecvMsgSize)}
 }
