@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -67,6 +68,41 @@ func auditDropped(t *testing.T, env *gatewaytest.Env) float64 {
 	t.Helper()
 	return sample(scrape(t, env.AdminURL), "flowdrop_audit_dropped_total", nil)
 }
+
+// grpcHealth is the gateway's gRPC health of "", ToolGatewayService and
+// ToolRegistryService, in that order.
+func grpcHealth(t *testing.T, ctx context.Context, env *gatewaytest.Env) [3]healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	var got [3]healthpb.HealthCheckResponse_ServingStatus
+	for i, svc := range []string{"", gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, gatewayv1.ToolRegistryService_ServiceDesc.ServiceName} {
+		resp, err := healthpb.NewHealthClient(env.Conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatalf("health check %q: %v", svc, err)
+		}
+		got[i] = resp.GetStatus()
+	}
+	return got
+}
+
+// awaitHealth polls grpcHealth until it is want (bounded: 5 s).
+func awaitHealth(t *testing.T, ctx context.Context, env *gatewaytest.Env, want [3]healthpb.HealthCheckResponse_ServingStatus, reason string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		got := grpcHealth(t, ctx, env)
+		if got == want {
+			return
+		}
+		if i == 100 {
+			t.Fatalf("gRPC health (\"\", ToolGatewayService, ToolRegistryService) = %v; want %v (%s)", got, want, reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const (
+	serving    = healthpb.HealthCheckResponse_SERVING
+	notServing = healthpb.HealthCheckResponse_NOT_SERVING
+)
 
 func auditEnv(t *testing.T, dir, onFailure string, logs io.Writer) *gatewaytest.Env {
 	t.Helper()
@@ -145,6 +181,8 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "audit log cannot be written") || strings.Contains(body, dir) {
 		t.Errorf("/readyz while failing = %d %q; want 503 with the reason and no path", code, body)
 	}
+	awaitHealth(t, ctx, env, [3]healthpb.HealthCheckResponse_ServingStatus{notServing, notServing, serving},
+		"every call is refused, so gRPC health says so as /readyz does; the registry still serves")
 
 	// Space comes back: the sink notices by itself (no call needed, a
 	// drained gateway gets none) and the gateway is ready again.
@@ -160,6 +198,8 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	awaitHealth(t, ctx, env, [3]healthpb.HealthCheckResponse_ServingStatus{serving, serving, serving},
+		"the audit log writes again")
 	if _, err := env.Client.InvokeTool(ctx, noteCall(t, "c-after")); err != nil {
 		t.Fatalf("call after recovery: %v", err)
 	}
@@ -209,6 +249,9 @@ func TestAuditFailOpenOnFullDisk(t *testing.T) {
 	}
 	if code, body := readyz(t, env); code != http.StatusOK {
 		t.Errorf("/readyz under fail-open = %d %q; want 200", code, body)
+	}
+	if got := grpcHealth(t, ctx, env); got != [3]healthpb.HealthCheckResponse_ServingStatus{serving, serving, serving} {
+		t.Errorf("gRPC health under fail-open = %v; want all SERVING (calls go on)", got)
 	}
 	if !strings.Contains(logs.String(), "audit log write failed") {
 		t.Errorf("no ERROR line for the failed writes:\n%s", logs.String())

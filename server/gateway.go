@@ -62,8 +62,9 @@ type Gateway struct {
 	storeWaitStart atomic.Int64
 	failed         chan error // the first listener that stopped serving on its own
 	serving        sync.WaitGroup
-	stopPrune      chan struct{}
-	pruneDone      chan struct{}
+	loops          sync.WaitGroup // pruneLoop, auditHealthLoop
+	stopLoops      chan struct{}
+	auditHealth    chan struct{} // auditHealthChanged → auditHealthLoop
 	closeOnce      sync.Once
 	closeErr       error
 }
@@ -81,7 +82,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	log := cfg.logger()
-	g := &Gateway{log: log, failed: make(chan error, 3), stopPrune: make(chan struct{}), pruneDone: make(chan struct{})}
+	g := &Gateway{log: log, failed: make(chan error, 3), stopLoops: make(chan struct{}), auditHealth: make(chan struct{}, 1)}
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -220,7 +221,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}
 
+	g.loops.Add(2)
 	go g.pruneLoop()
+	go g.auditHealthLoop()
 	g.follow = newMCPFollower(g.reg, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	go g.follow.run()
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
@@ -295,8 +298,10 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 			g.log.Error("audit log write failed; records are being lost", "error", err.Error(),
 				"suppressed_since_last_report", suppressed, "on_failure", auditMode(cfg.Audit))
 		},
+		OnFail: g.auditHealthChanged,
 		OnRecover: func(dropped int64) {
 			g.log.Info("audit log writable again", "records_dropped", dropped)
+			g.auditHealthChanged()
 		}}
 	switch cfg.Audit.Path {
 	case "":
@@ -356,12 +361,12 @@ func (g *Gateway) closePolicy() {
 // and forgets audit redactors of gone revisions, each time the registry
 // changes.
 func (g *Gateway) pruneLoop() {
-	defer close(g.pruneDone)
+	defer g.loops.Done()
 	changes, unsubscribe := g.reg.Changes()
 	defer unsubscribe()
 	for {
 		select {
-		case <-g.stopPrune:
+		case <-g.stopLoops:
 			return
 		case _, ok := <-changes:
 			if !ok {
@@ -376,6 +381,36 @@ func (g *Gateway) pruneLoop() {
 			if g.auditor != nil {
 				g.auditor.Prune(entries)
 			}
+		}
+	}
+}
+
+// auditHealthChanged tells auditHealthLoop the audit log's writability
+// changed (the sink's OnFail and OnRecover: it never blocks the writer).
+func (g *Gateway) auditHealthChanged() {
+	select {
+	case g.auditHealth <- struct{}{}:
+	default: // a change is pending already: the loop reads the state, not the count
+	}
+}
+
+// auditHealthLoop keeps the gRPC health of the gateway's calls in step
+// with whether they can be served: NOT_SERVING while fail-closed audit
+// cannot write and refuses every call, so a balancer checking gRPC health
+// moves traffic away as one checking /readyz does; SERVING again once it
+// writes.
+func (g *Gateway) auditHealthLoop() {
+	defer g.loops.Done()
+	serving := true
+	for {
+		if now := g.auditor.Writable(); now != serving {
+			serving = now
+			g.grpc.SetInvokeServing(serving)
+		}
+		select {
+		case <-g.stopLoops:
+			return
+		case <-g.auditHealth:
 		}
 	}
 }
@@ -437,8 +472,8 @@ func (g *Gateway) Close(ctx context.Context) error {
 			errs = append(errs, g.mcp.Shutdown(ctx))
 		}
 		errs = append(errs, g.grpc.Shutdown(ctx))
-		close(g.stopPrune)
-		<-g.pruneDone
+		close(g.stopLoops)
+		g.loops.Wait()
 		if g.follow != nil {
 			g.follow.close()
 		}

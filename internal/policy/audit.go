@@ -171,8 +171,11 @@ type AuditSinkOptions struct {
 	OnError func(err error, suppressed int64)
 	// OnDrop is told each time a record is lost (queue full or write failed).
 	OnDrop func()
-	// OnRecover is told when a write succeeds after failures, with the
-	// number of records dropped meanwhile.
+	// OnFail is told when a write fails while the sink was healthy (Healthy
+	// turns false); OnRecover when a write succeeds after failures, with
+	// the number of records dropped meanwhile. Each transition is told
+	// once, in order, from the goroutine that wrote: they must not block.
+	OnFail    func()
 	OnRecover func(dropped int64)
 
 	now        func() time.Time
@@ -532,7 +535,9 @@ func (s *AuditSink) writeLine(line []byte) error {
 			n = 0
 		}
 		s.size += int64(n)
-		s.failing.Store(true)
+		if !s.failing.Swap(true) && s.opt.OnFail != nil {
+			s.opt.OnFail()
+		}
 		s.report(fmt.Errorf("audit: write: %w", err))
 		return err
 	}

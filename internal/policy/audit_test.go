@@ -3,11 +3,15 @@ package policy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,5 +289,70 @@ func TestPolicyAuditStuckWriterNeverBlocksCalls(t *testing.T) {
 	}
 	if err := sink.Write(rec); err == nil {
 		t.Fatal("write after Close accepted")
+	}
+}
+
+// switchWriter fails every write while fail is set.
+type switchWriter struct {
+	fail atomic.Bool
+	mu   sync.Mutex
+	n    int
+}
+
+func (w *switchWriter) Write(p []byte) (int, error) {
+	if w.fail.Load() {
+		return 0, errors.New("disk gone")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += len(p)
+	return len(p), nil
+}
+
+// TestAuditSinkTellsEachHealthTransitionOnce: OnFail hears the first
+// failed write after health, not every failure; OnRecover the write that
+// brings it back; a second outage is told again.
+func TestAuditSinkTellsEachHealthTransitionOnce(t *testing.T) {
+	w := &switchWriter{}
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	sink := NewWriterSink(w, AuditSinkOptions{retryEvery: 10 * time.Millisecond,
+		OnFail: func() { note("fail") }, OnRecover: func(int64) { note("recover") }})
+	defer sink.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec := AuditRecord{Time: time.Now(), Tool: "t", Decision: DecisionAllow}
+	waitHealthy := func() {
+		t.Helper()
+		for !sink.Healthy() {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the sink did not recover")
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	for range 2 {
+		w.fail.Store(true)
+		for range 5 {
+			if err := sink.WriteWait(ctx, rec); !errors.Is(err, ErrAuditUnwritable) {
+				t.Fatalf("write while failing: %v; want ErrAuditUnwritable", err)
+			}
+		}
+		w.fail.Store(false)
+		waitHealthy()
+		if err := sink.WriteWait(ctx, rec); err != nil {
+			t.Fatalf("write after recovery: %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"fail", "recover", "fail", "recover"}; !slices.Equal(events, want) {
+		t.Errorf("transitions told %v; want %v (once each, in order)", events, want)
 	}
 }

@@ -73,6 +73,18 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// SetInvokeServing sets the health of the gateway's calls: the server's
+// overall status ("") and ToolGatewayService's, SERVING or NOT_SERVING
+// (the registry service's stays as it is). After Shutdown it does nothing.
+func (s *Server) SetInvokeServing(serving bool) {
+	st := healthpb.HealthCheckResponse_SERVING
+	if !serving {
+		st = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, st)
+}
+
 // DecodedWhole counts InvokeTool requests decoded whole (their envelope
 // was not plain) since New.
 func (s *Server) DecodedWhole() int64 { return s.gateway.decodedWhole.Load() }
