@@ -357,8 +357,8 @@ func (g *Gateway) closePolicy() {
 	}
 }
 
-// pruneLoop closes backend connections no registered tool uses any more,
-// and forgets audit redactors of gone revisions, each time the registry
+// pruneLoop closes backend connections and MCP upstream sessions no
+// registered tool uses any more, and forgets audit redactors of gone revisions, each time the registry
 // changes.
 func (g *Gateway) pruneLoop() {
 	defer g.loops.Done()
@@ -378,6 +378,7 @@ func (g *Gateway) pruneLoop() {
 				inUse[e.Tool.Target()] = true
 			}
 			g.tools.Retain(func(target string) bool { return inUse[target] })
+			g.kinds.MCPUpstream.Retain(entries)
 			if g.auditor != nil {
 				g.auditor.Prune(entries)
 			}

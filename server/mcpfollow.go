@@ -142,9 +142,12 @@ func (f *mcpFollower) close() {
 }
 
 // listen keeps one notification session per upstream in use (bounded:
-// one attempt per upstream per change or interval).
+// one attempt per upstream per change or interval), and ends the sessions
+// of upstreams no registered tool uses any more.
 func (f *mcpFollower) listen(ctx context.Context) {
-	for k := range f.groups() {
+	groups := f.groups()
+	f.endUnused(groups)
+	for k := range groups {
 		f.mu.Lock()
 		_, ok := f.listeners[k.ref][k.url]
 		f.mu.Unlock()
@@ -183,6 +186,35 @@ func (f *mcpFollower) listen(ctx context.Context) {
 			}
 			f.mu.Unlock()
 		}()
+	}
+}
+
+// endUnused closes the notification sessions of upstreams in no group.
+func (f *mcpFollower) endUnused(groups map[mcpGroupKey]*mcpUpstreamGroup) {
+	type upstream struct {
+		ref mcpupstream.Reference
+		url string
+	}
+	inUse := map[upstream]bool{}
+	for k := range groups {
+		inUse[upstream{k.ref, k.url}] = true
+	}
+	var unused []*mcp.ClientSession
+	f.mu.Lock()
+	for ref, byURL := range f.listeners {
+		for url, cs := range byURL {
+			if !inUse[upstream{ref, url}] {
+				unused = append(unused, cs)
+				delete(byURL, url)
+			}
+		}
+		if len(byURL) == 0 {
+			delete(f.listeners, ref)
+		}
+	}
+	f.mu.Unlock()
+	for _, cs := range unused {
+		_ = cs.Close()
 	}
 }
 

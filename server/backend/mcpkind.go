@@ -60,6 +60,67 @@ type mcpUpstreamKey struct {
 type mcpUpstreamSession struct {
 	mu sync.Mutex
 	cs *mcp.ClientSession
+	// calls counts the calls between session and release; once retired
+	// (no registered tool uses the upstream), the last of them closes cs —
+	// also a cs a call made on s after it was retired, which is no longer
+	// reachable from the sessions map.
+	calls   int
+	retired bool
+}
+
+// keyFor is the session key of an upstream under spec.tls.
+func keyFor(up *registry.MCPTool, ts *registry.TransportSecurity) mcpUpstreamKey {
+	k := mcpUpstreamKey{url: up.URL, env: up.CredentialEnv, file: up.CredentialFile}
+	if ts != nil {
+		k.tls = *ts
+	}
+	return k
+}
+
+// Retain ends the sessions of upstreams no tool in live uses any more (a
+// session in use ends after its last call), so deleted tools leave no
+// connection behind.
+func (m *MCPUpstream) Retain(live []*registry.Entry) {
+	inUse := map[mcpUpstreamKey]bool{}
+	for _, e := range live {
+		if sp := e.Tool.Spec; sp != nil && sp.MCPTool != nil {
+			inUse[keyFor(sp.MCPTool, sp.TLS)] = true
+		}
+	}
+	var gone []*mcpUpstreamSession
+	m.mu.Lock()
+	for k, s := range m.sessions {
+		if !inUse[k] {
+			delete(m.sessions, k)
+			gone = append(gone, s)
+		}
+	}
+	m.mu.Unlock()
+	// Outside m.mu: s.mu is held while a session is being made.
+	for _, s := range gone {
+		s.mu.Lock()
+		s.retired = true
+		m.closeIdle(s)
+		s.mu.Unlock()
+	}
+}
+
+// closeIdle closes s's session in the background when s is retired and no
+// call uses it; s.mu is held.
+func (m *MCPUpstream) closeIdle(s *mcpUpstreamSession) {
+	if s.retired && s.calls == 0 && s.cs != nil {
+		cs := s.cs
+		s.cs = nil
+		m.ending.Go(func() { _ = cs.Close() })
+	}
+}
+
+// release ends a call's use of s (after session).
+func (m *MCPUpstream) release(s *mcpUpstreamSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	m.closeIdle(s)
 }
 
 // NewMCPUpstream is the kind with ts's budget and classification.
@@ -119,6 +180,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
 		res, err = cs.CallTool(ctx, params)
+		m.release(s)
 		if err == nil {
 			break
 		}
@@ -138,12 +200,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	return pipeline.Result{Value: v, IsError: res.IsError}, nil
 }
 
-// session is the upstream's session, made when there is none (fresh).
+// session is the upstream's session, made when there is none (fresh); the
+// call holds it until release.
 func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
-	k := mcpUpstreamKey{url: up.URL, env: up.CredentialEnv, file: up.CredentialFile}
-	if ts != nil {
-		k.tls = *ts
-	}
+	k := keyFor(up, ts)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -159,6 +219,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs != nil {
+		s.calls++
 		return s, s.cs, false, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
@@ -175,6 +236,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
 	s.cs = cs
+	s.calls++
 	return s, cs, true, nil
 }
 
