@@ -183,6 +183,16 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 	}
 	awaitHealth(t, ctx, env, [3]healthpb.HealthCheckResponse_ServingStatus{notServing, notServing, serving},
 		"every call is refused, so gRPC health says so as /readyz does; the registry still serves")
+	// A registry write is refused too: no change is made that could not be
+	// recorded.
+	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	_, err = rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: auditedTool(t, "unrecorded_tool", env.BackendAddr)})
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "audit log unavailable") {
+		t.Errorf("RegisterTool while the audit log fails: %v; want Unavailable \"audit log unavailable\"", err)
+	}
+	if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "unrecorded_tool"}); status.Code(err) != codes.NotFound {
+		t.Errorf("GetTool of the refused registration: %v; want NotFound (nothing was registered)", err)
+	}
 
 	// Space comes back: the sink notices by itself (no call needed, a
 	// drained gateway gets none) and the gateway is ready again.
@@ -203,12 +213,15 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 	if _, err := env.Client.InvokeTool(ctx, noteCall(t, "c-after")); err != nil {
 		t.Fatalf("call after recovery: %v", err)
 	}
+	if _, err := rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: auditedTool(t, "recorded_tool", env.BackendAddr)}); err != nil {
+		t.Fatalf("RegisterTool after recovery: %v", err)
+	}
 	if !strings.Contains(logs.String(), "audit log writable again") {
 		t.Errorf("no recovery line logged:\n%s", logs.String())
 	}
 
 	lines, raw := auditLines(t, env, filepath.Join(dir, "audit.jsonl"))
-	var gap, after bool
+	var gap, after, registered bool
 	for _, l := range lines {
 		if l["reason"] == policy.ReasonAuditGap {
 			gap = true
@@ -217,12 +230,13 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 			}
 		}
 		after = after || l["call_id"] == "c-after"
+		registered = registered || (l["operation"] == "RegisterTool" && l["tool"] == "recorded_tool" && l["decision"] == "allow")
 		if l["call_id"] == "c-withheld" || l["call_id"] == "c-refused" {
 			t.Errorf("a line that failed to write appears after all: %v", l)
 		}
 	}
-	if !gap || !after {
-		t.Errorf("audit file lacks the gap line or the call after recovery:\n%s", raw)
+	if !gap || !after || !registered {
+		t.Errorf("audit file lacks the gap line, the call or the registration after recovery:\n%s", raw)
 	}
 }
 

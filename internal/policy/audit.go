@@ -50,6 +50,11 @@ type AuditRecord struct {
 	Replayed bool `json:"replayed,omitempty"`
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
+	// Operation is set on a registry write's line only: the method
+	// (RegisterTool, DeleteTool); Tool is the tool it wrote, Revision the
+	// revision a registration made.
+	Operation string `json:"operation,omitempty"`
+	Revision  int64  `json:"revision,omitempty"`
 
 	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
 	// which the line splices in as they are.

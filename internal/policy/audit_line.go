@@ -89,5 +89,10 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b = append(b, `,"records_dropped":`...)
 		b = strconv.AppendInt(b, a.RecordsDropped, 10)
 	}
+	b = str(b, "operation", a.Operation, true)
+	if a.Revision != 0 {
+		b = append(b, `,"revision":`...)
+		b = strconv.AppendInt(b, a.Revision, 10)
+	}
 	return append(b, '}', '\n'), nil
 }

@@ -16,7 +16,7 @@ func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", LatencyMS: 0.123,
 		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),
 		ShadowDenials:  []ShadowDenial{{Reason: "r", Rule: "n", Message: "m"}, {Reason: "r2", Message: "m2"}},
-		IdempotencyKey: "k", Replayed: true, RecordsDropped: 7,
+		IdempotencyKey: "k", Replayed: true, RecordsDropped: 7, Operation: "RegisterTool", Revision: 12,
 	}
 	cases := []struct {
 		name, reason string
@@ -26,6 +26,8 @@ func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 		{"full", "every member set, strings needing escapes", full},
 		{"gap", "an audit-gap line", AuditRecord{Time: time.Unix(1_700_000_000, 5), Decision: DecisionError, Reason: ReasonAuditGap, RecordsDropped: 3}},
 		{"invalid utf-8", "a bounded prefix cut inside a rune is written as encoding/json writes it", AuditRecord{Tool: "ab\xe2\x82", CallerSubject: "\xff"}},
+		{"registry write", "a registry write's line: operation and revision", AuditRecord{Time: time.Unix(1_700_000_000, 0), CallerSubject: "ops",
+			CallerMethod: "api-key", Tool: "create_note", Decision: DecisionAllow, Operation: "RegisterTool", Revision: 3}},
 		{"latency", "large and tiny latencies take the e format", AuditRecord{LatencyMS: 1e21}},
 		{"latency small", "", AuditRecord{LatencyMS: 1e-7}},
 	}

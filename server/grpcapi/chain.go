@@ -45,7 +45,8 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // interceptor): logging → metrics → one composed interceptor behind one
 // selector (health and reflection skip it): the call's outcome (InvokeTool:
 // from here on every end, authentication included, is recorded once) →
-// authentication → the other methods' roles and rate limit → one adapter
+// authentication → the other methods' registry-write audit, roles and
+// rate limit → one adapter
 // per pipeline stage, in the pipeline's own order (InvokeTool) → the
 // handler (dispatch). Composing them into one interceptor matters: each
 // selector builds a CallMeta per call, and gRPC's own chaining allocates a
@@ -56,7 +57,8 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	tool := []grpc.UnaryServerInterceptor{
 		outcomeInterceptor(cfg.Pipeline),
 		authU,
-		otherMethods(chainUnary(roleU, newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
+		otherMethods(chainUnary(registryWriteAudit(cfg.Pipeline.Audit()), roleU,
+			newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
 	}
 	for i := range cfg.Pipeline.Stages() {
 		tool = append(tool, stageInterceptor(cfg.Pipeline, i))

@@ -131,6 +131,16 @@ func errorInfoReason(r string) string {
 	return strings.ToUpper(strings.ReplaceAll(r, "-", "_"))
 }
 
+// reasonFromErrorInfo is the gateway's own form of an ErrorInfo's reason:
+// the policy_reason metadata when present, else errorInfoReason undone
+// ("RATE_LIMITED" → "rate-limited").
+func reasonFromErrorInfo(info *errdetails.ErrorInfo) string {
+	if r := info.GetMetadata()["policy_reason"]; r != "" {
+		return r
+	}
+	return strings.ToLower(strings.ReplaceAll(info.GetReason(), "_", "-"))
+}
+
 func invalidArgumentsStatus(e *pipeline.Error) *status.Status {
 	br := &errdetails.BadRequest{}
 	for _, v := range e.Violations {

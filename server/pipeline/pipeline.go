@@ -97,6 +97,10 @@ func (p *Pipeline) Limits() policy.Limits { return p.Policy().Limits }
 // Stages returns the stage list (for faces that run one stage at a time).
 func (p *Pipeline) Stages() []Stage { return p.stages }
 
+// Audit is the pipeline's audit recorder (nil: no audit), which the faces
+// also give registry writes to.
+func (p *Pipeline) Audit() *AuditRecorder { return p.cfg.Audit }
+
 // FastPaths reports whether the raw wire checks are on.
 func (p *Pipeline) FastPaths() bool { return p.fast }
 
