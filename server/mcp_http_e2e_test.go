@@ -107,11 +107,11 @@ func invokeWithStringArg(tool, key string, value []byte) []byte {
 	return protowire.AppendBytes(protowire.AppendTag(req, 2, protowire.BytesType), args)
 }
 
-// TestInvalidTextIsRefusedOnBothFaces: a string that is not valid UTF-8, or
-// a \u escape of an unpaired surrogate, is refused on MCP (invalid params
-// naming the argument's path, as for other malformed arguments) instead of
-// being replaced by U+FFFD, as gRPC refuses invalid UTF-8; the backend is
-// never called.
+// TestInvalidTextIsRefusedOnBothFaces: a string that is not valid UTF-8, a
+// \u escape of an unpaired surrogate, or an object key given twice is
+// refused on MCP (invalid params naming the argument's path, as for other
+// malformed arguments) instead of being replaced by U+FFFD or resolved by
+// keeping one, as gRPC refuses invalid UTF-8; the backend is never called.
 func TestInvalidTextIsRefusedOnBothFaces(t *testing.T) {
 	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithMCP())
@@ -125,6 +125,10 @@ func TestInvalidTextIsRefusedOnBothFaces(t *testing.T) {
 		{name: "lone-low-surrogate-nested", reason: "the path reaches into lists", args: `{"title":"t","tags":["a","\udc00"]}`, wantIn: "/tags/1 holds"},
 		{name: "high-then-non-surrogate", reason: "a high surrogate followed by another escape is still unpaired", args: `{"title":"\ud800\u0041"}`, wantIn: "/title holds"},
 		{name: "invalid-utf8-key", reason: "keys are text too", args: "{\"title\":\"t\",\"k\xc3\":\"v\"}", wantIn: "key at (root) is not valid UTF-8"},
+		{name: "duplicate-key", reason: "which title was meant? encoding/json would keep the last, another reader the first",
+			args: `{"title":"shown","title":"sent"}`, wantIn: "key at /title appears more than once"},
+		{name: "duplicate-key-escaped", reason: "keys compare decoded", args: `{"title":"t","tags":["a"],"t\u0061gs":["b"]}`,
+			wantIn: "key at /tags appears more than once"},
 		{name: "valid-pair", reason: "a surrogate pair is one character: served", args: `{"title":"smile \ud83d\ude00"}`},
 		{name: "plain", reason: "the control: ordinary text is served", args: `{"title":"caf\u00e9 ok"}`},
 	}

@@ -15,8 +15,13 @@ import (
 // parseMCPArguments turns tools/call arguments (raw JSON) into a Struct.
 // Absent or null means no arguments. A number that float64 (the Struct's
 // number type) cannot hold as written is refused, naming it, rather than
-// silently changed before the tool sees it.
-func parseMCPArguments(raw json.RawMessage) (*structpb.Struct, error) {
+// silently changed before the tool sees it; so is an object with a
+// duplicate key, which encoding/json would resolve by keeping the last
+// (what was validated must be what any reader of the text would see).
+// members is scanArgumentLimits's count of the text's object members: the
+// decoded objects holding fewer means a key was repeated (-1: not known,
+// the text is searched for one).
+func parseMCPArguments(raw json.RawMessage, members int) (*structpb.Struct, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return &structpb.Struct{Fields: map[string]*structpb.Value{}}, nil
@@ -34,18 +39,94 @@ func parseMCPArguments(raw json.RawMessage) (*structpb.Struct, error) {
 	if !ok {
 		return nil, fmt.Errorf("must be a JSON object, got %s", jsonKind(v))
 	}
+	decoded := len(obj)
 	s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(obj))}
 	for k, x := range obj {
-		val, err := toValue(x, "/"+escapePointer(k))
+		val, err := toValue(x, "/"+escapePointer(k), &decoded)
 		if err != nil {
 			return nil, err
 		}
 		s.Fields[k] = val
 	}
+	if decoded != members {
+		if at, dup := duplicateKeyAt(raw); dup {
+			return nil, fmt.Errorf("the key at %s appears more than once in its object", at)
+		}
+	}
 	return s, nil
 }
 
-func toValue(x any, at string) (*structpb.Value, error) {
+// duplicateKeyAt is the RFC 6901 pointer of the first member of valid JSON
+// text whose key its object already has (keys compared decoded, so "a"
+// and "\u0061" are one key). It allocates per token: only a text whose
+// member count gave a duplicate away, or was not counted, is searched.
+func duplicateKeyAt(raw []byte) (string, bool) {
+	type container struct {
+		object bool
+		seen   map[string]bool
+		key    bool   // an object expects a key next
+		seg    string // the pointer segment of the member or element being read
+		index  int    // an array's next element
+	}
+	var stack []*container
+	pointer := func(last string) string {
+		var b strings.Builder
+		for _, c := range stack[:len(stack)-1] {
+			b.WriteString("/" + c.seg)
+		}
+		return b.String() + "/" + last
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *container
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			k, ok := tok.(string)
+			if !ok { // the object's '}'
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					stack[len(stack)-1].key = true
+				}
+				continue
+			}
+			if top.seen[k] {
+				return pointer(escapePointer(k)), true
+			}
+			top.seen[k], top.key, top.seg = true, false, escapePointer(k)
+			continue
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if top != nil && !top.object {
+				top.seg = strconv.Itoa(top.index)
+				top.index++
+			}
+			stack = append(stack, &container{object: tok == json.Delim('{'), seen: map[string]bool{}, key: true})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].key = true
+			}
+		default: // a scalar: a member's value or an element
+			if top != nil && top.object {
+				top.key = true
+			} else if top != nil {
+				top.index++
+			}
+		}
+	}
+}
+
+// toValue converts a decoded JSON value, adding the members of the objects
+// in it to members.
+func toValue(x any, at string, members *int) (*structpb.Value, error) {
 	switch x := x.(type) {
 	case nil:
 		return structpb.NewNullValue(), nil
@@ -62,7 +143,7 @@ func toValue(x any, at string) (*structpb.Value, error) {
 	case []any:
 		l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
 		for i, e := range x {
-			v, err := toValue(e, at+"/"+strconv.Itoa(i))
+			v, err := toValue(e, at+"/"+strconv.Itoa(i), members)
 			if err != nil {
 				return nil, err
 			}
@@ -70,9 +151,10 @@ func toValue(x any, at string) (*structpb.Value, error) {
 		}
 		return structpb.NewListValue(l), nil
 	case map[string]any:
+		*members += len(x)
 		s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(x))}
 		for k, e := range x {
-			v, err := toValue(e, at+"/"+escapePointer(k))
+			v, err := toValue(e, at+"/"+escapePointer(k), members)
 			if err != nil {
 				return nil, err
 			}

@@ -17,17 +17,22 @@ import (
 // RFC 6901 pointer. Counting follows the gRPC face: the arguments object
 // is depth 1, elements and keys are totals, string lengths are of the
 // decoded string. Syntax is not judged here: on malformed text it stops
-// and leaves the error to the decoder.
-func scanArgumentLimits(tool string, raw []byte, lim policy.Limits) error {
+// and leaves the error to the decoder. members is the number of object
+// members it read (duplicates counted, for parseMCPArguments), -1 when it
+// stopped before the end.
+func scanArgumentLimits(tool string, raw []byte, lim policy.Limits) (members int, _ error) {
 	if len(raw) > lim.MaxArgumentBytes {
 		// JSON text is never smaller than the Struct it encodes by much; the
 		// decoded form's size is checked again by the pipeline.
-		return lim.Exceeded(tool, policy.LimitMaxArgumentBytes, "", false)
+		return -1, lim.Exceeded(tool, policy.LimitMaxArgumentBytes, "", false)
 	}
 	s := argScanner{b: raw, lim: lim}
 	s.ws()
-	if s.value(0) || s.limit == "" {
-		return nil
+	if s.value(0) {
+		return s.keys, nil
+	}
+	if s.limit == "" {
+		return -1, nil
 	}
 	var path []byte
 	for i := len(s.tokens) - 1; i >= 0; i-- {
@@ -43,7 +48,7 @@ func scanArgumentLimits(tool string, raw []byte, lim policy.Limits) error {
 			}
 		}
 	}
-	return lim.Exceeded(tool, s.limit, string(path), false)
+	return -1, lim.Exceeded(tool, s.limit, string(path), false)
 }
 
 type argScanner struct {

@@ -10,20 +10,26 @@ import (
 // fuzzLimits are small, so the fuzzer reaches every limit.
 var fuzzLimits = policy.Limits{MaxArgumentBytes: 1 << 20, MaxStringLength: 8, MaxDepth: 4, MaxListElements: 8, MaxObjectKeys: 8}.WithDefaults()
 
-// FuzzArguments: the limit scan and the argument parser never panic, and
-// the scan agrees with the general decoder: arguments it passes and the
-// parser accepts are within the same limits once decoded.
+// FuzzArguments: the limit scan and the argument parser never panic, the
+// scan agrees with the general decoder (arguments it passes and the parser
+// accepts are within the same limits once decoded), and the parser accepts
+// no text with a repeated key.
 func FuzzArguments(f *testing.F) {
 	for _, s := range []string{`{}`, `null`, `{"a":[1,2,{"b":"c"}]}`, `{"a":"\u00e9\ud83d\ude00"}`, `{"a":[[[[[1]]]]]}`,
-		`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`, `{"a":"0123456789"}`, `[1]`, `{"a":1e400}`} {
+		`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`, `{"a":"0123456789"}`, `[1]`, `{"a":1e400}`,
+		`{"a":1,"a":2}`, `{"a":[{"b":1,"\u0062":2}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		raw = raw[:min(len(raw), 512)] // bounded minimization (see normalize's maxFuzzInput)
-		if err := scanArgumentLimits("t", raw, fuzzLimits); err != nil {
+		members, err := scanArgumentLimits("t", raw, fuzzLimits)
+		if err != nil {
 			return
 		}
-		args, err := parseMCPArguments(json.RawMessage(raw))
+		args, err := parseMCPArguments(json.RawMessage(raw), members)
+		if at, dup := duplicateKeyAt(raw); dup && err == nil {
+			t.Fatalf("%q: parsed, though the key at %s is repeated", raw, at)
+		}
 		if err != nil {
 			return
 		}

@@ -445,7 +445,8 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 	if pol == nil {
 		pol = m.pipe.Policy()
 	}
-	if err := scanArgumentLimits(p.Name, p.Arguments, pol.Limits); err != nil {
+	members, err := scanArgumentLimits(p.Name, p.Arguments, pol.Limits)
+	if err != nil {
 		// Refused before decoding, with the pipeline's own limit refusal:
 		// recorded like any other call's outcome, mapped by callError.
 		c := pipeline.NewCall(p.Name, callID, nil)
@@ -455,7 +456,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		m.pipe.Finish(ctx, c, perr)
 		return m.callError(ctx, perr, c.Report)
 	}
-	args, err := parseMCPArguments(p.Arguments)
+	args, err := parseMCPArguments(p.Arguments, members)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
 	}
