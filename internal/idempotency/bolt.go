@@ -68,7 +68,7 @@ func (b *Bolt) read(v []byte) (Entry, bool, error) {
 	return e, err == nil, err
 }
 
-func (b *Bolt) Claim(_ context.Context, key string, hash Hash, lease time.Duration) (existing Entry, claimed bool, err error) {
+func (b *Bolt) Claim(_ context.Context, key string, hash Hash, token Token, lease time.Duration) (existing Entry, claimed bool, err error) {
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket(boltBucket)
 		if v := bk.Get([]byte(key)); v != nil {
@@ -82,23 +82,53 @@ func (b *Bolt) Claim(_ context.Context, key string, hash Hash, lease time.Durati
 			}
 		}
 		claimed = true
-		return bk.Put([]byte(key), record(Entry{State: Running, ArgsHash: hash}, b.now().Add(lease)))
+		return bk.Put([]byte(key), record(Entry{State: Running, ArgsHash: hash, Token: token}, b.now().Add(lease)))
 	})
 	return existing, claimed && err == nil, err
 }
 
-func (b *Bolt) Complete(_ context.Context, key string, e Entry, ttl time.Duration) error {
+func (b *Bolt) Complete(_ context.Context, key string, token Token, e Entry, ttl time.Duration) error {
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(boltBucket).Put([]byte(key), record(e, b.now().Add(ttl)))
+		bk := tx.Bucket(boltBucket)
+		if _, err := b.heldOrFree(bk, key, token); err != nil {
+			return err
+		}
+		return bk.Put([]byte(key), record(e, b.now().Add(ttl)))
 	})
 	b.wake(key)
 	return err
 }
 
-func (b *Bolt) Release(_ context.Context, key string) error {
-	err := b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(boltBucket).Delete([]byte(key)) })
+func (b *Bolt) Release(_ context.Context, key string, token Token) error {
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(boltBucket)
+		held, err := b.heldOrFree(bk, key, token)
+		if err != nil || !held {
+			return err
+		}
+		return bk.Delete([]byte(key))
+	})
 	b.wake(key)
 	return err
+}
+
+// heldOrFree reports whether key holds token's claim (held) or no live
+// entry (free: false, nil); another live entry is ErrClaimLost.
+func (b *Bolt) heldOrFree(bk *bolt.Bucket, key string, token Token) (held bool, _ error) {
+	v := bk.Get([]byte(key))
+	if v == nil {
+		return false, nil
+	}
+	e, live, err := b.read(v)
+	switch {
+	case err != nil:
+		return false, err
+	case !live:
+		return false, nil
+	case !e.Holds(token):
+		return false, ErrClaimLost
+	}
+	return true, nil
 }
 
 func (b *Bolt) wake(key string) {

@@ -29,10 +29,17 @@ const (
 // Hash is a SHA-256 of the call's normalized arguments.
 type Hash [32]byte
 
+// Token tells one claim from another: Complete and Release act only while
+// the key still holds the claim they were given, so a call that outlived
+// its lease cannot overwrite, or drop, the claim a later call made.
+type Token [16]byte
+
 // Entry is one key's record.
 type Entry struct {
 	State    State
 	ArgsHash Hash
+	// Token is a Running entry's claim.
+	Token Token
 	// Result is the stored outcome (Done).
 	Result []byte
 	// ResultSize is the size of the result that was not stored (TooLarge).
@@ -42,15 +49,19 @@ type Entry struct {
 // Store keeps entries. Every method is safe for concurrent use; an error
 // means the store could not answer (the caller fails closed).
 type Store interface {
-	// Claim records key as Running with hash for lease, unless the key
-	// has a live entry: then it returns that entry and claimed == false.
-	Claim(ctx context.Context, key string, hash Hash, lease time.Duration) (existing Entry, claimed bool, err error)
-	// Complete replaces a claim with its final entry (Done or TooLarge),
-	// kept for ttl, and wakes the key's waiters.
-	Complete(ctx context.Context, key string, e Entry, ttl time.Duration) error
-	// Release drops a claim whose outcome is not stored (the next call with
-	// the key runs) and wakes the key's waiters.
-	Release(ctx context.Context, key string) error
+	// Claim records key as Running with hash under token for lease,
+	// unless the key has a live entry: then it returns that entry and
+	// claimed == false.
+	Claim(ctx context.Context, key string, hash Hash, token Token, lease time.Duration) (existing Entry, claimed bool, err error)
+	// Complete replaces the claim token made with its final entry (Done
+	// or TooLarge), kept for ttl, and wakes the key's waiters. It also
+	// stores e when the claim's lease ended and the key is free; when the
+	// key holds another live entry it stores nothing: ErrClaimLost.
+	Complete(ctx context.Context, key string, token Token, e Entry, ttl time.Duration) error
+	// Release drops the claim token made, whose outcome is not stored (the
+	// next call with the key runs), and wakes the key's waiters; a free
+	// key is left free; another live entry is left: ErrClaimLost.
+	Release(ctx context.Context, key string, token Token) error
 	// Wait blocks while the key is Running, until ctx ends (its error).
 	// found == false: the claim was released or expired.
 	Wait(ctx context.Context, key string) (e Entry, found bool, err error)
@@ -62,13 +73,23 @@ type Store interface {
 // and live entries it may not evict.
 var ErrFull = errors.New("idempotency store full")
 
+// ErrClaimLost is Complete's and Release's error when the key no longer
+// holds their claim (its lease ended and another call claimed the key, or
+// stored an outcome): the other entry stands.
+var ErrClaimLost = errors.New("idempotency claim lost: its lease ended and the key is another call's")
+
+// Holds reports whether e, a key's live entry, is the claim token made.
+func (e Entry) Holds(token Token) bool { return e.State == Running && e.Token == token }
+
 // Encode is an entry's stored form (Bolt, Redis): state, hash, then the
-// result (Done) or its size (TooLarge).
+// claim's token (Running), the result (Done) or its size (TooLarge).
 func Encode(e Entry) []byte {
-	b := make([]byte, 0, 1+len(e.ArgsHash)+max(len(e.Result), 8))
+	b := make([]byte, 0, 1+len(e.ArgsHash)+max(len(e.Result), len(e.Token)))
 	b = append(b, byte(e.State))
 	b = append(b, e.ArgsHash[:]...)
 	switch e.State {
+	case Running:
+		b = append(b, e.Token[:]...)
 	case Done:
 		b = append(b, e.Result...)
 	case TooLarge:
@@ -91,6 +112,12 @@ func Decode(b []byte) (Entry, error) {
 	rest := b[1+len(e.ArgsHash):]
 	switch e.State {
 	case Running:
+		// A claim written without a token (before tokens) is nobody's
+		// now: it only waits out its lease.
+		if len(rest) != 0 && len(rest) != len(e.Token) {
+			return e, errCorrupt
+		}
+		copy(e.Token[:], rest)
 	case Done:
 		e.Result = append([]byte{}, rest...)
 	case TooLarge:

@@ -75,7 +75,7 @@ func (m *Memory) makeRoom() error {
 	return nil
 }
 
-func (m *Memory) Claim(_ context.Context, key string, hash Hash, lease time.Duration) (Entry, bool, error) {
+func (m *Memory) Claim(_ context.Context, key string, hash Hash, token Token, lease time.Duration) (Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if me, ok := m.live(key); ok {
@@ -84,15 +84,19 @@ func (m *Memory) Claim(_ context.Context, key string, hash Hash, lease time.Dura
 	if err := m.makeRoom(); err != nil {
 		return Entry{}, false, err
 	}
-	me := &memEntry{key: key, e: Entry{State: Running, ArgsHash: hash}, expires: m.now().Add(lease)}
+	me := &memEntry{key: key, e: Entry{State: Running, ArgsHash: hash, Token: token}, expires: m.now().Add(lease)}
 	m.entries[key] = m.order.PushBack(me)
 	return Entry{}, true, nil
 }
 
-func (m *Memory) Complete(_ context.Context, key string, e Entry, ttl time.Duration) error {
+func (m *Memory) Complete(_ context.Context, key string, token Token, e Entry, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el, ok := m.entries[key]; ok {
+	if me, ok := m.live(key); ok {
+		if !me.e.Holds(token) {
+			return ErrClaimLost
+		}
+		el := m.entries[key]
 		m.order.Remove(el)
 		delete(m.entries, key)
 	} else if err := m.makeRoom(); err != nil {
@@ -103,12 +107,17 @@ func (m *Memory) Complete(_ context.Context, key string, e Entry, ttl time.Durat
 	return nil
 }
 
-func (m *Memory) Release(_ context.Context, key string) error {
+func (m *Memory) Release(_ context.Context, key string, token Token) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el, ok := m.entries[key]; ok {
-		m.remove(el)
+	me, ok := m.live(key)
+	if !ok {
+		return nil
 	}
+	if !me.e.Holds(token) {
+		return ErrClaimLost
+	}
+	m.remove(m.entries[key])
 	return nil
 }
 

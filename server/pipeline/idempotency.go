@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -123,13 +124,15 @@ func (p *Pipeline) dispatchOnce(ctx context.Context, c *Call) (Result, *Error) {
 		return Result{}, p.fail(c, err)
 	}
 	key := scopedKey(c)
+	var token idempotency.Token
+	rand.Read(token[:]) // never fails (crypto/rand)
 	for range claimRounds {
-		e, claimed, err := id.Store.Claim(ctx, key, hash, id.Lease)
+		e, claimed, err := id.Store.Claim(ctx, key, hash, token, id.Lease)
 		if err != nil {
 			return Result{}, p.fail(c, idempotencyUnavailable(c, err))
 		}
 		if claimed {
-			return p.runClaimed(ctx, c, key)
+			return p.runClaimed(ctx, c, key, token)
 		}
 		if e.State == idempotency.Running {
 			if e.ArgsHash != hash {
@@ -197,13 +200,13 @@ type dispatched struct {
 // runClaimed runs the claimed call detached from the caller's
 // cancellation, stores its outcome, and answers the caller if it is still
 // there.
-func (p *Pipeline) runClaimed(ctx context.Context, c *Call, key string) (Result, *Error) {
+func (p *Pipeline) runClaimed(ctx context.Context, c *Call, key string, token idempotency.Token) (Result, *Error) {
 	run := c.detached()
 	done := make(chan dispatched, 1)
 	go func() {
 		dctx := context.WithoutCancel(ctx)
 		res, e := p.dispatch(dctx, run)
-		p.keep(dctx, run, key, res, e)
+		p.keep(dctx, run, key, token, res, e)
 		done <- dispatched{res, e, run}
 	}()
 	select {
@@ -216,14 +219,15 @@ func (p *Pipeline) runClaimed(ctx context.Context, c *Call, key string) (Result,
 	}
 }
 
-// keep stores a run's outcome, or releases the key when it is not stored.
-func (p *Pipeline) keep(ctx context.Context, c *Call, key string, res Result, e *Error) {
+// keep stores a run's outcome, or releases the key when it is not stored,
+// under the run's claim (token).
+func (p *Pipeline) keep(ctx context.Context, c *Call, key string, token idempotency.Token, res Result, e *Error) {
 	id := p.cfg.Idempotency
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
 	if e != nil {
-		err = id.Store.Release(ctx, key)
+		err = id.Store.Release(ctx, key, token)
 	} else {
 		hash, _ := p.argsHash(c)
 		enc := encodeResult(res)
@@ -231,7 +235,12 @@ func (p *Pipeline) keep(ctx context.Context, c *Call, key string, res Result, e 
 		if len(enc) > id.MaxResultBytes {
 			entry = idempotency.Entry{State: idempotency.TooLarge, ArgsHash: hash, ResultSize: len(enc)}
 		}
-		err = id.Store.Complete(ctx, key, entry, id.TTL)
+		err = id.Store.Complete(ctx, key, token, entry, id.TTL)
+	}
+	if errors.Is(err, idempotency.ErrClaimLost) {
+		p.cfg.Log.Warn("idempotency store: a call's claim ended (its lease) before its outcome was stored, and another call has the key now; this outcome is not stored",
+			"tool", c.Tool)
+		return
 	}
 	if err != nil {
 		p.cfg.Log.Warn("idempotency store: a call's outcome was not recorded; duplicates wait until its claim's lease ends",
