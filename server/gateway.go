@@ -462,8 +462,8 @@ func (g *Gateway) StageNames() []string { return g.pipe.StageNames() }
 func (g *Gateway) Failed() <-chan error { return g.failed }
 
 // Close stops accepting calls (health NOT_SERVING, /readyz 503), lets calls
-// in flight finish until ctx is done, then cuts off the rest and releases
-// everything. MCP goes first: its calls use the gateway's backend
+// in flight — and keyed runs that outlived their callers — finish until ctx
+// is done, then cuts off the rest and releases everything. MCP goes first: its calls use the gateway's backend
 // connections. It returns ctx's error if calls had to be cut off.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
@@ -473,6 +473,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 			errs = append(errs, g.mcp.Shutdown(ctx))
 		}
 		errs = append(errs, g.grpc.Shutdown(ctx))
+		// Keyed runs that outlived their callers, before their backends
+		// and the idempotency store close.
+		errs = append(errs, g.pipe.CloseDetached(ctx))
 		close(g.stopLoops)
 		g.loops.Wait()
 		if g.follow != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -203,10 +204,16 @@ type dispatched struct {
 func (p *Pipeline) runClaimed(ctx context.Context, c *Call, key string, token idempotency.Token) (Result, *Error) {
 	run := c.detached()
 	done := make(chan dispatched, 1)
+	p.detached.add()
 	go func() {
-		dctx := context.WithoutCancel(ctx)
+		defer p.detached.done()
+		// Free of the caller's cancellation, not of the gateway's
+		// shutdown (CloseDetached); the outcome is kept either way.
+		dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		defer context.AfterFunc(p.life, cancel)()
 		res, e := p.dispatch(dctx, run)
-		p.keep(dctx, run, key, token, res, e)
+		p.keep(context.WithoutCancel(dctx), run, key, token, res, e)
 		done <- dispatched{res, e, run}
 	}()
 	select {
@@ -216,6 +223,64 @@ func (p *Pipeline) runClaimed(ctx context.Context, c *Call, key string, token id
 	case <-ctx.Done():
 		// The run goes on; its outcome is stored for the caller's retry.
 		return Result{}, p.fail(c, ctx.Err())
+	}
+}
+
+// CloseDetached lets the claimed runs still going on past their callers
+// finish until ctx is done, then cancels the rest — a cancelled run, like
+// any failed one, releases its key, so a retry after the restart runs
+// instead of waiting out the claim's lease — and waits (bounded) for them
+// to record that. It returns ctx's error when runs had to be cancelled.
+func (p *Pipeline) CloseDetached(ctx context.Context) error {
+	if p.detached.wait(ctx) == nil {
+		return nil
+	}
+	p.endLife()
+	wctx, cancel := context.WithTimeout(context.Background(), storeTimeout+time.Second)
+	defer cancel()
+	p.detached.wait(wctx)
+	return ctx.Err()
+}
+
+// runGroup counts goroutines and lets a waiter see it reach zero; unlike a
+// sync.WaitGroup it may be added to while someone waits.
+type runGroup struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n is back to 0
+}
+
+func (g *runGroup) add() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n++
+}
+
+func (g *runGroup) done() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		close(g.idle)
+	}
+}
+
+// wait returns nil once the count is 0, or ctx's error.
+func (g *runGroup) wait(ctx context.Context) error {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

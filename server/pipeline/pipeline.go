@@ -76,6 +76,12 @@ type Pipeline struct {
 	stages []Stage
 	fast   bool
 	stats  struct{ forwarded, decoded atomic.Int64 }
+
+	// detached are the claimed idempotent runs going on past their
+	// callers; life ends them at shutdown (CloseDetached).
+	detached runGroup
+	life     context.Context
+	endLife  context.CancelFunc
 }
 
 // New builds a pipeline.
@@ -84,6 +90,7 @@ func New(cfg Config) *Pipeline {
 		cfg.Log = slog.Default()
 	}
 	p := &Pipeline{cfg: cfg, fast: !cfg.DisableFastPaths}
+	p.life, p.endLife = context.WithCancel(context.Background())
 	p.SetPolicy(Policy{Auth: cfg.Auth, Authz: cfg.Authz, RateLimit: cfg.RateLimit, Limits: cfg.Limits, Rules: cfg.Rules,
 		InFlight: cfg.InFlight, ForwardEntityBound: cfg.ForwardEntityBound, RegistryRate: cfg.RegistryRate})
 	p.stages = p.stageList()
