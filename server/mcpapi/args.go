@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/normalize"
 )
 
 // parseMCPArguments turns tools/call arguments (raw JSON) into a Struct.
@@ -49,79 +51,29 @@ func parseMCPArguments(raw json.RawMessage, members int) (*structpb.Struct, erro
 		s.Fields[k] = val
 	}
 	if decoded != members {
-		if at, dup := duplicateKeyAt(raw); dup {
-			return nil, fmt.Errorf("the key at %s appears more than once in its object", at)
+		if err := duplicateKey(raw, members); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
 }
 
-// duplicateKeyAt is the RFC 6901 pointer of the first member of valid JSON
-// text whose key its object already has (keys compared decoded, so "a"
-// and "\u0061" are one key). It allocates per token: only a text whose
-// member count gave a duplicate away, or was not counted, is searched.
-func duplicateKeyAt(raw []byte) (string, bool) {
-	type container struct {
-		object bool
-		seen   map[string]bool
-		key    bool   // an object expects a key next
-		seg    string // the pointer segment of the member or element being read
-		index  int    // an array's next element
+// duplicateKey is the refusal of arguments whose objects decoded to fewer
+// members than the text has, located by the strict parser (which judges
+// keys decoded, so "a" and "\u0061" are one key); members < 0 (not
+// counted) refuses only what the parser finds. Only such texts are parsed
+// twice.
+func duplicateKey(raw []byte, members int) error {
+	_, err := normalize.ParseArguments(string(raw), normalize.Limits{})
+	if pe, ok := err.(*normalize.ParseError); ok && pe.Reason == normalize.DuplicateKey {
+		return errors.New(strings.TrimPrefix(pe.Describe(""), ": "))
 	}
-	var stack []*container
-	pointer := func(last string) string {
-		var b strings.Builder
-		for _, c := range stack[:len(stack)-1] {
-			b.WriteString("/" + c.seg)
-		}
-		return b.String() + "/" + last
+	if members < 0 {
+		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		var top *container
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.key {
-			k, ok := tok.(string)
-			if !ok { // the object's '}'
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].object {
-					stack[len(stack)-1].key = true
-				}
-				continue
-			}
-			if top.seen[k] {
-				return pointer(escapePointer(k)), true
-			}
-			top.seen[k], top.key, top.seg = true, false, escapePointer(k)
-			continue
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if top != nil && !top.object {
-				top.seg = strconv.Itoa(top.index)
-				top.index++
-			}
-			stack = append(stack, &container{object: tok == json.Delim('{'), seen: map[string]bool{}, key: true})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].key = true
-			}
-		default: // a scalar: a member's value or an element
-			if top != nil && top.object {
-				top.key = true
-			} else if top != nil {
-				top.index++
-			}
-		}
-	}
+	// The counts prove a repeat the parser stopped short of (it refused
+	// something else first, e.g. nesting past its own depth bound).
+	return errors.New("a key appears more than once in one of its objects")
 }
 
 // toValue converts a decoded JSON value, adding the members of the objects

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
 )
 
 // fuzzLimits are small, so the fuzzer reaches every limit.
@@ -27,8 +28,9 @@ func FuzzArguments(f *testing.F) {
 			return
 		}
 		args, err := parseMCPArguments(json.RawMessage(raw), members)
-		if at, dup := duplicateKeyAt(raw); dup && err == nil {
-			t.Fatalf("%q: parsed, though the key at %s is repeated", raw, at)
+		_, strict := normalize.ParseArguments(string(raw), normalize.Limits{})
+		if pe, ok := strict.(*normalize.ParseError); ok && pe.Reason == normalize.DuplicateKey && err == nil {
+			t.Fatalf("%q: parsed, though the key at %s is repeated", raw, pe.Path)
 		}
 		if err != nil {
 			return
