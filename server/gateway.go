@@ -358,8 +358,8 @@ func (g *Gateway) closePolicy() {
 }
 
 // pruneLoop closes backend connections and MCP upstream sessions no
-// registered tool uses any more, and forgets audit redactors of gone revisions, each time the registry
-// changes.
+// registered tool uses any more, and forgets audit redactors of gone
+// revisions, each time the registry changes.
 func (g *Gateway) pruneLoop() {
 	defer g.loops.Done()
 	changes, unsubscribe := g.reg.Changes()
@@ -463,8 +463,9 @@ func (g *Gateway) Failed() <-chan error { return g.failed }
 
 // Close stops accepting calls (health NOT_SERVING, /readyz 503), lets calls
 // in flight — and keyed runs that outlived their callers — finish until ctx
-// is done, then cuts off the rest and releases everything. MCP goes first: its calls use the gateway's backend
-// connections. It returns ctx's error if calls had to be cut off.
+// is done, then cuts off the rest and releases everything. MCP goes first:
+// its calls use the gateway's backend connections. It returns ctx's error
+// if calls had to be cut off.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.closeOnce.Do(func() {
 		g.notReady.Store(&reasonShuttingDown)

@@ -15,9 +15,9 @@ import (
 // string holding idempotency.Encode's form. A claim is SET NX PX with GET
 // (one atomic command: claimed, or the live entry back); the outcome
 // replaces it under the same key with the TTL, and a release deletes it —
-// each in a script that first checks the key still holds the claim. Waiters poll the key with
-// a bounded back-off (Redis has no cheap per-key notify that survives a
-// replica dying mid-call). Keys are namespace + the caller's scoped key
+// each in a script that first checks the key still holds the claim.
+// Waiters poll the key with a bounded back-off (Redis has no cheap per-key
+// notify that survives a replica dying mid-call). Keys are namespace + the caller's scoped key
 // (already a hash: no caller in clear).
 type Idempotency struct {
 	c  *Client

@@ -282,7 +282,7 @@ func (t *ToolService) failure(c *pipeline.Call, budget time.Duration, source str
 		// that it was the response. ResourceExhausted, gRPC's code for an
 		// oversized message (Internal would blame a bug; the limit is
 		// configured and named). No backend details pass on.
-		e.Reason, e.Cause, e.Message = pipeline.ReasonBackendResponseTooLarge, nil, t.responseTooLarge(c).Message
+		return t.responseTooLarge(c)
 	case st.Code() == codes.Unavailable:
 		e.Reason = pipeline.ReasonBackendUnavailable
 		e.Message = fmt.Sprintf("tool %q: backend unavailable; try again later", c.Tool)

@@ -46,9 +46,8 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // selector (health and reflection skip it): the call's outcome (InvokeTool:
 // from here on every end, authentication included, is recorded once) →
 // authentication → the other methods' registry-write audit, roles and
-// rate limit → one adapter
-// per pipeline stage, in the pipeline's own order (InvokeTool) → the
-// handler (dispatch). Composing them into one interceptor matters: each
+// rate limit → one adapter per pipeline stage, in the pipeline's own order
+// (InvokeTool) → the handler (dispatch). Composing them into one interceptor matters: each
 // selector builds a CallMeta per call, and gRPC's own chaining allocates a
 // closure per interceptor per call.
 func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
