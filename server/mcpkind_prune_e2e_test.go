@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,13 +56,34 @@ func startSleepUpstream(t *testing.T) *sleepUpstream {
 	return u
 }
 
-// sessions counts the upstream's open sessions.
-func (u *sleepUpstream) sessions() int {
-	n := 0
-	for range u.mcp.Sessions() {
-		n++
+// sessions is the upstream's initialized sessions, by ID. A client of the
+// current protocol first tries server/discover, which a stateful server
+// answers on a session it closes only after the response: counting
+// uninitialized sessions would count those passing ones.
+func (u *sleepUpstream) sessions() map[string]bool {
+	ids := map[string]bool{}
+	for ss := range u.mcp.Sessions() {
+		if ss.InitializeParams() != nil {
+			ids[ss.ID()] = true
+		}
 	}
-	return n
+	return ids
+}
+
+// awaitSessions waits (at most 5 s) until the upstream has n initialized
+// sessions and returns them.
+func (u *sleepUpstream) awaitSessions(t *testing.T, n int, what string) map[string]bool {
+	t.Helper()
+	for i := 0; ; i++ {
+		ids := u.sessions()
+		if len(ids) == n {
+			return ids
+		}
+		if i == 200 {
+			t.Fatalf("%s: %d sessions from the gateway after 5 s; want %d", what, len(ids), n)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 // TestMCPUpstreamSessionEndsWithItsLastTool: the gateway's sessions with an
@@ -97,10 +120,9 @@ func TestMCPUpstreamSessionEndsWithItsLastTool(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if gone.sessions() == 0 || kept.sessions() == 0 {
-		t.Fatalf("upstream sessions %d, %d; want the gateway's open on both", gone.sessions(), kept.sessions())
-	}
-	keptBefore := kept.sessions()
+	// Each upstream: the calls' session and the list_changed listener's.
+	gone.awaitSessions(t, 2, "the upstream of gone.a and gone.b")
+	keptBefore := kept.awaitSessions(t, 2, "the upstream of kept.a")
 
 	if _, err := rc.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: "gone.a"}); err != nil {
 		t.Fatal(err)
@@ -125,14 +147,9 @@ func TestMCPUpstreamSessionEndsWithItsLastTool(t *testing.T) {
 	if err := <-inFlight; err != nil {
 		t.Errorf("the call in flight when its tool was deleted: %v; want its answer (its session kept until it ended)", err)
 	}
-	for i := 0; gone.sessions() != 0; i++ {
-		if i == 100 {
-			t.Fatalf("the upstream of deleted tools still has %d sessions from the gateway", gone.sessions())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := kept.sessions(); n != keptBefore {
-		t.Errorf("the other upstream has %d sessions, had %d; want its sessions left alone", n, keptBefore)
+	gone.awaitSessions(t, 0, "the upstream of deleted tools")
+	if kept := kept.sessions(); !maps.Equal(kept, keptBefore) {
+		t.Errorf("the other upstream's sessions are %v, were %v; want them left alone", slices.Sorted(maps.Keys(kept)), slices.Sorted(maps.Keys(keptBefore)))
 	}
 	if err := call(ctx, "kept.a", 0); err != nil {
 		t.Errorf("kept.a: %v", err)
