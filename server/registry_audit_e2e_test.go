@@ -28,8 +28,8 @@ func auditedTool(t *testing.T, name, backend string) *gatewayv1.Tool {
 
 // TestRegistryWritesAreAudited: every RegisterTool and DeleteTool leaves an
 // audit line — who, which tool, applied or refused and why, the revision a
-// registration made — including a caller without the admin role trying;
-// reads leave none.
+// registration made — including a caller without the admin role trying
+// and a write refused for its credential; reads leave none.
 func TestRegistryWritesAreAudited(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -40,6 +40,7 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	as := func(key string) context.Context { return withKeyCtx(ctx, key) }
+	const forgedKey = "fd-forged-key-never-issued"
 	var revisions []int64 // the registrations' answers
 
 	steps := []struct {
@@ -66,6 +67,11 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 			return err
 		}, codes.PermissionDenied, map[string]any{"operation": "RegisterTool", "tool": "sneaky_tool", "decision": "deny",
 			"caller_subject": "invoker", "reason": policy.ReasonRoleMissing}},
+		{"unauthenticated-register", "a write refused for its credential is on record too, without a caller", func() error {
+			_, err := rc.RegisterTool(as(forgedKey), &gatewayv1.RegisterToolRequest{Tool: auditedTool(t, "forged_tool", env.BackendAddr)})
+			return err
+		}, codes.Unauthenticated, map[string]any{"operation": "RegisterTool", "tool": "forged_tool", "decision": "deny",
+			"reason": policy.ReasonAPIKeyUnknown, "caller_subject": ""}},
 		{"read", "reads are not audited", func() error {
 			_, err := rc.GetTool(as(keyOps), &gatewayv1.GetToolRequest{Name: "audited_tool"})
 			return err
@@ -109,7 +115,7 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(raw, keyOps) || strings.Contains(raw, keyInvoker) {
+	if strings.Contains(raw, keyOps) || strings.Contains(raw, keyInvoker) || strings.Contains(raw, forgedKey) {
 		t.Error("the audit file holds a credential")
 	}
 }

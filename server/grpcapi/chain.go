@@ -45,18 +45,20 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 // interceptor): logging → metrics → one composed interceptor behind one
 // selector (health and reflection skip it): the call's outcome (InvokeTool:
 // from here on every end, authentication included, is recorded once) →
-// authentication → the other methods' registry-write audit, roles and
-// rate limit → one adapter per pipeline stage, in the pipeline's own order
-// (InvokeTool) → the handler (dispatch). Composing them into one interceptor matters: each
-// selector builds a CallMeta per call, and gRPC's own chaining allocates a
-// closure per interceptor per call.
+// a registry write's audit line (likewise) → authentication → the other
+// methods' registry-write caller, roles and rate limit → one adapter per
+// pipeline stage, in the pipeline's own order (InvokeTool) → the handler
+// (dispatch). Composing them into one interceptor matters: each selector
+// builds a CallMeta per call, and gRPC's own chaining allocates a closure
+// per interceptor per call.
 func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	authU, _ := newAuthInterceptorFrom(callAuth(cfg.Pipeline))
 	roleU, _ := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline))
 	tool := []grpc.UnaryServerInterceptor{
 		outcomeInterceptor(cfg.Pipeline),
+		otherMethods(registryWriteAudit(cfg.Pipeline.Audit())),
 		authU,
-		otherMethods(chainUnary(registryWriteAudit(cfg.Pipeline.Audit()), roleU,
+		otherMethods(chainUnary(registryWriteCaller(cfg.Pipeline.Audit()), roleU,
 			newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
 	}
 	for i := range cfg.Pipeline.Stages() {

@@ -17,11 +17,11 @@ import (
 
 // registryWriteAudit gives every RegisterTool and DeleteTool an audit line
 // (pipeline.AuditRecorder.RecordRegistryWrite): who, which tool, applied
-// or refused and why, the revision made. It runs after authentication
-// (the caller is known) and before the role check, so a caller without
-// the admin role trying to write is on record too. Under fail-closed
-// audit a write is refused while the log cannot be written. Other methods
-// pass through.
+// or refused and why, the revision made. It runs outside authentication,
+// so a write refused for its credential is on record too (without a
+// caller); registryWriteCaller, inside it, names the authenticated caller
+// and refuses the write while fail-closed audit cannot record it. Other
+// methods pass through.
 func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		var op, tool string
@@ -34,20 +34,46 @@ func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 		if op == "" || a == nil {
 			return h(ctx, req)
 		}
-		w := pipeline.RegistryWrite{Start: time.Now(), Operation: op, Tool: tool}
-		w.Caller, w.HasCaller = policy.CallerFrom(ctx)
-		if e := a.BeginRegistryWrite(tool); e != nil {
-			return nil, Status(e).Err()
+		w := &registryWriteLine{RegistryWrite: pipeline.RegistryWrite{Start: time.Now(), Operation: op, Tool: tool}}
+		resp, err := h(context.WithValue(ctx, registryWriteKey{}, w), req)
+		if w.unrecordable {
+			return resp, err // refused because no line can be written now
 		}
-		resp, err := h(ctx, req)
 		w.Decision, w.Reason = registryDecision(err)
 		if r, ok := resp.(*gatewayv1.RegisterToolResponse); ok && err == nil {
 			w.Revision = r.GetTool().GetRevision()
 		}
-		if e := a.RecordRegistryWrite(ctx, w); e != nil {
+		if e := a.RecordRegistryWrite(ctx, w.RegistryWrite); e != nil {
 			return nil, Status(e).Err()
 		}
 		return resp, err
+	}
+}
+
+// registryWriteLine is one registry write's line while the write runs.
+type registryWriteLine struct {
+	pipeline.RegistryWrite
+	unrecordable bool // refused up front: fail-closed audit cannot write
+}
+
+type registryWriteKey struct{}
+
+// registryWriteCaller runs after authentication and before the role check
+// (so a caller without the admin role trying to write is on record with
+// its name): it puts the caller on the write's line and, under fail-closed
+// audit, refuses the write while the log cannot be written.
+func registryWriteCaller(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		w, _ := ctx.Value(registryWriteKey{}).(*registryWriteLine)
+		if w == nil {
+			return h(ctx, req)
+		}
+		w.Caller, w.HasCaller = policy.CallerFrom(ctx)
+		if e := a.BeginRegistryWrite(w.Tool); e != nil {
+			w.unrecordable = true
+			return nil, Status(e).Err()
+		}
+		return h(ctx, req)
 	}
 }
 
