@@ -15,6 +15,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/testfs"
 	"github.com/flowdrop/gateway/server"
@@ -269,5 +270,85 @@ func TestAuditFailOpenOnFullDisk(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "audit log write failed") {
 		t.Errorf("no ERROR line for the failed writes:\n%s", logs.String())
+	}
+}
+
+// TestFollowerWritesWaitForTheAuditLog: the gateway's own registry writes
+// (following an upstream MCP server) are held to fail-closed audit as a
+// caller's are: while the log cannot be written an upstream's removed tool
+// stays registered; once it writes again the next re-list removes it, on
+// record.
+func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
+	dir := smallTmpfs(t)
+	var logs syncBuffer
+	env := auditEnv(t, dir, "", &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	up := mcpupstreamtest.Start(t)
+	importUpstream(t, ctx, env, up.URL, "", "up.")
+	for i := 0; up.Listeners() == 0; i++ { // the follower's notification session
+		if i == 200 {
+			t.Fatal("the gateway opened no notification stream to the upstream")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	filler := fillUp(t, dir)
+	// Calls until one's line fails (the file's last page may have had room
+	// for a few): from then on the sink is known to fail.
+	for i := 0; ; i++ {
+		_, err := env.Client.InvokeTool(ctx, noteCall(t, "c-fill"))
+		if status.Code(err) == codes.Unavailable {
+			break
+		}
+		if err != nil || i == 100 {
+			t.Fatalf("call %d on a full disk: %v; want one Unavailable within 100", i, err)
+		}
+	}
+
+	up.MCP.RemoveTools("refuse") // the upstream notifies list_changed
+	const skipped = "the audit log cannot be written; the tool is left as registered"
+	for i := 0; !strings.Contains(logs.String(), skipped); i++ {
+		if i == 200 {
+			t.Fatalf("the follower never met the failing audit log:\n%s", logs.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"}); err != nil {
+		t.Fatalf("up.refuse while the audit log fails: %v; want it still registered (no unrecorded change)", err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if code, _ := readyz(t, env); code == http.StatusOK {
+			break
+		}
+		if i == 100 {
+			t.Fatal("/readyz stayed 503 after space was freed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	up.MCP.RemoveTools("wait") // another list_changed: the follower re-lists
+	for i := 0; ; i++ {
+		_, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"})
+		if status.Code(err) == codes.NotFound {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("up.refuse after the audit log recovered: %v; want it removed", err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	lines, raw := auditLines(t, env, filepath.Join(dir, "audit.jsonl"))
+	var removed int
+	for _, l := range lines {
+		if l["operation"] == "DeleteTool" && l["tool"] == "up.refuse" && l["decision"] == "allow" && l["caller_method"] == policy.MethodInternal {
+			removed++
+		}
+	}
+	if removed != 1 {
+		t.Errorf("%d audit lines for the follower's removal of up.refuse, want 1:\n%s", removed, raw)
 	}
 }

@@ -224,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.loops.Add(2)
 	go g.pruneLoop()
 	go g.auditHealthLoop()
-	g.follow = newMCPFollower(g.reg, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	g.follow = newMCPFollower(g.reg, g.auditor, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	go g.follow.run()
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {

@@ -13,8 +13,10 @@ import (
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // DefaultMCPRelistInterval is how often the gateway re-lists its upstream
@@ -34,6 +36,7 @@ const DefaultMCPRelistInterval = 30 * time.Second
 // they were computed from, so an admin's concurrent change wins.
 type mcpFollower struct {
 	reg      *registry.Registry
+	audit    *pipeline.AuditRecorder // nil: no audit log
 	log      *slog.Logger
 	interval time.Duration
 
@@ -45,11 +48,11 @@ type mcpFollower struct {
 	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
 }
 
-func newMCPFollower(reg *registry.Registry, log *slog.Logger, interval time.Duration) *mcpFollower {
+func newMCPFollower(reg *registry.Registry, audit *pipeline.AuditRecorder, log *slog.Logger, interval time.Duration) *mcpFollower {
 	if interval <= 0 {
 		interval = DefaultMCPRelistInterval
 	}
-	return &mcpFollower{reg: reg, log: log, interval: interval, kick: make(chan struct{}, 1),
+	return &mcpFollower{reg: reg, audit: audit, log: log, interval: interval, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		listeners: map[mcpupstream.Reference]map[string]*mcp.ClientSession{}}
 }
@@ -281,8 +284,9 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 		u, ok := upstream[name]
 		if !ok {
 			rev := t.Revision
-			err := f.reg.Delete(ctx, t.Name, &rev)
-			f.logWrite("removed: the upstream no longer has it", t.Name, g.url, err)
+			f.write(ctx, "DeleteTool", t.Name, g.url, reasonUpstreamRemoved, func() (int64, error) {
+				return 0, f.reg.Delete(ctx, t.Name, &rev)
+			})
 			continue
 		}
 		next, err := mcpimport.Update(t, u)
@@ -294,19 +298,66 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 			continue
 		}
 		rev := t.Revision
-		_, err = f.reg.Register(ctx, next, registry.RegisterOptions{ExpectedRevision: &rev})
-		f.logWrite("updated: the upstream changed it", t.Name, g.url, err)
+		f.write(ctx, "RegisterTool", t.Name, g.url, reasonUpstreamChanged, func() (int64, error) {
+			e, err := f.reg.Register(ctx, next, registry.RegisterOptions{ExpectedRevision: &rev})
+			if err != nil {
+				return 0, err
+			}
+			return e.Tool.Revision, nil
+		})
 	}
 }
 
-func (f *mcpFollower) logWrite(what, tool, url string, err error) {
+// The reasons on the audit lines of the follower's own writes.
+const (
+	reasonUpstreamRemoved = "mcp-upstream-removed"
+	reasonUpstreamChanged = "mcp-upstream-changed"
+)
+
+// followerCaller is who the follower's audit lines name: the gateway.
+var followerCaller = policy.Caller{Subject: "flowdrop-gateway", Method: policy.MethodInternal}
+
+// write makes one of the follower's registry writes and gives it an audit
+// line as a caller's write has. Under fail-closed audit it is not made
+// while the log cannot be written (the next re-list tries again). A write
+// another writer got to first (an admin, another replica: revision
+// mismatch, already deleted) changed nothing and has no line.
+func (f *mcpFollower) write(ctx context.Context, op, tool, url, reason string, do func() (revision int64, err error)) {
+	if e := f.audit.BeginRegistryWrite(tool); e != nil {
+		f.log.Warn("mcp upstream: the audit log cannot be written; the tool is left as registered until the next re-list",
+			"tool", tool, "url", url, "reason", reason)
+		return
+	}
+	w := pipeline.RegistryWrite{Start: time.Now(), Caller: followerCaller, HasCaller: true, Operation: op, Tool: tool,
+		Decision: policy.DecisionAllow, Reason: reason}
+	rev, err := do()
+	what := "updated: the upstream changed it"
+	if op == "DeleteTool" {
+		what = "removed: the upstream no longer has it"
+	}
+	if f.logWrite(what, tool, url, err) {
+		return
+	}
+	if err != nil {
+		w.Decision = policy.DecisionError
+	}
+	w.Revision = rev
+	if e := f.audit.RecordRegistryWrite(ctx, w); e != nil {
+		f.log.Error("mcp upstream: tool "+what+", but its audit line could not be written", "tool", tool, "url", url)
+	}
+}
+
+// logWrite logs a write's outcome and reports whether another writer got
+// to it first (theirs stands; nothing was changed).
+func (f *mcpFollower) logWrite(what, tool, url string, err error) (beaten bool) {
 	var mismatch *registry.RevisionMismatchError
 	switch {
 	case err == nil:
 		f.log.Info("mcp upstream: tool "+what, "tool", tool, "url", url)
 	case errors.As(err, &mismatch), errors.Is(err, registry.ErrNotFound):
-		// Changed meanwhile (an admin, another replica): theirs stands.
+		return true
 	default:
 		f.log.Warn("mcp upstream: tool "+what+", but the registry write failed", "tool", tool, "url", url, "err", err)
 	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -285,13 +286,16 @@ func TestMCPUpstreamTools(t *testing.T) {
 // another's input schema, and says so (notifications/tools/list_changed):
 // the gateway's registry drops the first and stores the second as a new
 // revision, and the gateway's own MCP clients are told their list changed.
-// The re-list interval is an hour: only the notification can do it.
+// Both writes are on the audit log as the gateway's own. The re-list
+// interval is an hour: only the notification can do it.
 func TestMCPUpstreamListChanged(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	up := mcpupstreamtest.Start(t)
 	p := server.DemoPolicy()
 	p.MCPUpstreams.RelistInterval = time.Hour
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	p.Audit = server.AuditConfig{Path: auditPath}
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p))
 	importUpstream(t, ctx, env, up.URL, "", "up.")
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
@@ -319,6 +323,7 @@ func TestMCPUpstreamListChanged(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
 		})
 
+	var changedRevision int64
 	for {
 		_, errGone := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"})
 		now, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.say_hello"})
@@ -333,6 +338,7 @@ func TestMCPUpstreamListChanged(t *testing.T) {
 			if now.GetTool().GetSpec().GetMcpTool().GetTool() != "say hello" {
 				t.Errorf("up.say_hello's spec %v: the upstream name must be kept", now.GetTool().GetSpec())
 			}
+			changedRevision = now.GetTool().GetRevision()
 			break
 		}
 		select {
@@ -356,6 +362,31 @@ func TestMCPUpstreamListChanged(t *testing.T) {
 			t.Fatalf("the gateway's MCP tools %v still list up.refuse", names)
 		case <-changed:
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	lines, raw := auditLines(t, env, auditPath)
+	var own []map[string]any
+	for _, l := range lines {
+		if l["operation"] != nil && l["caller_method"] == policy.MethodInternal {
+			own = append(own, l)
+		}
+	}
+	want := []map[string]any{
+		{"operation": "DeleteTool", "tool": "up.refuse", "decision": "allow", "reason": "mcp-upstream-removed", "caller_subject": "flowdrop-gateway"},
+		{"operation": "RegisterTool", "tool": "up.say_hello", "decision": "allow", "reason": "mcp-upstream-changed", "revision": float64(changedRevision)},
+	}
+	slices.SortFunc(own, func(a, b map[string]any) int {
+		return strings.Compare(fmt.Sprint(a["operation"]), fmt.Sprint(b["operation"]))
+	})
+	if len(own) != len(want) {
+		t.Fatalf("%d audit lines of the gateway's own registry writes, want %d:\n%s", len(own), len(want), raw)
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if own[i][k] != v {
+				t.Errorf("the gateway's write %d: %s = %v, want %v\n%v", i, k, own[i][k], v, own[i])
+			}
 		}
 	}
 }

@@ -11,6 +11,9 @@ const (
 	MethodJWT    = "jwt"
 	MethodMTLS   = "mtls"
 	MethodNone   = "none"
+	// MethodInternal is the gateway itself, not a caller: the registry
+	// writes it makes on its own (following an upstream MCP server).
+	MethodInternal = "internal"
 )
 
 // Well-known roles.
