@@ -221,9 +221,12 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}
 
-	g.loops.Add(2)
+	g.loops.Add(1)
 	go g.pruneLoop()
-	go g.auditHealthLoop()
+	if g.auditor != nil { // only an audit log changes health on its own
+		g.loops.Add(1)
+		go g.auditHealthLoop()
+	}
 	g.follow = newMCPFollower(g.reg, g.auditor, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	go g.follow.run()
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
