@@ -202,7 +202,7 @@ func TestSystemdUnitAndDockerfileFlags(t *testing.T) {
 // verbatim, so the copy a newcomer pastes is the one that is tested.
 func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
 	tools, err := registry.LoadFile("examples/tools.yaml")
-	if err != nil || len(tools) != 1 {
+	if err != nil || len(tools) != 2 {
 		t.Fatalf("examples/tools.yaml: %v (%d tools)", err, len(tools))
 	}
 	for _, tl := range tools {

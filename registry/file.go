@@ -26,11 +26,14 @@ import (
 //	    labels: {team: boards}
 //	    annotations: {idempotent_hint: true}
 //	    input_schema: {type: object, properties: {...}}
+//
+// A tool of another kind has spec (see fileSpec) instead of backend.
 type fileTool struct {
 	Name        string            `json:"name"`
 	Description string            `json:"description"`
 	InputSchema json.RawMessage   `json:"input_schema"`
 	Backend     string            `json:"backend"`
+	Spec        *fileSpec         `json:"spec"`
 	Timeout     string            `json:"timeout"`
 	Labels      map[string]string `json:"labels"`
 	Annotations *fileAnnotations  `json:"annotations"`
@@ -39,6 +42,92 @@ type fileTool struct {
 	// OutputSchema and OnInvalidOutput: results checked against a schema.
 	OutputSchema    json.RawMessage `json:"output_schema"`
 	OnInvalidOutput string          `json:"on_invalid_output"`
+}
+
+// fileSpec is a tool's BackendSpec in the tools file, under the gRPC API's
+// field names:
+//
+//	spec:
+//	  mcp_tool: {url: https://weather.internal/mcp, tool: forecast, credential_file: /etc/flowdrop/weather.token}
+//	  tls: {require: true}
+//
+//	spec:
+//	  http_operation:
+//	    base_url: https://pets.internal
+//	    method: GET
+//	    path: /pets/{petId}
+//	    parameters: [{name: petId, in: path}, {name: verbose, in: query}]
+//
+// A gRPC method is not declared here: its descriptors are binary, so such
+// tools are imported (flowdropctl tools import grpc).
+type fileSpec struct {
+	MCPTool       *fileMCPTool       `json:"mcp_tool"`
+	HTTPOperation *fileHTTPOperation `json:"http_operation"`
+	TLS           *fileTLS           `json:"tls"`
+	GRPCMethod    json.RawMessage    `json:"grpc_method"`
+}
+
+type fileMCPTool struct {
+	URL            string `json:"url"`
+	Tool           string `json:"tool"`
+	CredentialEnv  string `json:"credential_env"`
+	CredentialFile string `json:"credential_file"`
+}
+
+type fileHTTPOperation struct {
+	BaseURL        string              `json:"base_url"`
+	Method         string              `json:"method"`
+	Path           string              `json:"path"`
+	Parameters     []fileHTTPParameter `json:"parameters"`
+	BodyArgument   string              `json:"body_argument"`
+	ResponseSchema json.RawMessage     `json:"response_schema"`
+}
+
+type fileHTTPParameter struct {
+	Name string `json:"name"`
+	In   string `json:"in"` // path, query, header or body
+}
+
+type fileTLS struct {
+	CAFile     string `json:"ca_file"`
+	CertFile   string `json:"cert_file"`
+	KeyFile    string `json:"key_file"`
+	ServerName string `json:"server_name"`
+	Require    bool   `json:"require"`
+}
+
+// backendSpec is the registry's form of s; the reason names the field at
+// fault when it has none. Everything else is Compile's to check.
+func (s *fileSpec) backendSpec() (*BackendSpec, string) {
+	if len(s.GRPCMethod) > 0 && string(s.GRPCMethod) != "null" {
+		return nil, "spec.grpc_method: gRPC-method tools are imported, not declared (flowdropctl tools import grpc)"
+	}
+	out := &BackendSpec{}
+	if m := s.MCPTool; m != nil {
+		out.MCPTool = &MCPTool{URL: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile}
+	}
+	if h := s.HTTPOperation; h != nil {
+		op := &HTTPOperation{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
+		for i, p := range h.Parameters {
+			in, ok := ParseHTTPIn(p.In)
+			if !ok {
+				return nil, fmt.Sprintf("spec.http_operation.parameters[%d].in %q: must be path, query, header or body", i, p.In)
+			}
+			op.Parameters = append(op.Parameters, HTTPParameter{Name: p.Name, In: in})
+		}
+		if len(h.ResponseSchema) > 0 && string(h.ResponseSchema) != "null" {
+			var rs structpb.Struct
+			if err := protojson.Unmarshal(h.ResponseSchema, &rs); err != nil {
+				return nil, fmt.Sprintf("spec.http_operation.response_schema must be an object: %v", err)
+			}
+			op.ResponseSchema = &rs
+		}
+		out.HTTPOperation = op
+	}
+	if t := s.TLS; t != nil {
+		out.TLS = &TransportSecurity{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, Require: t.Require}
+	}
+	return out, ""
 }
 
 // fileAnnotations are ToolAnnotations in the tools file (MCP's names).
@@ -104,6 +193,13 @@ func ParseTools(data []byte, source string) ([]Tool, error) {
 		if a := ft.Annotations; a != nil {
 			t.Annotations = &ToolAnnotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
 				IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+		}
+		if ft.Spec != nil {
+			spec, reason := ft.Spec.backendSpec()
+			if reason != "" {
+				return nil, fmt.Errorf("%s: %s", named, reason)
+			}
+			t.Spec = spec
 		}
 		if ft.Timeout != "" {
 			d, err := time.ParseDuration(ft.Timeout)

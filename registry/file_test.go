@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,11 @@ func TestLoadFileErrors(t *testing.T) {
 		{"bad timeout", "bad_timeout.yaml", []string{"bad_timeout.yaml", `"slow"`, `timeout "5 seconds"`}},
 		{"root not an object schema", "bad_root.json", []string{"bad_root.json", `"list"`, `root type must be "object"`}},
 		{"bad name", "bad_name.yaml", []string{"bad_name.yaml", `"has space"`, "must match"}},
+		{"a gRPC method is imported, not declared", "bad_spec_grpc.yaml", []string{"bad_spec_grpc.yaml", `"notes.create"`, "spec.grpc_method", "import grpc"}},
+		{"unknown request part", "bad_spec_in.yaml", []string{"bad_spec_in.yaml", `"pets.get"`, "spec.http_operation.parameters[0].in", `"cookie"`}},
+		{"backend and spec both set", "bad_spec_both.yaml", []string{"bad_spec_both.yaml", `"twice"`, "exactly one of backend and spec"}},
+		{"unknown spec field (strict decoding, the value not echoed)", "bad_spec_field.yaml", []string{"bad_spec_field.yaml", "tools[0]", `unknown field "token"`}},
+		{"the kind's own checks", "bad_spec_url.yaml", []string{"bad_spec_url.yaml", `"weather.forecast"`, "spec.mcp_tool.url"}},
 		{"missing file", "no_such_file.yaml", []string{"no_such_file.yaml"}},
 	}
 	for _, c := range cases {
@@ -67,6 +73,46 @@ func TestLoadFileErrors(t *testing.T) {
 				t.Errorf("%s: error %q does not mention %q", c.reason, err, w)
 			}
 		}
+	}
+}
+
+// TestLoadFileSpecs: a tools file declares tools of every kind but a gRPC
+// method (imported: its descriptors are binary), as the gRPC API's spec.
+func TestLoadFileSpecs(t *testing.T) {
+	tools, err := registry.LoadFile(filepath.Join("testdata", "tools_specs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 2 {
+		t.Fatalf("%d tools, want 2", len(tools))
+	}
+	mcpSpec := tools[0].Spec
+	wantMCP := registry.MCPTool{URL: "https://weather.internal/mcp", Tool: "forecast", CredentialFile: "/etc/flowdrop/weather.token"}
+	if mcpSpec == nil || mcpSpec.MCPTool == nil || *mcpSpec.MCPTool != wantMCP || tools[0].Backend != "" {
+		t.Errorf("weather.forecast's spec %+v; want mcp_tool %+v", mcpSpec, wantMCP)
+	}
+	if wantTLS := (registry.TransportSecurity{Require: true, ServerName: "weather.internal"}); mcpSpec == nil || mcpSpec.TLS == nil || *mcpSpec.TLS != wantTLS {
+		t.Errorf("weather.forecast's spec.tls %+v; want %+v", mcpSpec, wantTLS)
+	}
+	op := httpOperation(tools[1])
+	wantParams := []registry.HTTPParameter{{Name: "petId", In: registry.HTTPInPath}, {Name: "verbose", In: registry.HTTPInQuery}}
+	if op == nil || op.BaseURL != "https://pets.internal/v1" || op.Method != "GET" || op.Path != "/pets/{petId}" ||
+		!slices.Equal(op.Parameters, wantParams) || op.ResponseSchema.GetFields()["type"].GetStringValue() != "object" {
+		t.Errorf("pets.get's http_operation %+v; want the file's", op)
+	}
+	for _, tl := range tools {
+		if _, err := registry.Compile(tl); err != nil {
+			t.Errorf("%s does not compile: %v", tl.Name, err)
+		}
+	}
+}
+
+// TestLoadFileNeverEchoesAValue: strict decoding names a misplaced field,
+// never its value (which may be a credential put in the wrong place).
+func TestLoadFileNeverEchoesAValue(t *testing.T) {
+	_, err := registry.LoadFile(filepath.Join("testdata", "bad_spec_field.yaml"))
+	if err == nil || strings.Contains(err.Error(), "sk-live-secret") {
+		t.Fatalf("error %v: want one that does not quote the value", err)
 	}
 }
 
@@ -111,4 +157,11 @@ func TestSeed(t *testing.T) {
 	if err := registry.Seed(ctx, s, []registry.Tool{bad}); err == nil {
 		t.Fatal("bad tool seeded")
 	}
+}
+
+func httpOperation(t registry.Tool) *registry.HTTPOperation {
+	if t.Spec == nil {
+		return nil
+	}
+	return t.Spec.HTTPOperation
 }

@@ -66,6 +66,17 @@ func (in HTTPIn) String() string {
 	return fmt.Sprintf("unspecified(%d)", int(in))
 }
 
+// ParseHTTPIn is the part named by String ("path", "query", "header",
+// "body").
+func ParseHTTPIn(name string) (HTTPIn, bool) {
+	for in := HTTPInPath; in <= HTTPInBody; in++ {
+		if in.String() == name {
+			return in, true
+		}
+	}
+	return HTTPInUnspecified, false
+}
+
 // httpMethods are the methods an operation may use (OpenAPI's, less TRACE).
 // (No net/http here: the registry stays free of it, TestImports.)
 var httpMethods = map[string]bool{"GET": true, "PUT": true, "POST": true,

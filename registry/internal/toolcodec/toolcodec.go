@@ -257,13 +257,10 @@ func encodeHTTPOperation(h *registry.HTTPOperation) (*httpOperationRecord, error
 	return hr, nil
 }
 
-var httpIns = map[string]registry.HTTPIn{"path": registry.HTTPInPath, "query": registry.HTTPInQuery,
-	"header": registry.HTTPInHeader, "body": registry.HTTPInBody}
-
 func decodeHTTPOperation(hr *httpOperationRecord) (*registry.HTTPOperation, error) {
 	op := &registry.HTTPOperation{BaseURL: hr.BaseURL, Method: hr.Method, Path: hr.Path, BodyArgument: hr.BodyArgument}
 	for i, p := range hr.Parameters {
-		in, ok := httpIns[p.In]
+		in, ok := registry.ParseHTTPIn(p.In)
 		if !ok {
 			return nil, fmt.Errorf("parameters[%d].in: unknown part %q", i, p.In)
 		}
