@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -102,5 +103,85 @@ func TestExportToolsFollowsVisibility(t *testing.T) {
 				t.Errorf("left out %v, want %v (%s)", left, tc.leftOut, tc.reason)
 			}
 		})
+	}
+}
+
+// TestExportToolsPages: with page_size the export comes in pages of whole
+// documents, in name order, each naming the next; a tool the format cannot
+// carry counts in its page and is left out there; a bad page_size or
+// page_token is InvalidArgument naming the field.
+func TestExportToolsPages(t *testing.T) {
+	t.Parallel()
+	env := gatewaytest.Start(t)
+	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	ctx := testCtx(t)
+	pages := func(format string, size int32) (names [][]string, leftOut [][]string) {
+		t.Helper()
+		token := ""
+		for i := 0; ; i++ {
+			if i == 10 {
+				t.Fatalf("%s: no last page within 10", format)
+			}
+			resp, err := reg.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: format, PageSize: size, PageToken: token})
+			if err != nil {
+				t.Fatalf("%s page %d: %v", format, i+1, err)
+			}
+			var defs []struct {
+				Name     string
+				Function struct{ Name string }
+			}
+			if err := json.Unmarshal([]byte(resp.GetToolsJson()), &defs); err != nil {
+				t.Fatalf("%s page %d is not a document of its own: %v", format, i+1, err)
+			}
+			var page, left []string
+			for _, d := range defs {
+				page = append(page, d.Name+d.Function.Name)
+			}
+			for _, l := range resp.GetLeftOut() {
+				left = append(left, l.GetName())
+			}
+			names, leftOut = append(names, page), append(leftOut, left)
+			if token = resp.GetNextPageToken(); token == "" {
+				return names, leftOut
+			}
+		}
+	}
+	cases := []struct {
+		name, reason, format string
+		size                 int32
+		want, wantLeft       [][]string
+	}{
+		{"pairs", "pages of two in name order; the last names no next page", "mcp", 2,
+			[][]string{{"apply_ops", "create_note"}, {"run_command", "update_settings"}}, [][]string{nil, nil}},
+		{"uneven", "a short last page", "anthropic", 3,
+			[][]string{{"apply_ops", "create_note", "run_command"}, {"update_settings"}}, [][]string{nil, nil}},
+		{"left-out", "a tool left out counts in its page", "openai-strict", 2,
+			[][]string{{"apply_ops", "create_note"}, {"run_command"}}, [][]string{nil, {"update_settings"}}},
+		{"whole", "0: every tool in one document", "mcp", 0,
+			[][]string{{"apply_ops", "create_note", "run_command", "update_settings"}}, [][]string{nil}},
+	}
+	for _, tc := range cases {
+		names, left := pages(tc.format, tc.size)
+		if !reflect.DeepEqual(names, tc.want) || !reflect.DeepEqual(left, tc.wantLeft) {
+			t.Errorf("%s: pages %v, left out %v; want %v, %v (%s)", tc.name, names, left, tc.want, tc.wantLeft, tc.reason)
+		}
+	}
+	for _, bad := range []struct {
+		field string
+		req   *gatewayv1.ExportToolsRequest
+	}{
+		{"page_size", &gatewayv1.ExportToolsRequest{Format: "mcp", PageSize: -1}},
+		{"page_token", &gatewayv1.ExportToolsRequest{Format: "mcp", PageToken: "not-a-token"}},
+	} {
+		_, err := reg.ExportTools(ctx, bad.req)
+		var field string
+		for _, d := range status.Convert(err).Details() {
+			if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+				field = br.GetFieldViolations()[0].GetField()
+			}
+		}
+		if status.Code(err) != codes.InvalidArgument || field != bad.field {
+			t.Errorf("bad %s: %v (field %q); want InvalidArgument naming it", bad.field, err, field)
+		}
 	}
 }

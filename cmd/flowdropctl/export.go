@@ -32,12 +32,35 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	defer done()
-	resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format})
+	// Paged, so a registry of any size fits the client's receive limit;
+	// the pages are joined into the one document the API takes.
+	var (
+		pages []json.RawMessage
+		left  []*gatewayv1.LeftOutTool
+		token string
+	)
+	for range maxExportPages {
+		resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format, PageSize: exportPageSize, PageToken: token})
+		if err != nil {
+			return f.fail(stdout, stderr, err)
+		}
+		pages = append(pages, json.RawMessage(resp.GetToolsJson()))
+		left = append(left, resp.GetLeftOut()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if token != "" {
+		fmt.Fprintf(stderr, "error: the gateway's export did not end within %d pages\n", maxExportPages)
+		return exitCall
+	}
+	joined, err := export.Join(export.Format(*format), pages)
 	if err != nil {
-		return f.fail(stdout, stderr, err)
+		fmt.Fprintf(stderr, "error: the gateway's %s document is not JSON: %v\n", *format, err)
+		return exitCall
 	}
 	var doc bytes.Buffer
-	if err := json.Indent(&doc, []byte(resp.GetToolsJson()), "", "  "); err != nil {
+	if err := json.Indent(&doc, joined, "", "  "); err != nil {
 		fmt.Fprintf(stderr, "error: the gateway's %s document is not JSON: %v\n", *format, err)
 		return exitCall
 	}
@@ -49,8 +72,8 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		out := struct {
 			Tools   json.RawMessage `json:"tools"`
 			LeftOut []leftOut       `json:"left_out"`
-		}{Tools: json.RawMessage(resp.GetToolsJson()), LeftOut: []leftOut{}}
-		for _, l := range resp.GetLeftOut() {
+		}{Tools: joined, LeftOut: []leftOut{}}
+		for _, l := range left {
 			lo := leftOut{Name: l.GetName(), Findings: []string{}}
 			for _, fd := range l.GetFindings() {
 				lo.Findings = append(lo.Findings, findingLine(fd))
@@ -62,7 +85,7 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 0
 	}
 	fmt.Fprintln(stdout, doc.String())
-	for _, l := range resp.GetLeftOut() {
+	for _, l := range left {
 		fmt.Fprintf(stderr, "left out %s (%s cannot carry it):\n", l.GetName(), *format)
 		for _, fd := range l.GetFindings() {
 			fmt.Fprintf(stderr, "  %s\n", findingLine(fd))
@@ -70,6 +93,14 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	return 0
 }
+
+// exportPageSize is the tools per ExportTools page: a page of large
+// schemas still fits gRPC's default 4 MiB receive limit. maxExportPages
+// bounds the loop (a million tools).
+const (
+	exportPageSize = 200
+	maxExportPages = 5000
+)
 
 // findingLine is a lint finding as one line: "PATH MESSAGE".
 func findingLine(f *gatewayv1.LintFinding) string {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/registry"
 )
 
 // TestToolsExport: `tools export` prints the provider's document on stdout
@@ -80,5 +82,51 @@ func TestToolsExport(t *testing.T) {
 			}
 			tc.check(t, stdout, stderr)
 		})
+	}
+}
+
+// TestToolsExportPagesALargeRegistry: a registry whose export is larger
+// than a client's 4 MiB receive limit (450 tools with 12 KiB
+// descriptions) is exported whole — every tool once, in name order, one
+// document (the pages joined); unpaged it could not be received.
+func TestToolsExportPagesALargeRegistry(t *testing.T) {
+	const extra = 2*exportPageSize + 50
+	description := strings.Repeat("A long description. ", 12<<10/20)
+	opts := []gatewaytest.Option{}
+	for i := range extra {
+		mk := gatewaytest.ObjectTool(fmt.Sprintf("bulk_%04d", i))
+		opts = append(opts, gatewaytest.WithTool(func(backend string) registry.Tool {
+			tl := mk(backend)
+			tl.Description = description
+			return tl
+		}))
+	}
+	env := gatewaytest.Start(t, opts...)
+	for _, format := range []string{"gemini", "mcp"} {
+		code, stdout, stderr := ctl(t, "tools", "export", "--addr", env.Addr, "--format", format)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", format, code, stderr)
+		}
+		var doc struct{ FunctionDeclarations []struct{ Name string } }
+		var arr []struct{ Name string }
+		if format == "gemini" {
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatalf("gemini: stdout is not one tools object: %v", err)
+			}
+			arr = doc.FunctionDeclarations
+		} else if err := json.Unmarshal([]byte(stdout), &arr); err != nil {
+			t.Fatalf("mcp: stdout is not one array: %v", err)
+		}
+		var names []string
+		for _, d := range arr {
+			names = append(names, d.Name)
+		}
+		ordered := true // strictly: each once
+		for i := 1; i < len(names); i++ {
+			ordered = ordered && names[i-1] < names[i]
+		}
+		if len(names) != extra+4 || !ordered {
+			t.Errorf("%s: %d tools (strictly in name order: %v); want %d, each once, in name order", format, len(names), ordered, extra+4)
+		}
 	}
 }

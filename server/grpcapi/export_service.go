@@ -2,6 +2,8 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
+	"sort"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
@@ -10,8 +12,10 @@ import (
 
 // ExportTools renders the tools the caller may invoke (the visibility rule
 // ListTools follows) in a model API's tool-definition format
-// (registry/export): the whole live snapshot in name order, one document.
-// Descriptions and schemas only: never a backend target.
+// (registry/export), in name order: the whole live snapshot in one
+// document, or with page_size a page of it (a name cursor, as ListTools's:
+// paging stays correct while tools come and go). Descriptions and schemas
+// only: never a backend target.
 func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.ExportToolsRequest) (*gatewayv1.ExportToolsResponse, error) {
 	f, ok := export.ParseFormat(req.GetFormat())
 	if !ok {
@@ -21,17 +25,37 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 		}
 		return nil, statusError(&requestFieldError{field: "format", reason: reason})
 	}
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, statusError(&requestFieldError{field: "page_size", reason: fmt.Sprintf("must not be negative, got %d", size)})
+	case size > maxListPageSize:
+		size = maxListPageSize
+	}
+	after, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, statusError(err)
+	}
+	entries := s.reg.Snapshot().List()
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].Tool.Name > after })
 	var tools []registry.Tool
-	for _, e := range s.reg.Snapshot().List() {
-		if s.shows(ctx, e.Tool.Name) {
-			tools = append(tools, e.Tool)
+	next := ""
+	for ; i < len(entries); i++ {
+		t := entries[i].Tool
+		if !s.shows(ctx, t.Name) {
+			continue
 		}
+		if size > 0 && len(tools) == size {
+			next = encodePageToken(tools[size-1].Name) // one more exists
+			break
+		}
+		tools = append(tools, t)
 	}
 	res, err := export.Export(f, tools)
 	if err != nil {
 		return nil, statusError(err)
 	}
-	resp := &gatewayv1.ExportToolsResponse{ToolsJson: string(res.Document)}
+	resp := &gatewayv1.ExportToolsResponse{ToolsJson: string(res.Document), NextPageToken: next}
 	for _, l := range res.LeftOut {
 		resp.LeftOut = append(resp.LeftOut, &gatewayv1.LeftOutTool{Name: l.Name, Findings: lintFindingsProto(l.Findings)})
 	}

@@ -74,7 +74,13 @@ type ExportToolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "openai" (chat tools), "openai-strict" (with "strict": true and the
 	// strict-mode rewrite), "anthropic", "gemini" or "mcp".
-	Format        string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	Format string `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
+	// At most this many tools per page, counting those left out (at most
+	// 1000). 0: every tool in one document, which a large registry can make
+	// larger than a client's receive limit; page it then.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A previous page's next_page_token: the page after it.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -116,15 +122,32 @@ func (x *ExportToolsRequest) GetFormat() string {
 	return ""
 }
 
+func (x *ExportToolsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ExportToolsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ExportToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One JSON document: an array of tool definitions (openai,
 	// openai-strict, anthropic, mcp), or for gemini one Tool object
-	// {"functionDeclarations": [...]}.
+	// {"functionDeclarations": [...]}. When paged, each page is a whole
+	// document of its own tools.
 	ToolsJson string `protobuf:"bytes,1,opt,name=tools_json,json=toolsJson,proto3" json:"tools_json,omitempty"`
 	// The tools the format cannot carry (provider lint errors no safe
 	// rewrite fixes), with those errors.
-	LeftOut       []*LeftOutTool `protobuf:"bytes,2,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
+	LeftOut []*LeftOutTool `protobuf:"bytes,2,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
+	// Set when more tools follow: the page_token of the next page.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +194,13 @@ func (x *ExportToolsResponse) GetLeftOut() []*LeftOutTool {
 		return x.LeftOut
 	}
 	return nil
+}
+
+func (x *ExportToolsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type LeftOutTool struct {
@@ -907,13 +937,17 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\",\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\"h\n" +
 	"\x12ExportToolsRequest\x12\x16\n" +
-	"\x06format\x18\x01 \x01(\tR\x06format\"q\n" +
+	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x99\x01\n" +
 	"\x13ExportToolsResponse\x12\x1d\n" +
 	"\n" +
 	"tools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n" +
-	"\bleft_out\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LeftOutToolR\aleftOut\"_\n" +
+	"\bleft_out\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LeftOutToolR\aleftOut\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"_\n" +
 	"\vLeftOutTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\bfindings\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LintFindingR\bfindings\"\xdc\x01\n" +

@@ -30,18 +30,24 @@ class DeleteToolResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ExportToolsRequest(_message.Message):
-    __slots__ = ["format"]
+    __slots__ = ["format", "page_size", "page_token"]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     format: str
-    def __init__(self, format: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, format: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ExportToolsResponse(_message.Message):
-    __slots__ = ["left_out", "tools_json"]
+    __slots__ = ["left_out", "next_page_token", "tools_json"]
     LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
     left_out: _containers.RepeatedCompositeFieldContainer[LeftOutTool]
+    next_page_token: str
     tools_json: str
-    def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ...) -> None: ...
+    def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetToolRequest(_message.Message):
     __slots__ = ["name"]

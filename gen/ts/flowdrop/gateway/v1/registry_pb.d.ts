@@ -22,6 +22,22 @@ export declare type ExportToolsRequest = Message<"flowdrop.gateway.v1.ExportTool
    * @generated from field: string format = 1;
    */
   format: string;
+
+  /**
+   * At most this many tools per page, counting those left out (at most
+   * 1000). 0: every tool in one document, which a large registry can make
+   * larger than a client's receive limit; page it then.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * A previous page's next_page_token: the page after it.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -37,7 +53,8 @@ export declare type ExportToolsResponse = Message<"flowdrop.gateway.v1.ExportToo
   /**
    * One JSON document: an array of tool definitions (openai,
    * openai-strict, anthropic, mcp), or for gemini one Tool object
-   * {"functionDeclarations": [...]}.
+   * {"functionDeclarations": [...]}. When paged, each page is a whole
+   * document of its own tools.
    *
    * @generated from field: string tools_json = 1;
    */
@@ -50,6 +67,13 @@ export declare type ExportToolsResponse = Message<"flowdrop.gateway.v1.ExportToo
    * @generated from field: repeated flowdrop.gateway.v1.LeftOutTool left_out = 2;
    */
   leftOut: LeftOutTool[];
+
+  /**
+   * Set when more tools follow: the page_token of the next page.
+   *
+   * @generated from field: string next_page_token = 3;
+   */
+  nextPageToken: string;
 };
 
 /**
