@@ -91,7 +91,7 @@ func checkBackend(t Tool) (protoreflect.MethodDescriptor, *ToolError) {
 	case t.Spec.HTTPOperation != nil:
 		return nil, checkHTTPOperation(t.Name, t.Spec.HTTPOperation)
 	case t.Spec.MCPTool != nil:
-		if te := checkMCPTool(t.Name, t.Spec.MCPTool); te != nil {
+		if te := checkMCPTool(t.Name, t.Spec.MCPTool, t.Spec); te != nil {
 			return nil, te
 		}
 		return nil, nil

@@ -8,11 +8,14 @@ import (
 )
 
 // MCPTool is a tool of an upstream MCP server reached over streamable
-// HTTP. The credential fields are references (an environment variable's
-// name, a file's path), never the credential itself: the registry holds no
-// secret, and a registry read shows none.
+// HTTP, or over stdio: a process the gateway runs. The credential fields
+// are references (an environment variable's name, a file's path), never
+// the credential itself: the registry holds no secret, and a registry read
+// shows none.
 type MCPTool struct {
-	// URL is the upstream's streamable-HTTP endpoint (http or https).
+	// URL is the upstream's streamable-HTTP endpoint (http or https), or
+	// stdio://NAME: the stdio server NAME of the gateway's configuration
+	// (mcp_upstreams.stdio; a registration names one, never a command).
 	URL string
 	// Tool is the upstream tool's own name.
 	Tool string
@@ -24,37 +27,82 @@ type MCPTool struct {
 	CredentialFile string
 }
 
+// StdioScheme is the URL scheme of an upstream MCP server run over stdio.
+const StdioScheme = "stdio"
+
+// StdioName is the configured stdio server an upstream URL names
+// (stdio://NAME), and whether it names one.
+func StdioName(rawURL string) (string, bool) {
+	name, ok := strings.CutPrefix(rawURL, StdioScheme+"://")
+	return name, ok
+}
+
+// ValidStdioName reports whether name may name a stdio server:
+// ^[a-z0-9_-]{1,64}$ (a host-like word, so the URL reads as one).
+func ValidStdioName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' && r != '-' {
+			return false
+		}
+	}
+	return true
+}
+
 // checkMCPTool admits an upstream MCP tool: an absolute http(s) URL with a
-// host and no user info (a credential belongs in a reference), an upstream
-// tool name, and at most one credential reference.
-func checkMCPTool(name string, m *MCPTool) *ToolError {
+// host and no user info (a credential belongs in a reference), or
+// stdio://NAME; an upstream tool name; at most one credential reference
+// (none over stdio: the process's environment is the configuration's).
+func checkMCPTool(name string, m *MCPTool, spec *BackendSpec) *ToolError {
 	bad := func(field, reason string) *ToolError {
 		return &ToolError{Tool: name, Field: "spec.mcp_tool." + field, Reason: reason}
+	}
+	if stdio, ok := StdioName(m.URL); ok {
+		switch {
+		case !ValidStdioName(stdio):
+			return bad("url", "stdio://NAME must name a configured stdio server: NAME matches ^[a-z0-9_-]{1,64}$")
+		case m.CredentialEnv != "" || m.CredentialFile != "":
+			return bad("credential_env", "a stdio server takes no credential reference: its environment is the gateway's configuration (mcp_upstreams.stdio)")
+		case spec != nil && spec.TLS != nil:
+			return &ToolError{Tool: name, Field: "spec.tls", Reason: "a stdio server is a local process: there is no transport to secure"}
+		}
+		return checkMCPToolName(bad, m)
 	}
 	u, err := url.Parse(m.URL)
 	switch {
 	case m.URL == "":
-		return bad("url", "must not be empty: the upstream's streamable-HTTP URL")
+		return bad("url", "must not be empty: the upstream's streamable-HTTP URL, or stdio://NAME")
 	case err != nil:
 		return bad("url", "is not a URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return bad("url", fmt.Sprintf("scheme %q is not supported: want http or https", u.Scheme))
+		return bad("url", fmt.Sprintf("scheme %q is not supported: want http, https or stdio", u.Scheme))
 	case u.Host == "":
 		return bad("url", "must name a host")
 	case u.User != nil:
 		return bad("url", "must not carry user info: reference the credential with credential_env or credential_file")
 	}
+	if te := checkMCPToolName(bad, m); te != nil {
+		return te
+	}
 	switch {
-	case m.Tool == "":
-		return bad("tool", "must not be empty: the upstream tool's name")
-	case len(m.Tool) > 128 || strings.ContainsAny(m.Tool, "\x00\r\n"):
-		return bad("tool", "must be at most 128 bytes without control characters")
 	case m.CredentialEnv != "" && m.CredentialFile != "":
 		return bad("credential_env", "set at most one of credential_env and credential_file")
 	case m.CredentialFile != "" && !filepath.IsAbs(m.CredentialFile):
 		return bad("credential_file", "must be an absolute path on the gateway's host")
 	case m.CredentialEnv != "" && strings.ContainsAny(m.CredentialEnv, "= \t\x00"):
 		return bad("credential_env", "is not an environment variable name")
+	}
+	return nil
+}
+
+func checkMCPToolName(bad func(field, reason string) *ToolError, m *MCPTool) *ToolError {
+	switch {
+	case m.Tool == "":
+		return bad("tool", "must not be empty: the upstream tool's name")
+	case len(m.Tool) > 128 || strings.ContainsAny(m.Tool, "\x00\r\n"):
+		return bad("tool", "must be at most 128 bytes without control characters")
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -35,7 +36,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(stdioUpstreamEnv); mode != "" {
+		os.Exit(serveStdioUpstream(mode)) // the test binary as a stdio MCP server
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // testCtx bounds every call so a broken gateway fails the test instead of hanging it.
 func testCtx(t *testing.T) context.Context {

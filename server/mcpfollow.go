@@ -31,7 +31,8 @@ const DefaultMCPRelistInterval = 30 * time.Second
 //   - registers a changed input schema or description as a new revision.
 //
 // A tool new upstream is not added: which tools, under which prefix, is
-// the import's decision. An upstream that cannot be listed changes nothing
+// the import's decision. Stdio servers (processes the gateway runs) are not
+// followed. An upstream that cannot be listed changes nothing
 // (it being down must not empty the registry). Writes carry the revision
 // they were computed from, so an admin's concurrent change wins.
 type mcpFollower struct {
@@ -90,6 +91,11 @@ func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
 			continue
 		}
 		m := t.Spec.MCPTool
+		if _, stdio := registry.StdioName(m.URL); stdio {
+			// Not followed: listening or re-listing would run a process
+			// of its own beside the calls'. Re-import on a change.
+			continue
+		}
 		k := mcpGroupKey{url: m.URL, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
 		if t.Spec.TLS != nil {
 			k.tls, k.has = *t.Spec.TLS, true

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 )
 
 // TestPolicyMCPUpstreams: mcp_upstreams.relist_interval loads as written,
@@ -36,5 +39,66 @@ func TestPolicyMCPUpstreams(t *testing.T) {
 				t.Errorf("ParsePolicy: %+v, %v; want relist_interval %v (%s)", p.MCPUpstreams, err, tc.want, tc.reason)
 			}
 		})
+	}
+}
+
+// TestPolicyMCPStdio: mcp_upstreams.stdio loads each server's command,
+// environment and pass_env as written; a relative
+// executable, a bad name or environment name, a missing command are
+// refused naming the entry.
+func TestPolicyMCPStdio(t *testing.T) {
+	const ok = `auth: {mode: off}
+mcp_upstreams:
+  stdio:
+    files:
+      command: [/usr/local/bin/mcp-files, --root, /srv/shared]
+      env: {LOG_LEVEL: warn, A_FIRST: "1"}
+      pass_env: [FILES_TOKEN]
+      dir: /srv
+`
+	p, err := ParsePolicy([]byte(ok), "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mcpupstream.Command{Path: "/usr/local/bin/mcp-files", Args: []string{"--root", "/srv/shared"},
+		Env: map[string]string{"A_FIRST": "1", "LOG_LEVEL": "warn"}, PassEnv: []string{"FILES_TOKEN"}, Dir: "/srv"}
+	if got := p.MCPUpstreams.Stdio["files"]; !reflect.DeepEqual(got, want) || len(p.MCPUpstreams.Stdio) != 1 {
+		t.Errorf("stdio %+v; want files: %+v", p.MCPUpstreams.Stdio, want)
+	}
+	cases := []struct{ name, reason, entry, wantErr string }{
+		{"relative", "no search of the gateway's PATH: what runs is exactly what is written",
+			"x: {command: [mcp-files]}", "mcp_upstreams.stdio.x.command"},
+		{"no-command", "a server with nothing to run", "x: {env: {A: b}}", "mcp_upstreams.stdio.x.command"},
+		{"bad-name", "tools name it as stdio://NAME", "Files.Server: {command: [/bin/true]}", "must match"},
+		{"bad-env", "an environment name with '=' would set another variable", `x: {command: [/bin/true], env: {"A=B": c}}`, "mcp_upstreams.stdio.x.env"},
+		{"bad-pass-env", "likewise for pass_env", `x: {command: [/bin/true], pass_env: ["1X"]}`, "mcp_upstreams.stdio.x.pass_env"},
+		{"relative-dir", "a working directory relative to the gateway's", "x: {command: [/bin/true], dir: srv}", "mcp_upstreams.stdio.x.dir"},
+		{"misspelt", "a typo must not be dropped silently", "x: {cmd: [/bin/true]}", "cmd"},
+	}
+	for _, tc := range cases {
+		_, err := ParsePolicy([]byte("auth: {mode: off}\nmcp_upstreams:\n  stdio:\n    "+tc.entry+"\n"), "inline")
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: %v; want an error naming %q (%s)", tc.name, err, tc.wantErr, tc.reason)
+		}
+	}
+}
+
+// TestStdioServersAreNotReloaded: a reload that changes mcp_upstreams.stdio
+// is refused naming it (the processes' commands are set up at start); one
+// that keeps it is not.
+func TestStdioServersAreNotReloaded(t *testing.T) {
+	parse := func(cmd string) *PolicyConfig {
+		t.Helper()
+		p, err := ParsePolicy([]byte("auth: {mode: off}\nmcp_upstreams: {stdio: {files: {command: ["+cmd+"]}}}\n"), "inline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	if err := unswappable(parse("/bin/a"), parse("/bin/a")); err != nil {
+		t.Errorf("the same stdio servers: %v; want reloadable", err)
+	}
+	if err := unswappable(parse("/bin/a"), parse("/bin/b")); err == nil || !strings.Contains(err.Error(), "mcp_upstreams.stdio") {
+		t.Errorf("a changed stdio command: %v; want refused naming mcp_upstreams.stdio", err)
 	}
 }

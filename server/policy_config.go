@@ -7,10 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
@@ -51,11 +55,16 @@ type PolicyConfig struct {
 	MCPUpstreams MCPUpstreamsConfig
 }
 
-// MCPUpstreamsConfig is how the gateway follows its upstream MCP servers.
+// MCPUpstreamsConfig is how the gateway follows its upstream MCP servers,
+// and the ones it runs.
 type MCPUpstreamsConfig struct {
 	// RelistInterval is how often each upstream's tools are re-listed
 	// besides its list_changed notifications (0: DefaultMCPRelistInterval).
 	RelistInterval time.Duration
+	// Stdio are the MCP servers the gateway runs as processes (the stdio
+	// transport), by the name a tool's mcp_tool.url gives: stdio://NAME.
+	// Only this file says what runs; a registration only names one.
+	Stdio map[string]mcpupstream.Command
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -168,6 +177,30 @@ func (c *PolicyConfig) validate() error {
 	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPUpstreams.Stdio)) {
+		cmd := c.MCPUpstreams.Stdio[name]
+		at := "mcp_upstreams.stdio." + name
+		switch {
+		case !registry.ValidStdioName(name):
+			bad("mcp_upstreams.stdio: name %q must match ^[a-z0-9_-]{1,64}$ (tools name it as stdio://NAME)", policy.Bound(name))
+		case cmd.Path == "":
+			bad("%s.command: must name the executable and its arguments", at)
+		case !filepath.IsAbs(cmd.Path):
+			bad("%s.command: the executable %q must be an absolute path (no search of the gateway's PATH)", at, cmd.Path)
+		case cmd.Dir != "" && !filepath.IsAbs(cmd.Dir):
+			bad("%s.dir %q: must be an absolute path", at, cmd.Dir)
+		}
+		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
+			if !validEnvName(k) {
+				bad("%s.env: %q is not an environment variable name", at, policy.Bound(k))
+			}
+		}
+		for _, k := range cmd.PassEnv {
+			if !validEnvName(k) {
+				bad("%s.pass_env: %q is not an environment variable name", at, policy.Bound(k))
+			}
+		}
 	}
 	switch c.Normalize.OnEntityBound {
 	case "", EntityBoundRefuse, EntityBoundForward:
@@ -322,6 +355,12 @@ type policyFile struct {
 	} `json:"backend_tls"`
 	MCPUpstreams struct {
 		RelistInterval duration `json:"relist_interval"`
+		Stdio          map[string]struct {
+			Command []string          `json:"command"`
+			Env     map[string]string `json:"env"`
+			PassEnv []string          `json:"pass_env"`
+			Dir     string            `json:"dir"`
+		} `json:"stdio"`
 	} `json:"mcp_upstreams"`
 }
 
@@ -390,6 +429,16 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
+	for name, sc := range f.MCPUpstreams.Stdio {
+		cmd := mcpupstream.Command{Env: sc.Env, PassEnv: sc.PassEnv, Dir: sc.Dir}
+		if len(sc.Command) > 0 {
+			cmd.Path, cmd.Args = sc.Command[0], sc.Command[1:]
+		}
+		if c.MCPUpstreams.Stdio == nil {
+			c.MCPUpstreams.Stdio = map[string]mcpupstream.Command{}
+		}
+		c.MCPUpstreams.Stdio[name] = cmd
+	}
 	sum := sha256.Sum256(b)
 	c.SHA256 = hex.EncodeToString(sum[:])
 	c.Idempotency = IdempotencyConfig{TTL: time.Duration(f.Idempotency.TTL), MaxResultBytes: f.Idempotency.MaxResultBytes, MaxEntries: f.Idempotency.MaxEntries}
@@ -458,4 +507,17 @@ func (c *TLSConfig) serverCredentials() (credentials.TransportCredentials, error
 		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return credentials.NewTLS(tc), nil
+}
+
+// validEnvName reports whether k is a portable environment variable name.
+func validEnvName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -170,8 +170,11 @@ func unswappable(cur, next *PolicyConfig) error {
 	if !reflect.DeepEqual(cur.BackendTLS, next.BackendTLS) {
 		bad("backend_tls", "the backend connections are set up at start")
 	}
-	if cur.MCPUpstreams != next.MCPUpstreams {
+	if cur.MCPUpstreams.RelistInterval != next.MCPUpstreams.RelistInterval {
 		bad("mcp_upstreams.relist_interval", "the upstream follower is set up at start")
+	}
+	if !reflect.DeepEqual(cur.MCPUpstreams.Stdio, next.MCPUpstreams.Stdio) {
+		bad("mcp_upstreams.stdio", "the stdio servers are set up at start")
 	}
 	if cur.Idempotency != next.Idempotency {
 		bad("idempotency", "the idempotency store is set up at start")

@@ -30,6 +30,23 @@ type ConnectOptions struct {
 // The transport does not retry on its own: a failure is the caller's to
 // see (and to reconnect after, within its own bounds).
 func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.ClientSession, error) {
+	return connect(ctx, streamable(url, h, o), o)
+}
+
+// ConnectCommand starts c and opens an MCP session over its stdio; closing
+// the session ends the process (stdin closed, then SIGTERM, then SIGKILL).
+// Base, Listen and MaxResponseBytes do not apply: notifications share the
+// one stream, and the SDK bounds each message it reads (16 MiB).
+func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.ClientSession, error) {
+	return connect(ctx, c.transport(), o)
+}
+
+func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-gateway", Version: "1"}, o.Client)
+	return client.Connect(ctx, t, nil)
+}
+
+func streamable(url string, h Header, o ConnectOptions) mcp.Transport {
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             url,
 		HTTPClient:           HTTPClient(h, o.Base),
@@ -39,6 +56,5 @@ func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.
 	if o.MaxResponseBytes >= mcp.DefaultMaxEventSize {
 		transport.MaxEventSize = int(o.MaxResponseBytes) + 1
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-gateway", Version: "1"}, o.Client)
-	return client.Connect(ctx, transport, nil)
+	return transport
 }

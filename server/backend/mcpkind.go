@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/mcpupstream"
@@ -23,11 +24,13 @@ import (
 )
 
 // MCPUpstream is the backend kind of a tool of an upstream MCP server
-// (registry.MCPTool): tools/call over streamable HTTP through the go-sdk
-// client, with the normalized arguments. One session per upstream (URL and
-// credential reference), made on first use and made again after it fails;
-// the credential is read when a session is made, so a rotated file is
-// picked up by the next session. The upstream's structured content is the
+// (registry.MCPTool): tools/call over streamable HTTP, or over the stdio
+// of a configured process (stdio://NAME), through the go-sdk client, with
+// the normalized arguments. One session per upstream (URL and credential
+// reference; over stdio, one process), made on first use and made again
+// after it fails — a stdio server at most once a second, so a process that
+// keeps crashing is not restarted per call; the credential is read when a
+// session is made, so a rotated file is picked up by the next session. The upstream's structured content is the
 // result's value when present, else its text content joined by newlines;
 // its isError is the tool error.
 //
@@ -66,7 +69,13 @@ type mcpUpstreamSession struct {
 	// reachable from the sessions map.
 	calls   int
 	retired bool
+	// started is when a stdio server's process was last started.
+	started time.Time
 }
+
+// stdioRestartGap is the least time between two starts of one stdio
+// server's process.
+const stdioRestartGap = time.Second
 
 // keyFor is the session key of an upstream under spec.tls.
 func keyFor(up *registry.MCPTool, ts *registry.TransportSecurity) mcpUpstreamKey {
@@ -135,8 +144,9 @@ func (m *MCPUpstream) Close() {
 	m.closed = true
 	for k, s := range m.sessions {
 		s.mu.Lock()
-		if s.cs != nil {
-			_ = s.cs.Close()
+		if cs := s.cs; cs != nil {
+			// In parallel: a stdio server may take seconds to exit.
+			m.ending.Go(func() { _ = cs.Close() })
 			s.cs = nil
 		}
 		s.mu.Unlock()
@@ -197,6 +207,11 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if err != nil {
 		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's structured content does not convert: %v", err))
 	}
+	if _, stdio := registry.StdioName(up.URL); stdio && proto.Size(v) > m.ts.cfg.MaxRecvMsgSize {
+		// Over HTTP the limit ends the read; over stdio the SDK bounds each
+		// message (16 MiB) and the limit is checked once it is read.
+		return pipeline.Result{}, m.ts.responseTooLarge(c)
+	}
 	return pipeline.Result{Value: v, IsError: res.IsError}, nil
 }
 
@@ -221,6 +236,24 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	if s.cs != nil {
 		s.calls++
 		return s, s.cs, false, nil
+	}
+	if name, ok := registry.StdioName(up.URL); ok {
+		cmd, ok := m.ts.cfg.MCPStdio[name]
+		switch {
+		case !ok:
+			return nil, nil, false, fmt.Errorf("upstream %s: no stdio server %q is configured on this gateway (mcp_upstreams.stdio)", up.URL, name)
+		case !s.started.IsZero() && time.Since(s.started) < stdioRestartGap:
+			return nil, nil, false, fmt.Errorf("upstream %s: its process, started %v ago, has ended; it is started at most once per %v",
+				up.URL, time.Since(s.started).Round(time.Millisecond), stdioRestartGap)
+		}
+		s.started = time.Now()
+		cs, err := mcpupstream.ConnectCommand(ctx, cmd, mcpupstream.ConnectOptions{})
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
+		}
+		s.cs = cs
+		s.calls++
+		return s, cs, true, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
 	h, _, err := ref.Load()

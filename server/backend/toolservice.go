@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -64,6 +65,9 @@ type ToolServiceConfig struct {
 	// backend_tls), for tools whose spec sets no tls; the first match wins.
 	// A target no entry matches is plaintext.
 	TargetTLS []TargetTLS
+	// MCPStdio are the MCP servers the gateway runs, by the name a tool's
+	// mcp_tool.url gives (stdio://NAME; policy file mcp_upstreams.stdio).
+	MCPStdio map[string]mcpupstream.Command
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target

@@ -789,12 +789,15 @@ func (x *HttpParameter) GetIn() HttpParameterIn {
 }
 
 // McpTool is a tool of an upstream MCP server reached over streamable
-// HTTP, called with tools/call and the tool's normalized arguments; the
-// upstream's structured content (else its text content) is the result and
-// its isError the tool error.
+// HTTP, or over the stdio of a server the gateway runs, called with
+// tools/call and the tool's normalized arguments; the upstream's
+// structured content (else its text content) is the result and its
+// isError the tool error.
 type McpTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// URL is the upstream's streamable-HTTP endpoint, http or https.
+	// URL is the upstream's streamable-HTTP endpoint, http or https; or
+	// stdio://NAME, the stdio server NAME the gateway's policy file declares
+	// (mcp_upstreams.stdio; no credential reference, no tls).
 	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
 	// Tool is the upstream tool's own name (the gateway's tool name may
 	// carry a prefix).

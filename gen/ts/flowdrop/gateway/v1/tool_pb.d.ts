@@ -394,15 +394,18 @@ export declare const HttpParameterSchema: GenMessage<HttpParameter>;
 
 /**
  * McpTool is a tool of an upstream MCP server reached over streamable
- * HTTP, called with tools/call and the tool's normalized arguments; the
- * upstream's structured content (else its text content) is the result and
- * its isError the tool error.
+ * HTTP, or over the stdio of a server the gateway runs, called with
+ * tools/call and the tool's normalized arguments; the upstream's
+ * structured content (else its text content) is the result and its
+ * isError the tool error.
  *
  * @generated from message flowdrop.gateway.v1.McpTool
  */
 export declare type McpTool = Message<"flowdrop.gateway.v1.McpTool"> & {
   /**
-   * URL is the upstream's streamable-HTTP endpoint, http or https.
+   * URL is the upstream's streamable-HTTP endpoint, http or https; or
+   * stdio://NAME, the stdio server NAME the gateway's policy file declares
+   * (mcp_upstreams.stdio; no credential reference, no tls).
    *
    * @generated from field: string url = 1;
    */
