@@ -5,22 +5,34 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const importMCPUsage = "import mcp --url URL [--header-file F | --credential-env NAME] [--prefix P] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
+const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
 
 // toolsImportMCP registers one MCP-tool tool per tool of an upstream MCP
 // server (streamable HTTP). The credential's file path or environment
 // variable's name is stored in each tool; the credential is read here to
-// list the tools, and by the gateway on connect, never stored.
+// list the tools, and by the gateway on connect, never stored. With
+// --stdio NAME the server is one the gateway runs (its policy file's
+// mcp_upstreams.stdio.NAME): the command after -- runs it here, with this
+// shell's environment, only to list its tools; the tools name stdio://NAME.
 func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var command []string // after "--": the flag parser must not read its flags
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
+	}
 	f := newToolsFlags("import mcp", importMCPUsage, stderr, 30*time.Second)
 	upstream := f.fs.String("url", "", "the upstream MCP server's streamable-HTTP URL, stored in each tool")
+	stdioName := f.fs.String("stdio", "", "NAME of the stdio server in the gateway's policy file (mcp_upstreams.stdio); the command after -- runs it here to list its tools")
 	headerFile := f.fs.String("header-file", "", `file holding a bearer token or one "Header-Name: value" line; its absolute path is stored, read by the gateway on connect`)
 	credEnv := f.fs.String("credential-env", "", "environment variable (of the gateway, and of this command for the listing) holding the same")
 	prefix := f.fs.String("prefix", "", "start every tool name with P")
@@ -37,8 +49,19 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "flowdropctl tools import mcp: "+msg)
 		return code
 	}
-	if u, err := url.Parse(*upstream); *upstream == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fail(2, "--url: want the upstream's http or https URL")
+	if *stdioName != "" {
+		switch {
+		case *upstream != "" || *headerFile != "" || *credEnv != "":
+			return fail(2, "--stdio takes no --url, --header-file or --credential-env: the gateway's policy file gives the server its environment")
+		case !registry.ValidStdioName(*stdioName):
+			return fail(2, "--stdio %q: want the server's name in the gateway's policy file (^[a-z0-9_-]{1,64}$)", *stdioName)
+		case len(command) == 0:
+			return fail(2, "--stdio NAME -- COMMAND [ARG...]: give the command that runs the server here, to list its tools")
+		}
+	} else if u, err := url.Parse(*upstream); *upstream == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fail(2, "--url: want the upstream's http or https URL (or --stdio NAME -- COMMAND)")
+	} else if len(command) > 0 {
+		return fail(2, "a command after -- goes with --stdio")
 	}
 	if *headerFile != "" && *credEnv != "" {
 		return fail(2, "set at most one of --header-file and --credential-env")
@@ -60,8 +83,21 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		ctx, cancel = context.WithTimeout(ctx, *f.timeout)
 		defer cancel()
 	}
-	cs, err := mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{})
-	if err != nil {
+	var cs *mcp.ClientSession
+	if *stdioName != "" {
+		path, err := exec.LookPath(command[0])
+		if err != nil {
+			return fail(2, "the command: %v", err)
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return fail(2, "the command: %v", err)
+		}
+		*upstream = registry.StdioScheme + "://" + *stdioName
+		cs, err = mcpupstream.ConnectCommand(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true}, mcpupstream.ConnectOptions{})
+		if err != nil {
+			return fail(1, "starting %s: %v", command[0], err)
+		}
+	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{}); err != nil {
 		return fail(1, "connecting to %s: %v", *upstream, err)
 	}
 	listed, err := mcpimport.List(ctx, cs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,5 +110,50 @@ func TestToolsImportMCP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stdioServeEnv makes the test binary serve mcpupstreamtest's tools over
+// stdio (TestMain).
+const stdioServeEnv = "FLOWDROP_TEST_STDIO_SERVE"
+
+// TestToolsImportMCPStdio: --stdio NAME -- COMMAND runs the server here to
+// list its tools and registers them naming stdio://NAME (what the
+// gateway's policy file runs), never the command; misuse is exit 2.
+func TestToolsImportMCPStdio(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(stdioServeEnv, "1") // this shell's environment reaches the listing's process
+	gw := startRegistryGateway(t)
+	code, out, errOut := ctl(t, "tools", "import", "mcp", "--stdio", "helper", "--prefix", "up.", "--addr", gw, "--", self, "-test.run", "^$")
+	if code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, errOut)
+	}
+	if want := "up.add_items\nup.refuse\nup.say_hello\nup.wait\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	code, got, errOut := ctl(t, "tools", "get", "up.say_hello", "--addr", gw)
+	if code != 0 {
+		t.Fatalf("get: exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(got, `"url": "stdio://helper"`) || !strings.Contains(got, `"tool": "say hello"`) || strings.Contains(got, self) {
+		t.Errorf("stored tool %s: want stdio://helper and the upstream name, never the command", got)
+	}
+	for _, bad := range []struct {
+		reason string
+		args   []string
+		want   string
+	}{
+		{"no command to list with", []string{"--stdio", "helper"}, "-- COMMAND"},
+		{"a URL as well", []string{"--stdio", "helper", "--url", "http://127.0.0.1:1/mcp", "--", self}, "takes no --url"},
+		{"a name tools cannot give", []string{"--stdio", "Helper Two", "--", self}, "--stdio"},
+		{"a command without --stdio", []string{"--url", "http://127.0.0.1:1/mcp", "--", self}, "goes with --stdio"},
+	} {
+		code, _, errOut := ctl(t, append([]string{"tools", "import", "mcp", "--addr", gw}, bad.args...)...)
+		if code != 2 || !strings.Contains(errOut, bad.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming %q", bad.reason, code, errOut, bad.want)
+		}
 	}
 }

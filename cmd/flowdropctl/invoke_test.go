@@ -3,15 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioServeEnv) != "" {
+		os.Exit(mcpupstreamtest.ServeStdio()) // the test binary as a stdio MCP server
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestInvoke(t *testing.T) {
 	env := gatewaytest.Start(t)

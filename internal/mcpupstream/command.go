@@ -24,6 +24,10 @@ type Command struct {
 	// credentials stay its own.
 	Env     map[string]string
 	PassEnv []string
+	// InheritEnv gives the process this process's whole environment
+	// besides: for a command an operator runs by hand (flowdropctl's
+	// listing), never for the gateway's servers.
+	InheritEnv bool
 	// Dir is the working directory ("": the gateway's).
 	Dir string
 }
@@ -38,6 +42,9 @@ const terminateAfter = 2 * time.Second
 func (c Command) transport() *mcp.CommandTransport {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = []string{} // non-nil: nothing inherited
+	if c.InheritEnv {
+		cmd.Env = os.Environ()
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+c.Env[k])
 	}

@@ -76,6 +76,31 @@ func (s *Server) Certificate() *x509.Certificate { return s.http.Certificate() }
 
 func start(t testing.TB, tls bool) *Server {
 	t.Helper()
+	s := newServer()
+	if tls {
+		s.http = httptest.NewTLSServer(s.handler())
+	} else {
+		s.http = httptest.NewServer(s.handler())
+	}
+	s.URL = s.http.URL + "/mcp"
+	t.Cleanup(s.Close)
+	return s
+}
+
+// ServeStdio serves the same tools over this process's stdin and stdout
+// until stdin ends (a test binary run as a stdio MCP server), and returns
+// the exit code.
+func ServeStdio() int {
+	s := newServer()
+	s.off = true
+	if err := s.MCP.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// newServer is the go-sdk server with the tools, not yet serving.
+func newServer() *Server {
 	s := &Server{MCP: mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil), closing: make(chan struct{})}
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: "add_items", Description: "Adds items."},
 		func(_ context.Context, req *mcp.CallToolRequest, in AddItemsIn) (*mcp.CallToolResult, AddItemsOut, error) {
@@ -104,13 +129,6 @@ func start(t testing.TB, tls bool) *Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil, nil
 		})
-	if tls {
-		s.http = httptest.NewTLSServer(s.handler())
-	} else {
-		s.http = httptest.NewServer(s.handler())
-	}
-	s.URL = s.http.URL + "/mcp"
-	t.Cleanup(s.Close)
 	return s
 }
 
