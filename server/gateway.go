@@ -178,7 +178,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay,
 		PassDebugInfo: cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
-		MCPStdio: cfg.Policy.MCPUpstreams.Stdio}
+		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
 	if creds != nil {
 		sopts = append(sopts, grpc.Creds(creds))

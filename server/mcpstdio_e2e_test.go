@@ -38,6 +38,7 @@ func serveStdioUpstream(mode string) int {
 		fmt.Fprintln(f, os.Getpid())
 		f.Close()
 	}
+	fmt.Fprintf(os.Stderr, "stdio-helper %s: starting\n", mode)
 	if mode == "crash" {
 		return 3
 	}
@@ -99,6 +100,7 @@ func running(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // process serves concurrent calls; it sees only the environment the
 // configuration gives (never the gateway's own); a crash is Unavailable
 // naming the tool (never the command) and the next call starts it again,
+// its stderr in the gateway's log,
 // but a server that keeps crashing is started at most once a second; an
 // answer over the backend receive limit is ResourceExhausted; a name not
 // configured is Unavailable; deleting the last tool ends the process.
@@ -117,7 +119,9 @@ func TestMCPStdioUpstream(t *testing.T) {
 			PassEnv: []string{"FLOWDROP_TEST_PASSED", "FLOWDROP_TEST_UNSET"}},
 		"crashy": {Path: self, Env: map[string]string{stdioUpstreamEnv: "crash", stdioStartsEnv: crashed}},
 	}
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 64 << 10 }))
+	var logs syncBuffer
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs),
+		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 64 << 10 }))
 	ctx := testCtx(t)
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	for _, tl := range []struct{ name, url, tool string }{
@@ -224,6 +228,12 @@ func TestMCPStdioUpstream(t *testing.T) {
 	}
 	if n, most := len(starts(t, crashed)), int(time.Since(begin)/time.Second)+1; n > most {
 		t.Errorf("20 calls in %v started the crashing server %d times; want at most %d (once a second)", time.Since(begin), n, most)
+	}
+
+	// Its stderr is in the gateway's log (a server that fails to start can
+	// be diagnosed).
+	if l := logs.String(); !strings.Contains(l, "mcp stdio server stderr") || !strings.Contains(l, "stdio-helper crash: starting") {
+		t.Errorf("the gateway's log lacks the servers' stderr:\n%s", l)
 	}
 
 	// The last tool of the helper goes: its process ends.

@@ -93,7 +93,8 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(2, "the command: %v", err)
 		}
 		*upstream = registry.StdioScheme + "://" + *stdioName
-		cs, err = mcpupstream.ConnectCommand(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true}, mcpupstream.ConnectOptions{})
+		cs, err = mcpupstream.ConnectCommand(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true},
+			mcpupstream.ConnectOptions{Stderr: stderr})
 		if err != nil {
 			return fail(1, "starting %s: %v", command[0], err)
 		}

@@ -1,6 +1,7 @@
 package mcpupstream
 
 import (
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -38,8 +39,9 @@ type Command struct {
 const terminateAfter = 2 * time.Second
 
 // transport is the stdio transport that starts c (when the session
-// connects). Each session is a process of its own.
-func (c Command) transport() *mcp.CommandTransport {
+// connects), its stderr to stderr (nil: discarded). Each session is a
+// process of its own.
+func (c Command) transport(stderr io.Writer) *mcp.CommandTransport {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Env = []string{} // non-nil: nothing inherited
 	if c.InheritEnv {
@@ -54,5 +56,9 @@ func (c Command) transport() *mcp.CommandTransport {
 		}
 	}
 	cmd.Dir = c.Dir
+	cmd.Stderr = stderr
+	// Wait returns this long after the process exits even if a child of
+	// it still holds stderr open.
+	cmd.WaitDelay = terminateAfter
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}
 }

@@ -2,6 +2,7 @@ package mcpupstream
 
 import (
 	"context"
+	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,9 @@ type ConnectOptions struct {
 	// SDK's scanner, ends an oversized response (the scanner's error
 	// leaves the call waiting for its deadline).
 	MaxResponseBytes int64
+	// Stderr receives a stdio server's stderr (ConnectCommand; nil:
+	// discarded), e.g. StderrLog.
+	Stderr io.Writer
 }
 
 // Connect opens an MCP session over streamable HTTP to url, presenting h.
@@ -38,7 +42,7 @@ func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.
 // Base, Listen and MaxResponseBytes do not apply: notifications share the
 // one stream, and the SDK bounds each message it reads (16 MiB).
 func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.ClientSession, error) {
-	return connect(ctx, c.transport(), o)
+	return connect(ctx, c.transport(o.Stderr), o)
 }
 
 func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.ClientSession, error) {

@@ -247,7 +247,11 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 				up.URL, time.Since(s.started).Round(time.Millisecond), stdioRestartGap)
 		}
 		s.started = time.Now()
-		cs, err := mcpupstream.ConnectCommand(ctx, cmd, mcpupstream.ConnectOptions{})
+		var o mcpupstream.ConnectOptions
+		if log := m.ts.cfg.Log; log != nil {
+			o.Stderr = mcpupstream.StderrLog(log, name)
+		}
+		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
 		}

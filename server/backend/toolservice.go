@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,8 @@ type ToolServiceConfig struct {
 	// MCPStdio are the MCP servers the gateway runs, by the name a tool's
 	// mcp_tool.url gives (stdio://NAME; policy file mcp_upstreams.stdio).
 	MCPStdio map[string]mcpupstream.Command
+	// Log hears a stdio server's stderr (nil: discarded).
+	Log *slog.Logger
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
