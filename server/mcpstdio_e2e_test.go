@@ -235,6 +235,9 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "mcp stdio server stderr") || !strings.Contains(l, "stdio-helper crash: starting") {
 		t.Errorf("the gateway's log lacks the servers' stderr:\n%s", l)
 	}
+	if n := strings.Count(logs.String(), `msg="mcp stdio server started" server=helper`); n != 2 {
+		t.Errorf("%d start lines for the helper; want 2 (the first start and the one after the crash)", n)
+	}
 
 	// The last tool of the helper goes: its process ends.
 	pid := pidOf(again)

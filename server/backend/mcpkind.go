@@ -255,6 +255,9 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
 		}
+		if log := m.ts.cfg.Log; log != nil {
+			log.Info("mcp stdio server started", "server", name) // a restart loop shows as many
+		}
 		s.cs = cs
 		s.calls++
 		return s, cs, true, nil
