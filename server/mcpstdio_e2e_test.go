@@ -100,7 +100,8 @@ func running(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // process serves concurrent calls; it sees only the environment the
 // configuration gives (never the gateway's own); a crash is Unavailable
 // naming the tool (never the command) and the next call starts it again,
-// its stderr in the gateway's log,
+// as it does after the process is killed between calls; its stderr is in
+// the gateway's log;
 // but a server that keeps crashing is started at most once a second; an
 // answer over the backend receive limit is ResourceExhausted; a name not
 // configured is Unavailable; deleting the last tool ends the process.
@@ -218,6 +219,24 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if pidOf(again) == first || len(starts(t, served)) != 2 {
 		t.Errorf("after the crash: answered by %q, starts %v; want a second process", again, starts(t, served))
 	}
+	restarted := time.Now()
+
+	// Killed between calls: reaped at once, and the next call (past the
+	// restart gap) starts it again rather than failing on the dead one.
+	second := pidOf(again)
+	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; running(second); i++ {
+		if i == 500 {
+			t.Fatalf("process %d, killed between calls, was never reaped", second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Until(restarted.Add(1100 * time.Millisecond)))
+	if again, err = call("s.echo", map[string]any{"text": "after the kill"}); err != nil || pidOf(again) == second {
+		t.Fatalf("the first call after the process was killed: %q, %v; want an answer from a new process", again, err)
+	}
 
 	// A server that exits at once is not started per call.
 	begin := time.Now()
@@ -235,8 +254,8 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "mcp stdio server stderr") || !strings.Contains(l, "stdio-helper crash: starting") {
 		t.Errorf("the gateway's log lacks the servers' stderr:\n%s", l)
 	}
-	if n := strings.Count(logs.String(), `msg="mcp stdio server started" server=helper`); n != 2 {
-		t.Errorf("%d start lines for the helper; want 2 (the first start and the one after the crash)", n)
+	if n := strings.Count(logs.String(), `msg="mcp stdio server started" server=helper`); n != 3 {
+		t.Errorf("%d start lines for the helper; want 3 (the first start, after the crash, after the kill)", n)
 	}
 
 	// The last tool of the helper goes: its process ends.

@@ -258,6 +258,12 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		if log := m.ts.cfg.Log; log != nil {
 			log.Info("mcp stdio server started", "server", name) // a restart loop shows as many
 		}
+		// A process that exits between calls is forgotten (and reaped) at
+		// once, so the next call starts it again instead of failing on it.
+		go func() {
+			_ = cs.Wait()
+			m.drop(s, cs)
+		}()
 		s.cs = cs
 		s.calls++
 		return s, cs, true, nil
