@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
@@ -230,6 +233,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	g.follow = newMCPFollower(g.reg, g.auditor, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	go g.follow.run()
+	warnUnrunnableStdio(log, cfg.Policy.MCPUpstreams.Stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {
 		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
@@ -582,4 +586,20 @@ func (g *Gateway) mcpTracer() trace.Tracer {
 		return nil
 	}
 	return g.tracing.Tracer()
+}
+
+// warnUnrunnableStdio logs each configured stdio server whose executable
+// this host cannot run: the gateway still starts (the policy may be shared
+// by hosts that differ), but its tools will answer Unavailable.
+func warnUnrunnableStdio(log *slog.Logger, servers map[string]mcpupstream.Command) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		path := servers[name].Path
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			log.Warn("mcp stdio server cannot run here: its tools will be unavailable", "server", name, "err", err)
+		case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+			log.Warn("mcp stdio server cannot run here: its tools will be unavailable", "server", name, "err", path+" is not an executable file")
+		}
+	}
 }

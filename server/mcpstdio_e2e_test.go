@@ -119,6 +119,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 		"helper": {Path: self, Env: map[string]string{stdioUpstreamEnv: "serve", stdioStartsEnv: served, "GIVEN": "yes"},
 			PassEnv: []string{"FLOWDROP_TEST_PASSED", "FLOWDROP_TEST_UNSET"}},
 		"crashy": {Path: self, Env: map[string]string{stdioUpstreamEnv: "crash", stdioStartsEnv: crashed}},
+		"absent": {Path: dir + "/no-such-server"},
 	}
 	var logs syncBuffer
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs),
@@ -251,6 +252,9 @@ func TestMCPStdioUpstream(t *testing.T) {
 
 	// Its stderr is in the gateway's log (a server that fails to start can
 	// be diagnosed).
+	if l := logs.String(); !strings.Contains(l, `msg="mcp stdio server cannot run here: its tools will be unavailable" server=absent`) {
+		t.Errorf("no start-up warning for a configured server whose executable is missing:\n%s", l)
+	}
 	if l := logs.String(); !strings.Contains(l, "mcp stdio server stderr") || !strings.Contains(l, "stdio-helper crash: starting") {
 		t.Errorf("the gateway's log lacks the servers' stderr:\n%s", l)
 	}
