@@ -38,12 +38,24 @@ type Options struct {
 // Skipped is an upstream tool not imported, and why.
 type Skipped struct{ Tool, Reason string }
 
-// List reads every upstream tool (tools/list, all pages).
+// MaxListed bounds the tools List reads from one upstream: an upstream
+// that keeps handing out pages cannot grow the gateway without end.
+const MaxListed = 10000
+
+// List reads every upstream tool (tools/list, all pages), at most
+// MaxListed.
 func List(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	return listAtMost(ctx, cs, MaxListed)
+}
+
+func listAtMost(ctx context.Context, cs *mcp.ClientSession, most int) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, err
+		}
+		if len(tools) == most {
+			return nil, fmt.Errorf("the upstream lists more than %d tools", most)
 		}
 		tools = append(tools, t)
 	}

@@ -1,8 +1,12 @@
 package mcpimport
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestMapName(t *testing.T) {
@@ -24,5 +28,44 @@ func TestMapName(t *testing.T) {
 				t.Errorf("MapName(%q, %q) = %q, %v; want %q, %v (%s)", tc.prefix, tc.upstream, got, ok, tc.want, tc.ok, tc.reason)
 			}
 		})
+	}
+}
+
+// TestListIsBounded: List reads every page of an upstream's tools up to
+// its bound (MaxListed; a small one here), and refuses an upstream that
+// lists more (one that pages without end cannot grow the gateway).
+func TestListIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		n      int
+		ok     bool
+	}{
+		{"every page, up to the bound", 25, true},
+		{"one past the bound", 26, false},
+	} {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "1"}, &mcp.ServerOptions{PageSize: 10})
+		for i := range tc.n {
+			mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("t%05d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(t.Context(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools, err := listAtMost(t.Context(), cs, 25)
+		if tc.ok && (err != nil || len(tools) != tc.n) {
+			t.Errorf("%s: %d tools, %v; want %d", tc.reason, len(tools), err, tc.n)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "more than 25 tools")) {
+			t.Errorf("%s: %d tools, %v; want an error naming the bound", tc.reason, len(tools), err)
+		}
+		cs.Close()
+		ss.Close()
 	}
 }
