@@ -231,7 +231,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.loops.Add(1)
 		go g.auditHealthLoop()
 	}
-	g.follow = newMCPFollower(g.reg, g.auditor, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notify)
 	go g.follow.run()
 	warnUnrunnableStdio(log, cfg.Policy.MCPUpstreams.Stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })

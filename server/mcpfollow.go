@@ -31,13 +31,16 @@ const DefaultMCPRelistInterval = 30 * time.Second
 //   - registers a changed input schema or description as a new revision.
 //
 // A tool new upstream is not added: which tools, under which prefix, is
-// the import's decision. Stdio servers (processes the gateway runs) are not
-// followed. An upstream that cannot be listed changes nothing
+// the import's decision. A stdio server (a process the gateway runs) is
+// followed while it runs, over the calls' own session (its list_changed
+// reaches the kind, which kicks the follower); it is never started only
+// to be listed. An upstream that cannot be listed changes nothing
 // (it being down must not empty the registry). Writes carry the revision
 // they were computed from, so an admin's concurrent change wins.
 type mcpFollower struct {
 	reg      *registry.Registry
 	audit    *pipeline.AuditRecorder // nil: no audit log
+	stdio    stdioLister
 	log      *slog.Logger
 	interval time.Duration
 
@@ -49,11 +52,16 @@ type mcpFollower struct {
 	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
 }
 
-func newMCPFollower(reg *registry.Registry, audit *pipeline.AuditRecorder, log *slog.Logger, interval time.Duration) *mcpFollower {
+// stdioLister lists a running stdio server's tools (backend.MCPUpstream).
+type stdioLister interface {
+	ListRunning(ctx context.Context, url string) ([]*mcp.Tool, error)
+}
+
+func newMCPFollower(reg *registry.Registry, audit *pipeline.AuditRecorder, stdio stdioLister, log *slog.Logger, interval time.Duration) *mcpFollower {
 	if interval <= 0 {
 		interval = DefaultMCPRelistInterval
 	}
-	return &mcpFollower{reg: reg, audit: audit, log: log, interval: interval, kick: make(chan struct{}, 1),
+	return &mcpFollower{reg: reg, audit: audit, stdio: stdio, log: log, interval: interval, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		listeners: map[mcpupstream.Reference]map[string]*mcp.ClientSession{}}
 }
@@ -91,11 +99,6 @@ func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
 			continue
 		}
 		m := t.Spec.MCPTool
-		if _, stdio := registry.StdioName(m.URL); stdio {
-			// Not followed: listening or re-listing would run a process
-			// of its own beside the calls'. Re-import on a change.
-			continue
-		}
 		k := mcpGroupKey{url: m.URL, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
 		if t.Spec.TLS != nil {
 			k.tls, k.has = *t.Spec.TLS, true
@@ -157,6 +160,9 @@ func (f *mcpFollower) listen(ctx context.Context) {
 	groups := f.groups()
 	f.endUnused(groups)
 	for k := range groups {
+		if _, stdio := registry.StdioName(k.url); stdio {
+			continue // its list_changed comes over the calls' session
+		}
 		f.mu.Lock()
 		_, ok := f.listeners[k.ref][k.url]
 		f.mu.Unlock()
@@ -258,26 +264,10 @@ func (f *mcpFollower) sync(ctx context.Context) {
 func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	f.mu.Lock()
-	cs := f.listeners[g.ref][g.url]
-	f.mu.Unlock()
-	if cs == nil {
-		h, _, err := g.ref.Load()
-		if err != nil {
-			return // listen logged it
-		}
-		base, err := g.key.transport()
-		if err != nil {
-			f.log.Warn("mcp upstream: transport", "url", g.url, "err", err)
-			return
-		}
-		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base}); err != nil {
-			f.log.Warn("mcp upstream: cannot list its tools; keeping them as registered", "url", g.url, "err", err)
-			return
-		}
-		defer cs.Close()
+	listed, err := f.list(ctx, g)
+	if errors.Is(err, backend.ErrNotRunning) {
+		return // a stdio server not running: nothing to follow now
 	}
-	listed, err := mcpimport.List(ctx, cs)
 	if err != nil {
 		f.log.Warn("mcp upstream: cannot list its tools; keeping them as registered", "url", g.url, "err", err)
 		return
@@ -312,6 +302,32 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 			return e.Tool.Revision, nil
 		})
 	}
+}
+
+// list is the upstream's tools: over its notification session, or one
+// made for the listing; a stdio server's over its calls' session.
+func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, error) {
+	if _, stdio := registry.StdioName(g.url); stdio {
+		return f.stdio.ListRunning(ctx, g.url)
+	}
+	f.mu.Lock()
+	cs := f.listeners[g.ref][g.url]
+	f.mu.Unlock()
+	if cs == nil {
+		h, _, err := g.ref.Load()
+		if err != nil {
+			return nil, err
+		}
+		base, err := g.key.transport()
+		if err != nil {
+			return nil, err
+		}
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base}); err != nil {
+			return nil, err
+		}
+		defer cs.Close()
+	}
+	return mcpimport.List(ctx, cs)
 }
 
 // The reasons on the audit lines of the follower's own writes.

@@ -32,7 +32,8 @@ const (
 )
 
 // serveStdioUpstream is the stdio MCP server: echo (pid:text), env (the
-// names in its environment), big (n bytes of text) and crash (exits 3).
+// names in its environment), big (n bytes of text), forget (removes env)
+// and crash (exits 3).
 func serveStdioUpstream(mode string) int {
 	if f, err := os.OpenFile(os.Getenv(stdioStartsEnv), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 		fmt.Fprintln(f, os.Getpid())
@@ -63,6 +64,10 @@ func serveStdioUpstream(mode string) int {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", min(in.N, 8<<20))}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "forget"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		s.RemoveTools("env") // its clients hear notifications/tools/list_changed
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "forgot env"}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
@@ -104,7 +109,9 @@ func running(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // the gateway's log;
 // but a server that keeps crashing is started at most once a second; an
 // answer over the backend receive limit is ResourceExhausted; a name not
-// configured is Unavailable; deleting the last tool ends the process.
+// configured is Unavailable; a running server that drops a tool and says
+// so has it dropped from the registry; deleting the last tool ends the
+// process.
 func TestMCPStdioUpstream(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -128,7 +135,8 @@ func TestMCPStdioUpstream(t *testing.T) {
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	for _, tl := range []struct{ name, url, tool string }{
 		{"s.echo", "stdio://helper", "echo"}, {"s.env", "stdio://helper", "env"}, {"s.big", "stdio://helper", "big"},
-		{"s.crash", "stdio://helper", "crash"}, {"s.crashy", "stdio://crashy", "echo"}, {"s.ghost", "stdio://nowhere", "echo"},
+		{"s.crash", "stdio://helper", "crash"}, {"s.forget", "stdio://helper", "forget"},
+		{"s.crashy", "stdio://crashy", "echo"}, {"s.ghost", "stdio://nowhere", "echo"},
 	} {
 		schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
 		tool := &gatewayv1.Tool{Name: tl.name, InputSchema: schema,
@@ -262,9 +270,29 @@ func TestMCPStdioUpstream(t *testing.T) {
 		t.Errorf("%d start lines for the helper; want 3 (the first start, after the crash, after the kill)", n)
 	}
 
+	// A running server is followed over the calls' own session: it drops
+	// a tool and says so, and the registry drops it (the re-list interval
+	// is the default 30 s: only the notification can do it in time).
+	if _, err := call("s.forget", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "s.env"})
+		if status.Code(err) == codes.NotFound {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("s.env after the server dropped env: %v; want it removed from the registry", err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if n := len(starts(t, served)); n != 3 {
+		t.Errorf("the helper started %d times; want 3 (following it must not start another)", n)
+	}
+
 	// The last tool of the helper goes: its process ends.
 	pid := pidOf(again)
-	for _, name := range []string{"s.echo", "s.env", "s.big", "s.crash"} {
+	for _, name := range []string{"s.echo", "s.big", "s.crash", "s.forget"} {
 		if _, err := rc.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: name}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -51,6 +52,41 @@ type MCPUpstream struct {
 	// can wait on the upstream (seconds, for a call it is still running),
 	// which the failed call must not.
 	ending sync.WaitGroup
+
+	// listChanged hears a stdio server's notifications/tools/list_changed
+	// (the follower's kick); set before the first call.
+	listChanged func()
+}
+
+// ErrNotRunning is ListRunning's error when the stdio server has no
+// process: listing does not start one.
+var ErrNotRunning = errors.New("the stdio server is not running")
+
+// OnToolListChanged sets what hears a running stdio server say its tools
+// changed (it says so on the calls' own stream). Call it before serving.
+func (m *MCPUpstream) OnToolListChanged(f func()) { m.listChanged = f }
+
+// ListRunning lists a stdio server's tools over its running process's
+// session (the one calls use), or is ErrNotRunning: a server is not
+// started only to be listed.
+func (m *MCPUpstream) ListRunning(ctx context.Context, url string) ([]*mcp.Tool, error) {
+	m.mu.Lock()
+	s := m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
+	m.mu.Unlock()
+	if s == nil {
+		return nil, ErrNotRunning
+	}
+	s.mu.Lock()
+	cs := s.cs
+	if cs != nil {
+		s.calls++
+	}
+	s.mu.Unlock()
+	if cs == nil {
+		return nil, ErrNotRunning
+	}
+	defer m.release(s)
+	return mcpimport.List(ctx, cs)
 }
 
 type mcpUpstreamKey struct {
@@ -247,7 +283,12 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 				up.URL, time.Since(s.started).Round(time.Millisecond), stdioRestartGap)
 		}
 		s.started = time.Now()
-		var o mcpupstream.ConnectOptions
+		o := mcpupstream.ConnectOptions{Client: &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				if f := m.listChanged; f != nil {
+					f()
+				}
+			}}}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
