@@ -31,13 +31,15 @@ import (
 // Gateway is a started gateway: the registry over its store, the pipeline,
 // the gRPC face, and the MCP face and admin listener when configured.
 type Gateway struct {
-	log     *slog.Logger
-	store   registry.Store
-	reg     *registry.Registry
-	pipe    *pipeline.Pipeline
-	tools   *backend.ToolService
-	kinds   *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
-	follow  *mcpFollower   // upstream MCP tools kept in step (mcpfollow.go)
+	log    *slog.Logger
+	store  registry.Store
+	reg    *registry.Registry
+	pipe   *pipeline.Pipeline
+	tools  *backend.ToolService
+	kinds  *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
+	follow *mcpFollower   // upstream MCP tools kept in step (mcpfollow.go)
+	// stdio are the stdio MCP servers the policy declares (set up at start).
+	stdio   map[string]mcpupstream.Command
 	grpc    *grpcapi.Server
 	mcp     *mcpapi.Server
 	admin   *observe.Admin
@@ -225,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		}
 	}
 
+	g.stdio = cfg.Policy.MCPUpstreams.Stdio // before pruneLoop reads it
 	g.loops.Add(1)
 	go g.pruneLoop()
 	if g.auditor != nil { // only an audit log changes health on its own
@@ -234,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notify)
 	go g.follow.run()
-	warnUnrunnableStdio(log, cfg.Policy.MCPUpstreams.Stdio)
+	warnUnrunnableStdio(log, g.stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {
 		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
@@ -373,6 +376,8 @@ func (g *Gateway) pruneLoop() {
 	defer g.loops.Done()
 	changes, unsubscribe := g.reg.Changes()
 	defer unsubscribe()
+	warned := map[*registry.Entry]bool{}
+	g.warnUnconfiguredStdio(g.reg.Snapshot().List(), warned)
 	for {
 		select {
 		case <-g.stopLoops:
@@ -383,6 +388,7 @@ func (g *Gateway) pruneLoop() {
 			}
 			inUse := map[string]bool{}
 			entries := g.reg.Snapshot().List()
+			g.warnUnconfiguredStdio(entries, warned)
 			for _, e := range entries {
 				inUse[e.Tool.Target()] = true
 			}
@@ -391,6 +397,33 @@ func (g *Gateway) pruneLoop() {
 			if g.auditor != nil {
 				g.auditor.Prune(entries)
 			}
+		}
+	}
+}
+
+// warnUnconfiguredStdio logs, once per tool revision, a tool naming a
+// stdio server this gateway's policy does not declare (a typo, or a
+// replica configured differently): its calls answer Unavailable. warned
+// holds the revisions already logged and is pruned to entries.
+func (g *Gateway) warnUnconfiguredStdio(entries []*registry.Entry, warned map[*registry.Entry]bool) {
+	live := make(map[*registry.Entry]bool, len(entries))
+	for _, e := range entries {
+		live[e] = true
+		sp := e.Tool.Spec
+		if sp == nil || sp.MCPTool == nil || warned[e] {
+			continue
+		}
+		if name, ok := registry.StdioName(sp.MCPTool.URL); ok {
+			if _, configured := g.stdio[name]; !configured {
+				g.log.Warn("a tool names a stdio server this gateway does not run: its calls will be unavailable",
+					"tool", e.Tool.Name, "server", policy.Bound(name))
+				warned[e] = true
+			}
+		}
+	}
+	for e := range warned {
+		if !live[e] {
+			delete(warned, e)
 		}
 	}
 }

@@ -263,6 +263,10 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, `msg="mcp stdio server cannot run here: its tools will be unavailable" server=absent`) {
 		t.Errorf("no start-up warning for a configured server whose executable is missing:\n%s", l)
 	}
+	const unconfigured = `msg="a tool names a stdio server this gateway does not run: its calls will be unavailable" tool=s.ghost server=nowhere`
+	if n := strings.Count(logs.String(), unconfigured); n != 1 {
+		t.Errorf("%d warnings for s.ghost naming a server not configured; want exactly 1 (once per revision):\n%s", n, logs.String())
+	}
 	if l := logs.String(); !strings.Contains(l, "mcp stdio server stderr") || !strings.Contains(l, "stdio-helper crash: starting") {
 		t.Errorf("the gateway's log lacks the servers' stderr:\n%s", l)
 	}
