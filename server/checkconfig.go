@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -15,9 +17,11 @@ import (
 // file, offline, as Start and a reload would: the policy parsed (unknown
 // keys refused) and every policy object built (API keys, JWT with its JWKS
 // — a jwks_url is fetched, as at start —, authorization globs, CEL rules,
-// rate limits, the TLS files, the audit file's directory); every tool
-// compiled and admitted (strict lint with strictLint). It returns every
-// problem it found, joined (nil: valid); policyPath "" checks only tools.
+// rate limits, the TLS files, the audit file's directory, each stdio
+// server's executable); every tool compiled and admitted (strict lint
+// with strictLint) and, with both files, naming only stdio servers the
+// policy declares. It returns every problem it found, joined (nil:
+// valid); policyPath "" checks only tools.
 func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint bool) error {
 	var errs []error
 	if policyPath != "" {
@@ -25,6 +29,35 @@ func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint b
 	}
 	if toolsPath != "" {
 		errs = append(errs, checkToolsFile(ctx, toolsPath, strictLint))
+	}
+	if policyPath != "" && toolsPath != "" {
+		errs = append(errs, checkStdioNames(policyPath, toolsPath))
+	}
+	return errors.Join(errs...)
+}
+
+// checkStdioNames refuses a tools file's tool naming a stdio server the
+// policy file does not declare (its calls would be Unavailable).
+func checkStdioNames(policyPath, toolsPath string) error {
+	cfg, err := LoadPolicyFile(policyPath)
+	if err != nil {
+		return nil // checkPolicyFile reported it
+	}
+	tools, err := registry.LoadFile(toolsPath)
+	if err != nil {
+		return nil // checkToolsFile reported it
+	}
+	var errs []error
+	for _, t := range tools {
+		if t.Spec == nil || t.Spec.MCPTool == nil {
+			continue
+		}
+		if name, ok := registry.StdioName(t.Spec.MCPTool.URL); ok {
+			if _, declared := cfg.MCPUpstreams.Stdio[name]; !declared {
+				errs = append(errs, fmt.Errorf("tools file %s: tool %q: spec.mcp_tool.url names stdio server %q, which policy file %s does not declare (mcp_upstreams.stdio)",
+					toolsPath, t.Name, name, policyPath))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -54,6 +87,11 @@ func checkPolicyFile(ctx context.Context, path string) error {
 	bad(err)
 	_, err = cfg.TLS.serverCredentials()
 	bad(err)
+	for _, name := range slices.Sorted(maps.Keys(cfg.MCPUpstreams.Stdio)) {
+		if err := runnable(cfg.MCPUpstreams.Stdio[name].Path); err != nil {
+			errs = append(errs, fmt.Errorf("policy file %s: mcp_upstreams.stdio.%s.command: cannot run here: %w", path, name, err))
+		}
+	}
 	if p := cfg.Audit.Path; p != "" && p != "-" {
 		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Errorf("policy file %s: audit.path %s: its directory does not exist", path, p))

@@ -627,13 +627,20 @@ func (g *Gateway) mcpTracer() trace.Tracer {
 // by hosts that differ), but its tools will answer Unavailable.
 func warnUnrunnableStdio(log *slog.Logger, servers map[string]mcpupstream.Command) {
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		path := servers[name].Path
-		fi, err := os.Stat(path)
-		switch {
-		case err != nil:
+		if err := runnable(servers[name].Path); err != nil {
 			log.Warn("mcp stdio server cannot run here: its tools will be unavailable", "server", name, "err", err)
-		case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-			log.Warn("mcp stdio server cannot run here: its tools will be unavailable", "server", name, "err", path+" is not an executable file")
 		}
 	}
+}
+
+// runnable is nil when path is an executable file on this host.
+func runnable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
 }

@@ -229,12 +229,24 @@ rules:
     backend: 127.0.0.1:1
     input_schema: {type: object, properties: {text: {type: strung}}}
 `)
+	stdioPolicy := file("stdio.yaml", reloadPolicyYAML("")+"mcp_upstreams:\n  stdio:\n    here: {command: [/bin/sh]}\n    absent: {command: ["+filepath.Join(dir, "no-such-server")+"]}\n")
+	stdioTools := file("stdiotools.yaml", `tools:
+  - name: ok.tool
+    spec: {mcp_tool: {url: "stdio://here", tool: t}}
+    input_schema: {type: object}
+  - name: typo.tool
+    spec: {mcp_tool: {url: "stdio://hree", tool: t}}
+    input_schema: {type: object}
+`)
 	cases := []struct {
 		name, reason string
 		args         []string
 		code         int
 		want         []string // in stdout (code 0) or stderr
 	}{
+		{name: "stdio", reason: "a stdio server this host cannot run, and a tool naming one the policy does not declare, are named",
+			args: []string{"--policy", stdioPolicy, "--tools", stdioTools}, code: 1,
+			want: []string{"mcp_upstreams.stdio.absent.command: cannot run here", `tool "typo.tool"`, `stdio server "hree"`}},
 		{name: "valid", reason: "a valid policy and tools file pass: exit 0, saying what was checked",
 			args: []string{"--policy", good, "--tools", tools}, code: 0, want: []string{"ok:", good, tools}},
 		{name: "unknown-key", reason: "a typo is a problem named by its field",
