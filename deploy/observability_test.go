@@ -15,6 +15,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server"
 )
@@ -47,6 +48,7 @@ var metricName = regexp.MustCompile(`\b(flowdrop_[a-z_]+|grpc_server_[a-z_]+)`)
 func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	p := server.DemoPolicy()
 	p.Rules = []policy.Rule{{Name: "no-forbidden", Tools: []string{"create_note"}, Expr: `!args.title.contains("forbidden")`}}
+	p.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"files": {Path: "/bin/true"}} // its series exist from start
 	env := gatewaytest.Start(t, gatewaytest.WithAdmin(), gatewaytest.WithPolicy(p))
 	// A served call with a repair, a rule denial, a validation failure: the
 	// per-call series exist only once something was counted.

@@ -129,7 +129,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 		"absent": {Path: dir + "/no-such-server"},
 	}
 	var logs syncBuffer
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs),
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs), gatewaytest.WithAdmin(),
 		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 64 << 10 }))
 	ctx := testCtx(t)
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
@@ -256,6 +256,22 @@ func TestMCPStdioUpstream(t *testing.T) {
 	}
 	if n, most := len(starts(t, crashed)), int(time.Since(begin)/time.Second)+1; n > most {
 		t.Errorf("20 calls in %v started the crashing server %d times; want at most %d (once a second)", time.Since(begin), n, most)
+	}
+
+	// Every start is counted, by result; a configured server never started
+	// has its series at 0.
+	fams := scrape(t, env.AdminURL)
+	for _, c := range []struct {
+		server, result string
+		want           float64
+	}{
+		{"helper", "ok", 3}, {"helper", "failed", 0},
+		{"crashy", "ok", 0}, {"crashy", "failed", float64(len(starts(t, crashed)))},
+		{"absent", "ok", 0}, {"absent", "failed", 0},
+	} {
+		if got := sample(fams, "flowdrop_mcp_stdio_starts_total", map[string]string{"server": c.server, "result": c.result}); got != c.want {
+			t.Errorf("flowdrop_mcp_stdio_starts_total{server=%q,result=%q} = %v, want %v", c.server, c.result, got, c.want)
+		}
 	}
 
 	// Its stderr is in the gateway's log (a server that fails to start can

@@ -293,6 +293,9 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
 		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
+		if count := m.ts.cfg.CountStdioStart; count != nil {
+			count(name, err == nil)
+		}
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
 		}

@@ -71,6 +71,8 @@ type ToolServiceConfig struct {
 	MCPStdio map[string]mcpupstream.Command
 	// Log hears a stdio server's stderr (nil: discarded).
 	Log *slog.Logger
+	// CountStdioStart hears each start of a stdio server (nil: none).
+	CountStdioStart func(server string, ok bool)
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target

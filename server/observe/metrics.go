@@ -34,7 +34,10 @@ type Metrics struct {
 	// (SetStages), so a call observes its stages without label lookups.
 	stageObs  []prometheus.Observer
 	auditDrop prometheus.Counter
-	errs      toolErrors // each tool's last error, for the status page
+	// stdioStarts counts stdio MCP server starts by server (a configured
+	// name: bounded) and result.
+	stdioStarts *prometheus.CounterVec
+	errs        toolErrors // each tool's last error, for the status page
 }
 
 // NewMetrics registers the metrics in a registry of their own.
@@ -63,6 +66,8 @@ func NewMetrics() *Metrics {
 			Buckets: latencyBuckets}, []string{"tool"}),
 		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowdrop_audit_dropped_total",
 			Help: "Audit records lost: not written (the write failed, e.g. a full disk) or dropped (the queue was full)."}),
+		stdioStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_stdio_starts_total",
+			Help: "Starts of the stdio MCP servers the gateway runs, by server and result (ok: it answered initialize; failed)."}, []string{"server", "result"}),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowdrop_build_info",
@@ -70,7 +75,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad, m.stdioStarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -150,5 +155,23 @@ func (m *Metrics) CountMCP(method, outcome string) { m.mcpReqs.WithLabelValues(m
 
 // CountAuditDropped counts one lost audit record.
 func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
+
+// SetStdioServers starts each configured stdio server's start counts at
+// 0, so a rate over them is defined before the first start.
+func (m *Metrics) SetStdioServers(names []string) {
+	for _, n := range names {
+		m.stdioStarts.WithLabelValues(n, "ok")
+		m.stdioStarts.WithLabelValues(n, "failed")
+	}
+}
+
+// CountStdioStart counts one start of a stdio MCP server.
+func (m *Metrics) CountStdioStart(server string, ok bool) {
+	result := "failed"
+	if ok {
+		result = "ok"
+	}
+	m.stdioStarts.WithLabelValues(server, result).Inc()
+}
 
 var _ pipeline.Recorder = (*Metrics)(nil)
