@@ -324,3 +324,35 @@ func TestMCPStdioUpstream(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStdioServersEndWithTheGateway: closing the gateway ends the stdio
+// servers it runs (and reaps them): none outlives it.
+func TestStdioServersEndWithTheGateway(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := server.DemoPolicy()
+	p.MCPUpstreams.Stdio = map[string]mcpupstream.Command{
+		"helper": {Path: self, Env: map[string]string{stdioUpstreamEnv: "serve", stdioStartsEnv: os.DevNull}}}
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
+	ctx := testCtx(t)
+	schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+	tool := &gatewayv1.Tool{Name: "s.echo", InputSchema: schema,
+		Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: "stdio://helper", Tool: "echo"}}}}
+	if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: "s.echo", Arguments: gatewaytest.Args(t, map[string]any{"text": "x"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(resp.GetResult().GetStringValue(), ":", 2)[0])
+	if pid <= 0 || !running(pid) {
+		t.Fatalf("answer %q: want the running helper's pid", resp.GetResult().GetStringValue())
+	}
+	env.Gateway.Close(ctx)
+	if running(pid) {
+		t.Errorf("process %d still runs after the gateway closed", pid)
+	}
+}
