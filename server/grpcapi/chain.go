@@ -43,9 +43,9 @@ var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMe
 //
 // Then (tracing, when on, is a stats handler, a ServerOption, not an
 // interceptor): logging → metrics → one composed interceptor behind one
-// selector (health and reflection skip it): the call's outcome (InvokeTool:
-// from here on every end, authentication included, is recorded once) →
-// a registry write's audit line (likewise) → authentication → the other
+// selector (health and reflection skip it): the call's outcome (InvokeTool,
+// and a registry write's audit line: from here on every end,
+// authentication included, is recorded once) → authentication → the other
 // methods' registry-write caller, roles and rate limit → one adapter per
 // pipeline stage, in the pipeline's own order (InvokeTool) → the handler
 // (dispatch). Composing them into one interceptor matters: each selector
@@ -55,8 +55,7 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	authU, _ := newAuthInterceptorFrom(callAuth(cfg.Pipeline))
 	roleU, _ := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline))
 	tool := []grpc.UnaryServerInterceptor{
-		outcomeInterceptor(cfg.Pipeline),
-		otherMethods(registryWriteAudit(cfg.Pipeline.Audit())),
+		outcomeInterceptor(cfg.Pipeline, registryWriteAudit(cfg.Pipeline.Audit())),
 		authU,
 		otherMethods(chainUnary(registryWriteCaller(cfg.Pipeline.Audit()), roleU,
 			newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
@@ -93,12 +92,14 @@ func currentAuthz(p *pipeline.Pipeline) func() *policy.Authorizer {
 // outcomeInterceptor starts an InvokeTool call's outcome (the call itself
 // came from the raw handler, or is built here from a decoded request) and
 // records it when the call ends. It sits outside authentication, so a
-// refused credential gets its audit line too. Other methods pass through.
-func outcomeInterceptor(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+// refused credential gets its audit line too. Other methods go through
+// others (the registry writes' audit lines, which sit there for the same
+// reason), so InvokeTool passes no interceptor of theirs.
+func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 		r, ok := req.(*gatewayv1.InvokeToolRequest)
 		if !ok {
-			return handler(ctx, req)
+			return others(ctx, req, info, handler)
 		}
 		c := pipeline.CallFrom(ctx)
 		if c == nil {

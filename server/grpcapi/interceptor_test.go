@@ -72,7 +72,7 @@ func testPipeline(t *testing.T, cfg pipeline.Config) *pipeline.Pipeline {
 // toolInterceptors is InvokeTool's part of the chain (chain.go): the
 // outcome, then one adapter per pipeline stage in the pipeline's order.
 func toolInterceptors(p *pipeline.Pipeline) grpc.UnaryServerInterceptor {
-	ics := []grpc.UnaryServerInterceptor{outcomeInterceptor(p)}
+	ics := []grpc.UnaryServerInterceptor{outcomeInterceptor(p, registryWriteAudit(p.Audit()))}
 	for i := range p.Stages() {
 		ics = append(ics, stageInterceptor(p, i))
 	}
