@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -68,6 +69,19 @@ func readyz(t *testing.T, env *gatewaytest.Env) (int, string) {
 func auditDropped(t *testing.T, env *gatewaytest.Env) float64 {
 	t.Helper()
 	return sample(scrape(t, env.AdminURL), "flowdrop_audit_dropped_total", nil)
+}
+
+// awaitReady waits (at most 10 s) until /readyz answers 200.
+func awaitReady(t *testing.T, env *gatewaytest.Env, when string) {
+	t.Helper()
+	if err := poll(10*time.Second, func() error {
+		if code, _ := readyz(t, env); code != http.StatusOK {
+			return fmt.Errorf("/readyz stayed %d %s", code, when)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // grpcHealth is the gateway's gRPC health of "", ToolGatewayService and
@@ -200,15 +214,7 @@ func TestAuditFailClosedOnFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		if code, _ := readyz(t, env); code == http.StatusOK {
-			break
-		}
-		if i == 100 {
-			t.Fatal("/readyz stayed 503 after space was freed")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitReady(t, env, "after space was freed")
 	awaitHealth(t, ctx, env, [3]healthpb.HealthCheckResponse_ServingStatus{serving, serving, serving},
 		"the audit log writes again")
 	if _, err := env.Client.InvokeTool(ctx, noteCall(t, "c-after")); err != nil {
@@ -286,11 +292,13 @@ func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 	defer cancel()
 	up := mcpupstreamtest.Start(t)
 	importUpstream(t, ctx, env, up.URL, "", "up.")
-	for i := 0; up.Listeners() == 0; i++ { // the follower's notification session
-		if i == 200 {
-			t.Fatal("the gateway opened no notification stream to the upstream")
+	if err := poll(5*time.Second, func() error { // the follower's notification session
+		if up.Listeners() == 0 {
+			return errors.New("the gateway opened no notification stream to the upstream")
 		}
-		time.Sleep(25 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	filler := fillUp(t, dir)
@@ -308,11 +316,13 @@ func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 
 	up.MCP.RemoveTools("refuse") // the upstream notifies list_changed
 	const skipped = "the audit log cannot be written; the tool is left as registered"
-	for i := 0; !strings.Contains(logs.String(), skipped); i++ {
-		if i == 200 {
-			t.Fatalf("the follower never met the failing audit log:\n%s", logs.String())
+	if err := poll(5*time.Second, func() error {
+		if !strings.Contains(logs.String(), skipped) {
+			return errors.New("the follower never met the failing audit log")
 		}
-		time.Sleep(25 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, logs.String())
 	}
 	if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"}); err != nil {
 		t.Fatalf("up.refuse while the audit log fails: %v; want it still registered (no unrecorded change)", err)
@@ -321,26 +331,9 @@ func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		if code, _ := readyz(t, env); code == http.StatusOK {
-			break
-		}
-		if i == 100 {
-			t.Fatal("/readyz stayed 503 after space was freed")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitReady(t, env, "after space was freed")
 	up.MCP.RemoveTools("wait") // another list_changed: the follower re-lists
-	for i := 0; ; i++ {
-		_, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"})
-		if status.Code(err) == codes.NotFound {
-			break
-		}
-		if i == 200 {
-			t.Fatalf("up.refuse after the audit log recovered: %v; want it removed", err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	awaitNotFound(t, ctx, rc, "up.refuse", "after the audit log recovered")
 	lines, raw := auditLines(t, env, filepath.Join(dir, "audit.jsonl"))
 	var removed int
 	for _, l := range lines {

@@ -29,16 +29,7 @@ func BenchmarkInvokeTool(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(b, tc.args), CallId: "bench"}
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := env.Client.InvokeTool(ctx, req); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			invokeParallel(b, env.Client, req)
 		})
 	}
 }
@@ -97,16 +88,23 @@ func BenchmarkInvokeToolRateLimit(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			env := gatewaytest.Start(b, append(tc.opts, gatewaytest.WithoutRecording())...)
 			req := &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(b, args), CallId: "bench"}
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := env.Client.InvokeTool(ctx, req); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			invokeParallel(b, env.Client, req)
 		})
 	}
+}
+
+// invokeParallel is the benchmark's body: req through InvokeTool from
+// GOMAXPROCS goroutines, allocations reported.
+func invokeParallel(b *testing.B, client gatewayv1.ToolGatewayServiceClient, req *gatewayv1.InvokeToolRequest) {
+	b.Helper()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := client.InvokeTool(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

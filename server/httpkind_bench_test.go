@@ -49,14 +49,6 @@ func BenchmarkHTTPOperation(b *testing.B) {
 		})
 	})
 	b.Run("gateway", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := env.Client.InvokeTool(ctx, gatewayReq); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		invokeParallel(b, env.Client, gatewayReq)
 	})
 }

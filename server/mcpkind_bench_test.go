@@ -62,15 +62,7 @@ func BenchmarkMCPUpstream(b *testing.B) {
 	}
 	b.Run("direct", func(b *testing.B) { callMCP(b, direct, "add_items") })
 	b.Run("gateway-grpc", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := env.Client.InvokeTool(ctx, gatewayReq); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		invokeParallel(b, env.Client, gatewayReq)
 	})
 	b.Run("gateway-mcp", func(b *testing.B) { callMCP(b, viaMCP, "up.add_items") })
 }
@@ -117,14 +109,6 @@ func BenchmarkMCPStdioUpstream(b *testing.B) {
 		})
 	})
 	b.Run("gateway-grpc", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := env.Client.InvokeTool(ctx, gatewayReq); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		invokeParallel(b, env.Client, gatewayReq)
 	})
 }

@@ -379,14 +379,5 @@ func TestMCPUpstreamListChanged(t *testing.T) {
 	slices.SortFunc(own, func(a, b map[string]any) int {
 		return strings.Compare(fmt.Sprint(a["operation"]), fmt.Sprint(b["operation"]))
 	})
-	if len(own) != len(want) {
-		t.Fatalf("%d audit lines of the gateway's own registry writes, want %d:\n%s", len(own), len(want), raw)
-	}
-	for i, w := range want {
-		for k, v := range w {
-			if own[i][k] != v {
-				t.Errorf("the gateway's write %d: %s = %v, want %v\n%v", i, k, own[i][k], v, own[i])
-			}
-		}
-	}
+	matchLines(t, "the gateway's own registry-write", own, want, raw)
 }

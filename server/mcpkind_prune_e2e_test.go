@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -74,16 +75,16 @@ func (u *sleepUpstream) sessions() map[string]bool {
 // sessions and returns them.
 func (u *sleepUpstream) awaitSessions(t *testing.T, n int, what string) map[string]bool {
 	t.Helper()
-	for i := 0; ; i++ {
-		ids := u.sessions()
-		if len(ids) == n {
-			return ids
+	var ids map[string]bool
+	if err := poll(5*time.Second, func() error {
+		if ids = u.sessions(); len(ids) != n {
+			return fmt.Errorf("%s: %d sessions from the gateway after 5 s; want %d", what, len(ids), n)
 		}
-		if i == 200 {
-			t.Fatalf("%s: %d sessions from the gateway after 5 s; want %d", what, len(ids), n)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
+	return ids
 }
 
 // TestMCPUpstreamSessionEndsWithItsLastTool: the gateway's sessions with an

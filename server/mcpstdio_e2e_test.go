@@ -100,6 +100,32 @@ func starts(t *testing.T, path string) []int {
 // running reports whether pid is a live process (not yet reaped).
 func running(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// awaitExit waits (at most 5 s) until pid is gone and reaped.
+func awaitExit(t *testing.T, pid int, when string) {
+	t.Helper()
+	if err := poll(5*time.Second, func() error {
+		if running(pid) {
+			return fmt.Errorf("process %d still runs %s", pid, when)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitNotFound waits (at most 5 s) until the registry has no tool name.
+func awaitNotFound(t *testing.T, ctx context.Context, rc gatewayv1.ToolRegistryServiceClient, name, when string) {
+	t.Helper()
+	if err := poll(5*time.Second, func() error {
+		if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: name}); status.Code(err) != codes.NotFound {
+			return fmt.Errorf("%s %s: %v; want it removed from the registry", name, when, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMCPStdioUpstream: a tool of a stdio MCP server the gateway runs
 // (policy mcp_upstreams.stdio, the tool naming it stdio://NAME): one
 // process serves concurrent calls; it sees only the environment the
@@ -207,23 +233,13 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "s.crash") || strings.Contains(err.Error(), self) {
 		t.Errorf("a crashing call: %v; want Unavailable naming the tool and not the command", err)
 	}
-	if running(first) {
-		for i := 0; running(first); i++ { // reaped once the session notices
-			if i == 200 {
-				t.Fatalf("process %d still runs after it exited", first)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	awaitExit(t, first, "after it crashed")
 	var again string
-	for i := 0; ; i++ {
-		if again, err = call("s.echo", map[string]any{"text": "again"}); err == nil {
-			break
-		}
-		if i == 40 {
-			t.Fatalf("echo after the crash never answered: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := poll(4*time.Second, func() (err error) {
+		again, err = call("s.echo", map[string]any{"text": "again"})
+		return err
+	}); err != nil {
+		t.Fatalf("echo after the crash never answered: %v", err)
 	}
 	if pidOf(again) == first || len(starts(t, served)) != 2 {
 		t.Errorf("after the crash: answered by %q, starts %v; want a second process", again, starts(t, served))
@@ -236,12 +252,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; running(second); i++ {
-		if i == 500 {
-			t.Fatalf("process %d, killed between calls, was never reaped", second)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitExit(t, second, "killed between calls")
 	time.Sleep(time.Until(restarted.Add(1100 * time.Millisecond)))
 	if again, err = call("s.echo", map[string]any{"text": "after the kill"}); err != nil || pidOf(again) == second {
 		t.Fatalf("the first call after the process was killed: %q, %v; want an answer from a new process", again, err)
@@ -296,16 +307,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 	if _, err := call("s.forget", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		_, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "s.env"})
-		if status.Code(err) == codes.NotFound {
-			break
-		}
-		if i == 200 {
-			t.Fatalf("s.env after the server dropped env: %v; want it removed from the registry", err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	awaitNotFound(t, ctx, rc, "s.env", "after the server dropped env")
 	if n := len(starts(t, served)); n != 3 {
 		t.Errorf("the helper started %d times; want 3 (following it must not start another)", n)
 	}
@@ -317,12 +319,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; running(pid); i++ {
-		if i == 500 {
-			t.Fatalf("process %d still runs after its last tool was deleted", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitExit(t, pid, "after its last tool was deleted")
 }
 
 // TestStdioServersEndWithTheGateway: closing the gateway ends the stdio

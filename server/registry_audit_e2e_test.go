@@ -105,17 +105,25 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 			writes = append(writes, l)
 		}
 	}
-	if len(writes) != len(want) {
-		t.Fatalf("%d registry-write lines, want %d:\n%s", len(writes), len(want), raw)
+	matchLines(t, "registry-write", writes, want, raw)
+	if strings.Contains(raw, keyOps) || strings.Contains(raw, keyInvoker) || strings.Contains(raw, forgedKey) {
+		t.Error("the audit file holds a credential")
+	}
+}
+
+// matchLines checks got holds as many audit lines as want, each with
+// want's fields (a field absent from the line reads as nil); raw is the
+// file, for the failure.
+func matchLines(t *testing.T, what string, got, want []map[string]any, raw string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d %s lines, want %d:\n%s", len(got), what, len(want), raw)
 	}
 	for i, w := range want {
 		for k, v := range w {
-			if writes[i][k] != v {
-				t.Errorf("line %d %s = %v, want %v\n%v", i, k, writes[i][k], v, writes[i])
+			if got[i][k] != v {
+				t.Errorf("%s line %d: %s = %v, want %v\n%v", what, i, k, got[i][k], v, got[i])
 			}
 		}
-	}
-	if strings.Contains(raw, keyOps) || strings.Contains(raw, keyInvoker) || strings.Contains(raw, forgedKey) {
-		t.Error("the audit file holds a credential")
 	}
 }
