@@ -23,30 +23,30 @@ import (
 // policy declares. It returns every problem it found, joined (nil:
 // valid); policyPath "" checks only tools.
 func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint bool) error {
-	var errs []error
+	var (
+		errs  []error
+		cfg   *PolicyConfig
+		tools []registry.Tool
+	)
 	if policyPath != "" {
-		errs = append(errs, checkPolicyFile(ctx, policyPath))
+		var err error
+		cfg, err = checkPolicyFile(ctx, policyPath)
+		errs = append(errs, err)
 	}
 	if toolsPath != "" {
-		errs = append(errs, checkToolsFile(ctx, toolsPath, strictLint))
+		var err error
+		tools, err = checkToolsFile(ctx, toolsPath, strictLint)
+		errs = append(errs, err)
 	}
-	if policyPath != "" && toolsPath != "" {
-		errs = append(errs, checkStdioNames(policyPath, toolsPath))
+	if cfg != nil && tools != nil {
+		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath))
 	}
 	return errors.Join(errs...)
 }
 
 // checkStdioNames refuses a tools file's tool naming a stdio server the
 // policy file does not declare (its calls would be Unavailable).
-func checkStdioNames(policyPath, toolsPath string) error {
-	cfg, err := LoadPolicyFile(policyPath)
-	if err != nil {
-		return nil // checkPolicyFile reported it
-	}
-	tools, err := registry.LoadFile(toolsPath)
-	if err != nil {
-		return nil // checkToolsFile reported it
-	}
+func checkStdioNames(cfg *PolicyConfig, tools []registry.Tool, policyPath, toolsPath string) error {
 	var errs []error
 	for _, t := range tools {
 		if t.Spec == nil || t.Spec.MCPTool == nil {
@@ -62,10 +62,12 @@ func checkStdioNames(policyPath, toolsPath string) error {
 	return errors.Join(errs...)
 }
 
-func checkPolicyFile(ctx context.Context, path string) error {
+// checkPolicyFile is the policy file's problems, and the policy when it
+// parses and validates (nil otherwise).
+func checkPolicyFile(ctx context.Context, path string) (*PolicyConfig, error) {
 	cfg, err := LoadPolicyFile(path) // parse and validate, every problem at once
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var errs []error
 	bad := func(err error) {
@@ -97,13 +99,15 @@ func checkPolicyFile(ctx context.Context, path string) error {
 			errs = append(errs, fmt.Errorf("policy file %s: audit.path %s: its directory does not exist", path, p))
 		}
 	}
-	return errors.Join(errs...)
+	return &cfg, errors.Join(errs...)
 }
 
-func checkToolsFile(ctx context.Context, path string, strictLint bool) error {
+// checkToolsFile is the tools file's problems, and its tools when it loads
+// (nil otherwise).
+func checkToolsFile(ctx context.Context, path string, strictLint bool) ([]registry.Tool, error) {
 	tools, err := registry.LoadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	adm := registry.Admission{StrictLint: strictLint, LintProfiles: registry.DefaultLintProfiles()}
 	var errs []error
@@ -112,5 +116,5 @@ func checkToolsFile(ctx context.Context, path string, strictLint bool) error {
 			errs = append(errs, fmt.Errorf("tools file %s: %w", path, err))
 		}
 	}
-	return errors.Join(errs...)
+	return tools, errors.Join(errs...)
 }
