@@ -47,9 +47,9 @@ func richAnswer(isError bool, image []byte) *mcp.CallToolResult {
 		},
 		StructuredContent: map[string]any{"count": 3.0, "names": []any{"a", "b"}},
 		Meta: mcp.Meta{
-			"example.com/trace":                   "t-1",
-			"flowdrop/repairs":                    []any{map[string]any{"path": "/spoofed", "kind": "json-decoded"}},
-			"flowdrop/reason":                     "spoofed",
+			"example.com/trace":                  "t-1",
+			"flowdrop/repairs":                   []any{map[string]any{"path": "/spoofed", "kind": "json-decoded"}},
+			"flowdrop/reason":                    "spoofed",
 			"io.modelcontextprotocol/serverInfo": map[string]any{"name": "not-the-gateway", "version": "0"},
 		},
 	}
@@ -75,11 +75,17 @@ func TestMCPUpstreamContentPassesWhole(t *testing.T) {
 	image := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 16)
 	bigImage := bytes.Repeat([]byte{7}, 200<<10)
 	up.MCP.AddTool(&mcp.Tool{Name: "rich", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return richAnswer(false, image), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return richAnswer(false, image), nil
+		})
 	up.MCP.AddTool(&mcp.Tool{Name: "rich_error", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return richAnswer(true, image), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return richAnswer(true, image), nil
+		})
 	up.MCP.AddTool(&mcp.Tool{Name: "rich_big", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return richAnswer(false, bigImage), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return richAnswer(false, bigImage), nil
+		})
 	credFile := filepath.Join(t.TempDir(), "upstream.header")
 	if err := os.WriteFile(credFile, []byte(mcpupstreamtest.CredentialHeader+": tok\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -239,4 +245,3 @@ func TestBackendContentPassesWhole(t *testing.T) {
 		t.Errorf("MCP _meta %v: want the backend's own key and not its spoofed flowdrop/reason", res.Meta)
 	}
 }
-
