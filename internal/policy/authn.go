@@ -121,7 +121,10 @@ type apiKey struct {
 }
 
 type jwtAuth struct {
-	parser    *jwt.Parser
+	parser *jwt.Parser
+	// validator checks the claims as parser does, for Screen's tokens
+	// whose signature cannot be checked without a fetch.
+	validator *jwt.Validator
 	keys      keyfunc.Keyfunc
 	roleClaim string
 	algs      []string
@@ -223,17 +226,22 @@ func (a *Authenticator) Authenticate(ctx context.Context, c Credentials) (Caller
 		if caller, ok := a.lookupKey(c.Bearer); ok {
 			return caller, nil
 		}
-		caller, err := a.jwt.authenticate(ctx, c.Bearer)
-		if pe, ok := AsError(err); ok && pe.Reason == ReasonJWTMalformed && len(a.keys) > 0 {
-			pe.Message = "bearer token is neither a recognised API key nor a well-formed JWT"
-		}
-		return caller, err
+		return a.bearerJWTError(a.jwt.authenticate(ctx, c.Bearer))
 	case c.Bearer != "":
 		return a.apiKey(c.Bearer)
 	case len(c.PeerCerts) > 0 && a.mtls != nil:
 		return a.cert(c.PeerCerts[0])
 	}
 	return Caller{}, unauthenticated(ReasonCredentialsMissing, "no credentials: send an API key (x-api-key), a bearer token, or a client certificate")
+}
+
+// bearerJWTError says, when API keys are configured too, that a malformed
+// bearer token is not a key either.
+func (a *Authenticator) bearerJWTError(caller Caller, err error) (Caller, error) {
+	if pe, ok := AsError(err); ok && pe.Reason == ReasonJWTMalformed && len(a.keys) > 0 {
+		pe.Message = "bearer token is neither a recognised API key nor a well-formed JWT"
+	}
+	return caller, err
 }
 
 func (a *Authenticator) apiKey(key string) (Caller, error) {
@@ -346,14 +354,15 @@ func newJWTAuth(ctx context.Context, c JWTConfig) (*jwtAuth, error) {
 	if role == "" {
 		role = "roles"
 	}
-	p := jwt.NewParser(
+	claimChecks := []jwt.ParserOption{
 		jwt.WithIssuer(c.Issuer),
 		jwt.WithAudience(c.Audience),
 		jwt.WithExpirationRequired(),
-		jwt.WithValidMethods(algs),
 		jwt.WithLeeway(c.Leeway),
-	)
-	return &jwtAuth{parser: p, keys: kf, roleClaim: role, algs: slices.Clone(algs), discovery: discovery}, nil
+	}
+	p := jwt.NewParser(append(slices.Clone(claimChecks), jwt.WithValidMethods(algs))...)
+	return &jwtAuth{parser: p, validator: jwt.NewValidator(claimChecks...), keys: kf, roleClaim: role,
+		algs: slices.Clone(algs), discovery: discovery}, nil
 }
 
 func checkJWKSURL(raw string) error {
@@ -380,6 +389,11 @@ func (j *jwtAuth) authenticate(ctx context.Context, raw string) (Caller, error) 
 	if err != nil {
 		return Caller{}, j.classify(tok, err)
 	}
+	return j.caller(claims)
+}
+
+// caller is the Caller a verified token's claims name.
+func (j *jwtAuth) caller(claims jwt.MapClaims) (Caller, error) {
 	sub, _ := claims.GetSubject()
 	if sub == "" {
 		return Caller{}, unauthenticated(ReasonJWTClaims, "bearer token has no \"sub\" claim")

@@ -90,6 +90,12 @@ func TestPolicyAuthenticate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			c, err := a.Authenticate(t.Context(), tc.creds)
+			// Screen (before a message is read) must answer the same
+			// whenever nothing needs fetching, as here (a JWKS file).
+			sc, verified, serr := a.Screen(tc.creds)
+			if verified != (err == nil) || sc.Subject != c.Subject || sc.Method != c.Method || !sameReason(serr, err) {
+				t.Errorf("Screen = %+v, verified %v, %v; Authenticate = %+v, %v", sc, verified, serr, c, err)
+			}
 			if tc.wantReason != "" {
 				pe := wantPolicyError(t, err, Unauthenticated, tc.wantReason)
 				for _, secret := range []string{tc.creds.APIKey, tc.creds.Bearer} {
@@ -232,5 +238,84 @@ func TestPolicyJWKSURLUnreachableFailsAtStartup(t *testing.T) {
 		Issuer: testIssuer, Audience: testAudience, JWKSURL: u, FetchTimeout: 2 * time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "jwks_url") {
 		t.Fatalf("err = %v, want a jwks_url start-up error", err)
+	}
+}
+
+// sameReason reports whether two authentication results refuse alike
+// (both nil, or the same code, reason and message).
+func sameReason(a, b error) bool {
+	pa, oka := AsError(a)
+	pb, okb := AsError(b)
+	if !oka || !okb {
+		return a == nil && b == nil
+	}
+	return pa.Code == pb.Code && pa.Reason == pb.Reason && pa.Message == pb.Message
+}
+
+// TestPolicyScreenNeverFetches: with a JWKS URL, Screen answers from the
+// cached set: a token whose key is cached is verified in full; one with an
+// unknown kid is checked for form, algorithm and claims only (verified
+// false) and no fetch is made — Authenticate, afterwards, fetches.
+func TestPolicyScreenNeverFetches(t *testing.T) {
+	keys := newTestKeys(t)
+	rotated := newTestKeysGen(t, "2")
+	var served atomic.Pointer[[]byte]
+	served.Store(&keys.jwksRaw)
+	var hits atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*served.Load())
+	}))
+	defer ts.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	a, err := NewAuthenticator(ctx, AuthConfig{Mode: AuthOn, JWT: &JWTConfig{
+		Issuer: testIssuer, Audience: testAudience, JWKSURL: ts.URL, HTTPClient: client, FetchTimeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	served.Store(&rotated.jwksRaw) // a refetch would now find rsa-2
+	expired := validClaims("erin")
+	expired["exp"] = time.Now().Add(-time.Hour).Unix()
+	wrongAud := validClaims("erin")
+	wrongAud["aud"] = "someone-else"
+	cases := []struct {
+		reason       string
+		token        string
+		wantVerified bool
+		wantReason   string // "" = passed
+	}{
+		{"a cached key: verified in full", mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, validClaims("carol")), true, ""},
+		{"a cached kid with another key's signature: refused", mint(t, jwt.SigningMethodRS256, "rsa-1", rotated.rsa, validClaims("carol")), false, ReasonJWTSignature},
+		{"an unknown kid, claims right: passed unverified", mint(t, jwt.SigningMethodRS256, "rsa-2", rotated.rsa, validClaims("dave")), false, ""},
+		{"an unknown kid, expired: refused on its claims", mint(t, jwt.SigningMethodRS256, "rsa-2", rotated.rsa, expired), false, ReasonJWTExpired},
+		{"an unknown kid, another audience: refused on its claims", mint(t, jwt.SigningMethodRS256, "rsa-2", rotated.rsa, wrongAud), false, ReasonJWTAudience},
+		{"an unknown kid, no subject: refused on its claims", mint(t, jwt.SigningMethodRS256, "rsa-2", rotated.rsa, validClaims("")), false, ReasonJWTClaims},
+		{"an unknown kid, HS256: refused on its algorithm", mint(t, jwt.SigningMethodHS256, "rsa-2", []byte("secret"), validClaims("dave")), false, ReasonJWTAlgorithm},
+		{"not a JWT: refused", "a.b", false, ReasonJWTMalformed},
+	}
+	before := hits.Load()
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			c, verified, err := a.Screen(Credentials{Bearer: tc.token})
+			if tc.wantReason != "" {
+				wantPolicyError(t, err, Unauthenticated, tc.wantReason)
+				return
+			}
+			if err != nil || verified != tc.wantVerified || (verified && c.Subject != "carol") || (!verified && c.Subject != "") {
+				t.Fatalf("Screen = %+v, verified %v, %v; want verified %v", c, verified, err, tc.wantVerified)
+			}
+		})
+	}
+	if n := hits.Load() - before; n != 0 {
+		t.Fatalf("Screen fetched the JWKS %d times", n)
+	}
+	c, err := a.Authenticate(ctx, Credentials{Bearer: cases[2].token})
+	if err != nil || c.Subject != "dave" || hits.Load() == before {
+		t.Fatalf("Authenticate after Screen: %+v, %v, fetches %d; want dave, after a fetch", c, err, hits.Load()-before)
 	}
 }
