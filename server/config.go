@@ -78,6 +78,10 @@ type Config struct {
 	// before it cuts them off (Close takes its own context).
 	ShutdownGrace time.Duration
 
+	// GRPC bounds the gRPC listener's connections and streams
+	// (grpc_limits.go).
+	GRPC GRPCLimits
+
 	// MaxRecvMsgSize and MaxSendMsgSize limit messages between agents and the
 	// gateway, in bytes.
 	MaxRecvMsgSize int
@@ -118,6 +122,7 @@ func DefaultConfig() Config {
 		Store:                    DefaultStoreConfig(),
 		Policy:                   DemoPolicy(),
 		MCP:                      MCPConfig{HTTP: DefaultMCPHTTPLimits()},
+		GRPC:                     DefaultGRPCLimits(),
 	}
 }
 
@@ -148,6 +153,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.MCP.HTTP.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if err := c.GRPC.validate(); err != nil {
 		bad("%v", err)
 	}
 	if c.DefaultTimeout <= 0 {

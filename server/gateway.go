@@ -185,7 +185,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		PassDebugInfo: cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart}
 	g.metrics.SetStdioServers(slices.Sorted(maps.Keys(cfg.Policy.MCPUpstreams.Stdio)))
-	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)}
+	sopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)},
+		cfg.GRPC.serverOptions()...)
 	if creds != nil {
 		sopts = append(sopts, grpc.Creds(creds))
 	}
@@ -210,7 +211,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.pipe = pipeline.New(pc)
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
-		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts, PreAuth: cfg.GRPC.preAuth()})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err

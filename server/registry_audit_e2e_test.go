@@ -67,10 +67,10 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 			return err
 		}, codes.PermissionDenied, map[string]any{"operation": "RegisterTool", "tool": "sneaky_tool", "decision": "deny",
 			"caller_subject": "invoker", "reason": policy.ReasonRoleMissing}},
-		{"unauthenticated-register", "a write refused for its credential is on record too, without a caller", func() error {
+		{"unauthenticated-register", "a write refused for its credential is on record too, without a caller, and without the tool: it is refused on its headers, before its request is read", func() error {
 			_, err := rc.RegisterTool(as(forgedKey), &gatewayv1.RegisterToolRequest{Tool: auditedTool(t, "forged_tool", env.BackendAddr)})
 			return err
-		}, codes.Unauthenticated, map[string]any{"operation": "RegisterTool", "tool": "forged_tool", "decision": "deny",
+		}, codes.Unauthenticated, map[string]any{"operation": "RegisterTool", "tool": "", "decision": "deny",
 			"reason": policy.ReasonAPIKeyUnknown, "caller_subject": ""}},
 		{"read", "reads are not audited", func() error {
 			_, err := rc.GetTool(as(keyOps), &gatewayv1.GetToolRequest{Name: "audited_tool"})

@@ -153,6 +153,18 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.DurationVar(&cfg.MCP.HTTP.WriteTimeout, "mcp-write-timeout", cfg.MCP.HTTP.WriteTimeout, "MCP: time each write of a response may take (a client that does not read is cut off; long streams are not)")
 	fs.DurationVar(&cfg.MCP.HTTP.IdleTimeout, "mcp-idle-timeout", cfg.MCP.HTTP.IdleTimeout, "MCP: an idle keep-alive connection is closed after this")
 	fs.IntVar(&cfg.MCP.HTTP.MaxConnections, "mcp-max-connections", cfg.MCP.HTTP.MaxConnections, "MCP: connections served at once; more wait to be accepted")
+	fs.Var(uint32Flag{&cfg.GRPC.MaxConcurrentStreams}, "grpc-max-streams", "gRPC: `streams` one connection may have open; more are refused")
+	fs.IntVar(&cfg.GRPC.MaxUnauthenticatedStreams, "grpc-max-unauthenticated-streams", cfg.GRPC.MaxUnauthenticatedStreams,
+		"gRPC: streams per connection let through before authentication (health, reflection, a JWT whose key is not cached yet); more are refused")
+	fs.DurationVar(&cfg.GRPC.UnauthenticatedReceiveTimeout, "grpc-unauthenticated-receive-timeout", cfg.GRPC.UnauthenticatedReceiveTimeout,
+		"gRPC: time such a stream's request message has to arrive; past it the stream is cancelled")
+	fs.Var(int32Flag{&cfg.GRPC.StreamWindow}, "grpc-stream-window", "gRPC: flow-control window of a stream, in `bytes` (static; at least 65535)")
+	fs.Var(int32Flag{&cfg.GRPC.ConnWindow}, "grpc-conn-window", "gRPC: flow-control window of a connection, in `bytes` (static; at least 65535)")
+	fs.Var(uint32Flag{&cfg.GRPC.MaxHeaderBytes}, "grpc-max-header-bytes", "gRPC: largest request header list accepted, in `bytes`")
+	fs.DurationVar(&cfg.GRPC.HandshakeTimeout, "grpc-handshake-timeout", cfg.GRPC.HandshakeTimeout, "gRPC: time a new connection has for its TLS handshake and HTTP/2 preface")
+	fs.DurationVar(&cfg.GRPC.IdleTimeout, "grpc-idle-timeout", cfg.GRPC.IdleTimeout, "gRPC: a connection without streams is closed after this (clients reconnect on their next call)")
+	fs.DurationVar(&cfg.GRPC.KeepaliveTime, "grpc-keepalive-time", cfg.GRPC.KeepaliveTime, "gRPC: ping a connection quiet for this long")
+	fs.DurationVar(&cfg.GRPC.KeepaliveTimeout, "grpc-keepalive-timeout", cfg.GRPC.KeepaliveTimeout, "gRPC: close a connection whose ping is not answered within this")
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
 	demoFlag := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
 	fs.DurationVar(&cfg.BackendReconnectMaxDelay, "backend-reconnect-max-delay", cfg.BackendReconnectMaxDelay, "longest wait between connection attempts to a backend that went away")

@@ -24,14 +24,19 @@ import (
 // skipInfra matches every service except gRPC health and reflection, which
 // must keep answering cheaply and without the tool pipeline.
 var skipInfra = selector.MatchFunc(func(_ context.Context, m interceptors.CallMeta) bool {
-	switch m.Service {
+	return !isInfraService(m.Service)
+})
+
+// isInfraService reports whether svc is gRPC health or reflection.
+func isInfraService(svc string) bool {
+	switch svc {
 	case healthpb.Health_ServiceDesc.ServiceName,
 		"grpc.reflection.v1.ServerReflection",
 		"grpc.reflection.v1alpha.ServerReflection":
-		return false
+		return true
 	}
-	return true
-})
+	return false
+}
 
 // unaryChain returns the interceptors in call order (first = outermost).
 //
@@ -199,6 +204,7 @@ func streamChain(cfg *Config, log *slog.Logger) []grpc.StreamServerInterceptor {
 	_, authS := newAuthInterceptorFrom(callAuth(cfg.Pipeline), withPolicyMatcher(skipInfra))
 	_, roleS := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline), withPolicyMatcher(skipInfra))
 	return []grpc.StreamServerInterceptor{
+		guardStreamMessages, // outermost: it times the handler's reads
 		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
 		cfg.Metrics.GRPC().StreamServerInterceptor(),
 		authS,

@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"strings"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -73,6 +74,12 @@ func newAuthInterceptorFrom(authOf func(context.Context) *policy.Authenticator, 
 		if perr != nil {
 			return nil, refuse(ctx, perr)
 		}
+		if creds.Bearer != "" && creds.APIKey == "" {
+			// A JWT the transport's tap verified under a (tap.go).
+			if c, ok := screenedCaller(ctx, a); ok {
+				return policy.WithCaller(ctx, c), nil
+			}
+		}
 		c, err := a.Authenticate(ctx, creds)
 		if err != nil {
 			return nil, refuse(ctx, err)
@@ -83,16 +90,26 @@ func newAuthInterceptorFrom(authOf func(context.Context) *policy.Authenticator, 
 }
 
 // credentialsFromContext extracts the bearer token, API key and verified
-// client-certificate chain. An authorization header in another scheme is
-// refused rather than ignored, so a misconfigured client hears why. With
-// authentication off (authOff) no credential is used, so only that check
-// runs. ValueFromIncomingContext copies just the wanted values, where
-// FromIncomingContext copies the whole incoming map.
+// client-certificate chain (credentialsFrom). ValueFromIncomingContext
+// copies just the wanted values, where FromIncomingContext copies the whole
+// incoming map.
 func credentialsFromContext(ctx context.Context, authOff bool) (policy.Credentials, *policy.Error) {
+	p, _ := peer.FromContext(ctx)
+	return credentialsFrom(metadata.ValueFromIncomingContext(ctx, "authorization"),
+		metadata.ValueFromIncomingContext(ctx, apiKeyHeader), p, authOff)
+}
+
+// credentialsFrom is THE reading of credentials from a call's headers
+// (authorization and x-api-key values) and its peer, for the interceptor
+// and the transport's tap alike. An authorization header in another
+// scheme is refused rather than ignored, so a misconfigured client hears
+// why. With authentication off (authOff) no credential is used, so only
+// that check runs.
+func credentialsFrom(authorization, apiKey []string, p *peer.Peer, authOff bool) (policy.Credentials, *policy.Error) {
 	var c policy.Credentials
-	if vs := metadata.ValueFromIncomingContext(ctx, "authorization"); len(vs) > 0 {
-		tok, err := auth.AuthFromMD(ctx, "bearer")
-		if err != nil || tok == "" {
+	if len(authorization) > 0 {
+		scheme, tok, found := strings.Cut(authorization[0], " ")
+		if !found || !strings.EqualFold(scheme, "bearer") || tok == "" {
 			return c, &policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMalformed,
 				Message: `authorization header must be "Bearer <api key or JWT>"`}
 		}
@@ -101,10 +118,10 @@ func credentialsFromContext(ctx context.Context, authOff bool) (policy.Credentia
 	if authOff {
 		return c, nil
 	}
-	if vs := metadata.ValueFromIncomingContext(ctx, apiKeyHeader); len(vs) > 0 {
-		c.APIKey = vs[0]
+	if len(apiKey) > 0 {
+		c.APIKey = apiKey[0]
 	}
-	if p, ok := peer.FromContext(ctx); ok {
+	if p != nil {
 		// Only a chain the handshake verified identifies a caller;
 		// PeerCertificates alone may be unverified (RequireAnyClientCert).
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {

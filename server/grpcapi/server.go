@@ -31,8 +31,11 @@ type Config struct {
 	// StrictLint refuses every registration with provider-lint errors.
 	StrictLint bool
 	// ServerOptions are added to the server's (credentials, message
-	// sizes, stats handlers).
+	// sizes, transport bounds, stats handlers).
 	ServerOptions []grpc.ServerOption
+	// PreAuth bounds the streams let through before authentication
+	// (tap.go).
+	PreAuth PreAuthBounds
 }
 
 // Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool)
@@ -50,10 +53,12 @@ func New(cfg Config) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	tap := newPreAuthTap(cfg.Pipeline, cfg.PreAuth, cfg.Metrics.CountGRPCPreAuth)
 	opts := append(cfg.ServerOptions,
+		grpc.InTapHandle(tap.handle), // before any of a stream's message is read
 		// One interceptor: chainUnary composes the chain with one small
 		// allocation per call where gRPC's chaining makes a closure per level.
-		grpc.UnaryInterceptor(chainUnary(unaryChain(&cfg, log)...)),
+		grpc.UnaryInterceptor(messageReceived(chainUnary(unaryChain(&cfg, log)...))),
 		grpc.ChainStreamInterceptor(streamChain(&cfg, log)...),
 		rawcodec.ServerOption(), // InvokeTool requests arrive undecoded
 		grpc.NumStreamWorkers(streamWorkers()),

@@ -37,7 +37,10 @@ type Metrics struct {
 	// stdioStarts counts stdio MCP server starts by server (a configured
 	// name: bounded) and result.
 	stdioStarts *prometheus.CounterVec
-	errs        toolErrors // each tool's last error, for the status page
+	// preAuth counts gRPC streams ended before they were authenticated
+	// (reason: a policy Reason or one of grpcapi's two bounds: bounded).
+	preAuth *prometheus.CounterVec
+	errs    toolErrors // each tool's last error, for the status page
 }
 
 // NewMetrics registers the metrics in a registry of their own.
@@ -68,6 +71,8 @@ func NewMetrics() *Metrics {
 			Help: "Audit records lost: not written (the write failed, e.g. a full disk) or dropped (the queue was full)."}),
 		stdioStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_stdio_starts_total",
 			Help: "Starts of the stdio MCP servers the gateway runs, by server and result (ok: it answered initialize; failed)."}, []string{"server", "result"}),
+		preAuth: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_grpc_preauth_refusals_total",
+			Help: "gRPC streams ended before the gateway read their message for an unauthenticated peer, by reason: the refused credential's reason (on the headers), unauthenticated-streams (over the per-connection cap) or receive-timeout (the message did not arrive in time)."}, []string{"reason"}),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "flowdrop_build_info",
@@ -75,7 +80,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad, m.stdioStarts,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad, m.stdioStarts, m.preAuth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -152,6 +157,10 @@ func (m *Metrics) SetStages(names []string) {
 
 // CountMCP counts one MCP request (mcpapi.Config.CountRequest).
 func (m *Metrics) CountMCP(method, outcome string) { m.mcpReqs.WithLabelValues(method, outcome).Inc() }
+
+// CountGRPCPreAuth counts one gRPC stream ended before it was
+// authenticated, for reason.
+func (m *Metrics) CountGRPCPreAuth(reason string) { m.preAuth.WithLabelValues(reason).Inc() }
 
 // CountAuditDropped counts one lost audit record.
 func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
