@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/httplimits"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/mcpapi"
@@ -152,7 +153,7 @@ func (c *Config) Validate() error {
 			bad("policy: admin.listen_addr %q: %s", c.Policy.Admin.ListenAddr, msg)
 		}
 	}
-	if err := c.MCP.HTTP.Validate(); err != nil {
+	if err := c.MCP.HTTP.Validate("mcp"); err != nil {
 		bad("%v", err)
 	}
 	if err := c.GRPC.validate(); err != nil {
@@ -242,7 +243,8 @@ type MCPConfig struct {
 	ListenAddr string
 	// HTTP bounds the endpoint's connections: header, body and per-write
 	// timeouts, the idle timeout and the connection cap (zero fields take
-	// mcpapi's defaults).
+	// the defaults). The admin listener has the same header timeout, idle
+	// timeout and connection cap.
 	HTTP MCPHTTPLimits
 }
 
@@ -250,10 +252,7 @@ type MCPConfig struct {
 type MCPHTTPLimits = mcpapi.HTTPLimits
 
 // DefaultMCPHTTPLimits are the MCP endpoint's connection bounds by default.
-func DefaultMCPHTTPLimits() MCPHTTPLimits {
-	return MCPHTTPLimits{ReadHeaderTimeout: mcpapi.DefaultReadHeaderTimeout, ReadTimeout: mcpapi.DefaultReadTimeout,
-		WriteTimeout: mcpapi.DefaultWriteTimeout, IdleTimeout: mcpapi.DefaultIdleTimeout, MaxConnections: mcpapi.DefaultMaxConnections}
-}
+func DefaultMCPHTTPLimits() MCPHTTPLimits { return httplimits.Defaults() }
 
 // Listeners are listeners the caller opened (tests: on port 0, so the
 // address is known before start). Each one given replaces its ListenAddr.

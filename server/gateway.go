@@ -109,7 +109,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.adminLis != nil {
 		g.admin = observe.NewAdmin(g.metrics, g.readiness, g.readyAbout)
 		log.Info("admin endpoints serving", "addr", g.adminLis.Addr().String())
-		g.serve("admin", func() error { return g.admin.Serve(g.adminLis) })
+		// The MCP listener's connection bounds (idle timeout, cap) hold here too.
+		g.serve("admin", func() error { return g.admin.Serve(g.adminLis, cfg.MCP.HTTP) })
 		undo = append(undo, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()

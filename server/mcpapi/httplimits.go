@@ -24,68 +24,13 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/flowdrop/gateway/internal/httplimits"
 )
 
-// HTTPLimits bound the MCP HTTP server's connections. Zero fields take the
-// defaults below.
-type HTTPLimits struct {
-	// ReadHeaderTimeout bounds reading a request's headers.
-	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a request's body, from the end of its
-	// headers (408 and the connection closed past it).
-	ReadTimeout time.Duration
-	// WriteTimeout bounds each write of a response (a stream's event, a
-	// result); a client that does not read is cut off.
-	WriteTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection with no request.
-	IdleTimeout time.Duration
-	// MaxConnections caps the connections served at once; more wait to be
-	// accepted.
-	MaxConnections int
-}
-
-// The defaults of HTTPLimits.
-const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultMaxConnections    = 1024
-)
-
-// withDefaults fills the zero fields.
-func (l HTTPLimits) withDefaults() HTTPLimits {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	set(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	set(&l.ReadTimeout, DefaultReadTimeout)
-	set(&l.WriteTimeout, DefaultWriteTimeout)
-	set(&l.IdleTimeout, DefaultIdleTimeout)
-	if l.MaxConnections == 0 {
-		l.MaxConnections = DefaultMaxConnections
-	}
-	return l
-}
-
-// Validate names every negative field.
-func (l HTTPLimits) Validate() error {
-	var errs []error
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"read_header_timeout", l.ReadHeaderTimeout}, {"read_timeout", l.ReadTimeout}, {"write_timeout", l.WriteTimeout}, {"idle_timeout", l.IdleTimeout}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("mcp %s must not be negative, got %v", d.name, d.v))
-		}
-	}
-	if l.MaxConnections < 0 {
-		errs = append(errs, fmt.Errorf("mcp max_connections must not be negative, got %d", l.MaxConnections))
-	}
-	return errors.Join(errs...)
-}
+// HTTPLimits bound the MCP HTTP server's connections (httplimits.Limits,
+// shared with the admin listener). Zero fields take the defaults.
+type HTTPLimits = httplimits.Limits
 
 // unauthenticatedPeekTimeout bounds how long a refused request's body is
 // read for its audit line (or ReadTimeout, if shorter).

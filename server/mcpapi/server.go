@@ -47,7 +47,6 @@ import (
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/net/netutil"
 )
 
 // Path is the URL path of the MCP endpoint.
@@ -159,12 +158,12 @@ func New(cfg Config) (*Server, error) {
 		log = slog.Default()
 	}
 	reg := cfg.Registry
-	if err := cfg.HTTP.Validate(); err != nil {
+	if err := cfg.HTTP.Validate("mcp"); err != nil {
 		return nil, err
 	}
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
-		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL}
+		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -204,8 +203,8 @@ func New(cfg Config) (*Server, error) {
 	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
 	// request, and says why.
 	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
-		ReadHeaderTimeout: m.limits.ReadHeaderTimeout, IdleTimeout: m.limits.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn), ConnState: m.trackConn}
+	m.limits.Apply(m.hs)
 	m.newConns = map[net.Conn]bool{}
 	m.hs.RegisterOnShutdown(m.closeNewConns)
 	return m, nil
@@ -214,11 +213,7 @@ func New(cfg Config) (*Server, error) {
 // Serve accepts HTTP connections on lis until Shutdown; it returns nil after
 // a Shutdown.
 func (m *Server) Serve(lis net.Listener) error {
-	// Over the cap, connections wait in the listen backlog until one closes.
-	if err := m.hs.Serve(netutil.LimitListener(lis, m.limits.MaxConnections)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return m.limits.Serve(m.hs, lis)
 }
 
 // Shutdown ends the subscriptions/listen streams, stops accepting requests,

@@ -2,14 +2,13 @@ package observe
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/flowdrop/gateway/internal/buildinfo"
+	"github.com/flowdrop/gateway/internal/httplimits"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -55,10 +54,12 @@ func NewAdmin(m *Metrics, ready func() error, about func() string) *Admin {
 	return a
 }
 
-// Serve serves the admin endpoints on lis until Close; it returns nil
-// after a Close.
-func (a *Admin) Serve(lis net.Listener) error {
-	hs := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second}
+// Serve serves the admin endpoints on lis until Close, bounded by l (its
+// header timeout, idle timeout and connection cap: an admin response is
+// small and written at once); it returns nil after a Close.
+func (a *Admin) Serve(lis net.Listener, l httplimits.Limits) error {
+	hs := &http.Server{Handler: a.handler}
+	l.Apply(hs)
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -67,10 +68,7 @@ func (a *Admin) Serve(lis net.Listener) error {
 	}
 	a.servers = append(a.servers, hs)
 	a.mu.Unlock()
-	if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return l.Serve(hs, lis)
 }
 
 // Close stops the admin listeners within ctx.
