@@ -82,13 +82,18 @@ func TestMCPConformance(t *testing.T) {
 	})
 }
 
-// summary counts a run's checks by status.
+// summary counts a run's checks by status and names the scenarios with no
+// failing check.
 func summary(checks []check) string {
 	n := map[string]int{}
-	scenarios := map[string]bool{}
+	var scenarios []string
+	failed := map[string]bool{}
 	for _, c := range checks {
 		n[c.Status]++
-		scenarios[c.Scenario] = true
+		if !slices.Contains(scenarios, c.Scenario) {
+			scenarios = append(scenarios, c.Scenario)
+		}
+		failed[c.Scenario] = failed[c.Scenario] || c.Status == "FAILURE"
 	}
 	var parts []string
 	for _, st := range []string{"SUCCESS", "FAILURE", "WARNING", "SKIPPED", "INFO"} {
@@ -96,5 +101,6 @@ func summary(checks []check) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[st], strings.ToLower(st)))
 		}
 	}
-	return fmt.Sprintf("%d scenarios, checks: %s", len(scenarios), strings.Join(parts, ", "))
+	passed := slices.DeleteFunc(slices.Clone(scenarios), func(s string) bool { return failed[s] })
+	return fmt.Sprintf("%d scenarios, checks: %s; passed: %s", len(scenarios), strings.Join(parts, ", "), strings.Join(passed, " "))
 }
