@@ -117,12 +117,15 @@ func (s suite) run(t *testing.T, ctx context.Context, r run, url string) []check
 	args := append([]string{filepath.Join(s.dir, "node_modules", r.pkg, "dist/index.js"), "server", "--url", url, "-o", out}, r.args...)
 	cmd := exec.CommandContext(ctx, s.node, args...)
 	cmd.Dir = s.dir
-	var stdout bytes.Buffer
+	var stdout cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	// The suite exits 1 when any check fails; its results say which.
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		t.Fatalf("run %s: %v\n%s", r.id, ctx.Err(), tail(stdout.Bytes()))
+	}
+	if stdout.over {
+		t.Fatalf("run %s: the suite wrote over %d bytes", r.id, maxOutput)
 	}
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
 		t.Fatalf("run %s: %v", r.id, err)
@@ -191,6 +194,24 @@ func readChecks(path string) ([]check, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return checks, nil
+}
+
+// maxOutput bounds what is kept of the suite's output (a run writes tens
+// of KiB).
+const maxOutput = 4 << 20
+
+// cappedBuffer keeps at most maxOutput bytes and notes when there was more.
+type cappedBuffer struct {
+	bytes.Buffer
+	over bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > maxOutput {
+		b.over = true
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
 }
 
 // tail is the end of the suite's output, for a failure message.
