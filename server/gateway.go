@@ -236,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		go g.auditHealthLoop()
 	}
 	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	g.follow.pinPolicy = g.mcpPinPolicy
 	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notify)
 	go g.follow.run()
 	warnUnrunnableStdio(log, g.stdio)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcppin"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -65,6 +66,12 @@ type MCPUpstreamsConfig struct {
 	// transport), by the name a tool's mcp_tool.url gives: stdio://NAME.
 	// Only this file says what runs; a registration only names one.
 	Stdio map[string]mcpupstream.Command
+	// AutoApprove are the kinds of upstream change (registry.ChangeKindNames)
+	// applied to an imported tool without an admin's approval, when the
+	// change has no other kind and no admin edited the tool; none (the
+	// default): every change is held (internal/mcppin). A reload changes
+	// it for the next re-list.
+	AutoApprove []string
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -177,6 +184,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
+	}
+	if err := (mcppin.Policy{AutoApprove: c.MCPUpstreams.AutoApprove}).Check(); err != nil {
+		bad("mcp_upstreams.auto_approve: %v", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.MCPUpstreams.Stdio)) {
 		cmd := c.MCPUpstreams.Stdio[name]
@@ -355,6 +365,7 @@ type policyFile struct {
 	} `json:"backend_tls"`
 	MCPUpstreams struct {
 		RelistInterval duration `json:"relist_interval"`
+		AutoApprove    []string `json:"auto_approve"`
 		Stdio          map[string]struct {
 			Command []string          `json:"command"`
 			Env     map[string]string `json:"env"`
@@ -429,6 +440,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
+	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove
 	for name, sc := range f.MCPUpstreams.Stdio {
 		cmd := mcpupstream.Command{Env: sc.Env, PassEnv: sc.PassEnv, Dir: sc.Dir}
 		if len(sc.Command) > 0 {
