@@ -154,7 +154,7 @@ func (m *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 
 // isToolError reports whether res is a tools/call result with isError set.
 func isToolError(res mcp.Result) bool {
-	cr, ok := res.(*mcp.CallToolResult)
+	cr, ok := res.(*callResult)
 	return ok && cr.IsError
 }
 

@@ -19,6 +19,21 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
+// callResult is a tools/call result as the gateway writes it. It is the
+// gateway's own type, not the SDK's CallToolResult, because what a protocol
+// revision requires of a result (2026-07-28's resultType) is set by the
+// SDK only in its own tool handler, which tools/call never reaches
+// (server.go, "Design"); here the face sets it from the revision the
+// request was made under (revision.go).
+type callResult struct {
+	mcp.ResultBase
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+	IsError           bool          `json:"isError,omitempty"`
+	// ResultType: "complete" from 2026-07-28 on; absent before it.
+	ResultType string `json:"resultType,omitempty"`
+}
+
 // mcpCallError is THE one place a pipeline error becomes an MCP outcome.
 //
 // MCP separates tool execution errors (a result with isError: true, which
@@ -48,7 +63,7 @@ import (
 //     (try later); never the file's path or error.
 //   - cancellation → the context error; anything else → JSON-RPC internal
 //     error "internal error" (logged, never sent).
-func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*mcp.CallToolResult, error) {
+func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*callResult, error) {
 	tool := e.Tool
 	switch e.Kind {
 	case pipeline.KindPolicy:
@@ -121,22 +136,22 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 
 // errorResult is an isError result whose text is msg followed by the repairs
 // (so a model that reads only the text still learns them).
-func errorResult(msg, reason string, report normalize.Report) *mcp.CallToolResult {
+func errorResult(msg, reason string, report normalize.Report) *callResult {
 	if len(report.Repairs) > 0 {
 		msg += "\nThe gateway repaired these arguments before checking them: " + describeRepairs(report.Repairs)
 	}
-	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
-		Meta: mcp.Meta{MCPMetaReason: reason}}
+	r := &callResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+		ResultBase: mcp.ResultBase{Meta: mcp.Meta{MCPMetaReason: reason}}}
 	if rs := repairsMeta(report.Repairs); rs != nil {
 		r.Meta[MCPMetaRepairs] = rs
 	}
 	return r
 }
 
-// mcpResult maps the backend's answer: one TextContent with the result (a
+// toolResult maps the backend's answer: one TextContent with the result (a
 // string as itself, anything else as JSON), structuredContent when the result
 // is an object, isError as the backend set it, and the repairs in _meta.
-func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResult, error) {
+func toolResult(res pipeline.Result, report normalize.Report) (*callResult, error) {
 	if res.Encoded != nil {
 		var ir gatewayv1.InvokeResponse
 		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
@@ -144,7 +159,7 @@ func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResu
 		}
 		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
 	}
-	r := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
+	r := &callResult{IsError: res.IsError, Content: []mcp.Content{}}
 	if v := res.Value; v != nil {
 		text := v.GetStringValue()
 		if _, isString := v.GetKind().(*structpb.Value_StringValue); !isString {

@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -183,9 +184,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
 	m.sdk = mcp.NewServer(&mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}, &mcp.ServerOptions{
-		// Tools only; advertise tools with listChanged even while the
-		// registry is empty, so clients subscribe from the start.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Tools only (methods.go); advertise tools with listChanged even
+		// while the registry is empty, so clients subscribe from the start.
+		Capabilities: capabilities(),
 		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			if _, ok := req.(*mcp.ListToolsRequest); ok {
 				// Per caller (filtered) and live (the registry changes).
@@ -371,15 +372,15 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				if m.tracer == nil {
-					return m.callTool(ctx, r)
+					return m.callToolAs(ctx, r)
 				}
 				ctx, span := m.tracer.Start(ctx, "MCP tools/call", trace.WithSpanKind(trace.SpanKindServer),
 					trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
 				defer span.End()
-				res, err := m.callTool(ctx, r)
+				res, err := m.callToolAs(ctx, r)
 				if err != nil {
 					span.SetStatus(codes.Error, "JSON-RPC error")
-				} else if res != nil && res.IsError {
+				} else if cr, ok := res.(*callResult); ok && cr.IsError {
 					span.SetStatus(codes.Error, "tool error")
 				}
 				return res, err
@@ -398,6 +399,9 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 			defer stop()
 			return next(ctx, method, req)
 		}
+		if !servedMethods[method] && !strings.HasPrefix(method, "notifications/") {
+			return nil, notOffered(method)
+		}
 		return next(ctx, method, req)
 	}
 }
@@ -414,9 +418,21 @@ func (m *Server) visibleTools(ctx context.Context, tools []*mcp.Tool) []*mcp.Too
 	return out
 }
 
+// callToolAs is callTool answered as the request's protocol revision
+// requires of a result. A nil result must stay a nil interface value for
+// the SDK (it marshals an error then).
+func (m *Server) callToolAs(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	res, err := m.callTool(ctx, req)
+	if res == nil {
+		return nil, err
+	}
+	res.ResultType = resultTypeFor(requestRevision(req))
+	return res, err
+}
+
 // callTool is tools/call: the MCP request becomes a call and runs the whole
 // InvokeTool pipeline; the outcome becomes an MCP result or error.
-func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *callResult, err error) {
 	// A panic anywhere in the call is this call's Internal error, as on
 	// the gRPC face (its recovery interceptor): the stack goes to the log,
 	// the caller gets "internal error", the gateway keeps serving.
