@@ -10,6 +10,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 
+	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -148,19 +149,37 @@ func errorResult(msg, reason string, report normalize.Report) *callResult {
 	return r
 }
 
-// toolResult maps the backend's answer: one TextContent with the result (a
-// string as itself, anything else as JSON), structuredContent when the result
-// is an object, isError as the backend set it, and the repairs in _meta.
+// toolResult maps the backend's answer. An answer in MCP's content model
+// (content blocks) passes as it came: its blocks, its structured content,
+// its _meta. A value alone becomes one TextContent (a string as itself,
+// anything else as JSON) and structuredContent when it is an object.
+// isError is the backend's; the repairs and the replay mark join _meta.
 func toolResult(res pipeline.Result, report normalize.Report) (*callResult, error) {
+	var (
+		blocks []*gatewayv1.ContentBlock
+		meta   *structpb.Struct
+	)
 	if res.Encoded != nil {
 		var ir gatewayv1.InvokeResponse
 		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 		}
 		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
+		blocks, meta = ir.GetContent(), ir.GetMeta()
 	}
 	r := &callResult{IsError: res.IsError, Content: []mcp.Content{}}
-	if v := res.Value; v != nil {
+	if len(blocks) > 0 {
+		// An answer in MCP's content model (an upstream MCP server's):
+		// its blocks as sent, and its structured content beside them.
+		content, err := mcpcontent.ToMCP(blocks)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		r.Content = content
+		if res.Value.GetStructValue() != nil {
+			r.StructuredContent = json.RawMessage(valueJSON(res.Value))
+		}
+	} else if v := res.Value; v != nil {
 		text := v.GetStringValue()
 		if _, isString := v.GetKind().(*structpb.Value_StringValue); !isString {
 			text = valueJSON(v)
@@ -170,8 +189,20 @@ func toolResult(res pipeline.Result, report normalize.Report) (*callResult, erro
 			r.StructuredContent = json.RawMessage(valueJSON(v))
 		}
 	}
+	// The backend's _meta first; the gateway's keys are its own to set.
+	for k, v := range meta.AsMap() {
+		if !mcpcontent.Reserved(k) {
+			if r.Meta == nil {
+				r.Meta = mcp.Meta{}
+			}
+			r.Meta[k] = v
+		}
+	}
 	if rs := repairsMeta(report.Repairs); rs != nil {
-		r.Meta = mcp.Meta{MCPMetaRepairs: rs}
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MCPMetaRepairs] = rs
 	}
 	if res.Replayed {
 		if r.Meta == nil {

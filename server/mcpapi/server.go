@@ -455,6 +455,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 		// Ignoring it would run a call the client meant to run once.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: _meta[%q] must be a string, got %T", policy.Bound(p.Name), MCPMetaIdempotencyKey, v)}
 	}
+	// From here the call is the gateway's: nothing the SDK's server keeps
+	// for this request reaches a backend (sdkcontext.go).
+	ctx = withoutSDKValues(ctx)
 	// The policy the request was authenticated under is the call's.
 	pol := pipeline.PolicyFrom(ctx)
 	if pol == nil {
