@@ -60,6 +60,11 @@ func TestMCPOriginValidation(t *testing.T) {
 		c.Policy = originPolicy("https://app.example.com", "http://localhost:5173")
 	}))
 	ctx := testCtx(t)
+	mu, err := url.Parse(env.MCPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownHost, ownIP, ownPort := mu.Host, mu.Hostname(), mu.Port()
 	withOrigin := func(origin string) http.Header {
 		h := http.Header{"Authorization": {"Bearer agent-key"}}
 		if origin != "" {
@@ -71,18 +76,24 @@ func TestMCPOriginValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, reason, origin string
 		served               bool
+		// cors: the answer names the origin (a listed page reads it); the
+		// endpoint's own origin needs no CORS.
+		cors bool
 	}{
-		{"no origin", "agents and SDKs send no Origin: served as before", "", true},
-		{"listed", "a listed browser origin is served", "https://app.example.com", true},
-		{"listed, loopback dev server", "a listed origin with its port", "http://localhost:5173", true},
-		{"listed, other case", "scheme and host compare case-insensitively", "HTTPS://App.Example.COM", true},
-		{"listed, default port written out", "https://host:443 is the origin https://host", "https://app.example.com:443", true},
-		{"listed host, other port", "another port is another origin", "https://app.example.com:8443", false},
-		{"listed host, other scheme", "http: is another origin than https:", "http://app.example.com", false},
-		{"listed loopback, other port", "another local dev server is another origin", "http://localhost:5174", false},
-		{"foreign", "a page elsewhere (or a DNS-rebinding one) is refused", "https://evil.example", false},
-		{"null", "sandboxed frames and file: pages are refused", "null", false},
-		{"garbage", "what is not an origin is refused", "not an origin", false},
+		{"no origin", "agents and SDKs send no Origin: served as before", "", true, false},
+		{"listed", "a listed browser origin is served", "https://app.example.com", true, true},
+		{"listed, loopback dev server", "a listed origin with its port", "http://localhost:5173", true, true},
+		{"listed, other case", "scheme and host compare case-insensitively", "HTTPS://App.Example.COM", true, true},
+		{"listed, default port written out", "https://host:443 is the origin https://host", "https://app.example.com:443", true, true},
+		{"listed host, other port", "another port is another origin", "https://app.example.com:8443", false, false},
+		{"listed host, other scheme", "http: is another origin than https:", "http://app.example.com", false, false},
+		{"listed loopback, other port", "another local dev server is another origin", "http://localhost:5174", false, false},
+		{"own origin", "the endpoint's own origin (what the MCP conformance suite sends) is no foreign page", "http://" + ownHost, true, false},
+		{"own origin as localhost", "on a loopback listener, localhost at its port is the same server", "http://localhost:" + ownPort, true, false},
+		{"own host, other port", "another port on the gateway's host is another server's page", "http://" + ownIP + ":1", false, false},
+		{"foreign", "a page elsewhere (or a DNS-rebinding one) is refused", "https://evil.example", false, false},
+		{"null", "sandboxed frames and file: pages are refused", "null", false, false},
+		{"garbage", "what is not an origin is refused", "not an origin", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, err := mcpConnect(t, ctx, env.MCPURL, mcpClientOpts{header: withOrigin(tc.origin)})
@@ -108,7 +119,7 @@ func TestMCPOriginValidation(t *testing.T) {
 			if status != http.StatusOK {
 				t.Errorf("Origin %q: plain POST %d, want 200 (%s)", tc.origin, status, tc.reason)
 			}
-			if got := h.Get("Access-Control-Allow-Origin"); got != tc.origin {
+			if got := h.Get("Access-Control-Allow-Origin"); tc.cors && got != tc.origin {
 				t.Errorf("Origin %q: Access-Control-Allow-Origin %q, want the origin (so the listed page can read the answer)", tc.origin, got)
 			}
 		})

@@ -9,6 +9,8 @@ package mcpapi
 //   - no Origin header: not a browser, served as before;
 //   - an Origin listed in the policy (mcp.allowed_origins): served, with
 //     CORS headers so that page can read the answers;
+//   - the endpoint's own origin (ownOrigin): served, since only a page this
+//     listener served could carry it, and it serves none;
 //   - any other Origin, "null" (sandboxed frames, file: pages) and more than
 //     one Origin header: 403 before authentication and before the body is
 //     read, with a fixed message that does not repeat the origin.
@@ -159,10 +161,32 @@ func (m *Server) checkOrigin(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if len(vs) > 1 || !m.origins.allowed.Load().Allows(vs[0]) {
+		if len(vs) > 1 || !(m.origins.allowed.Load().Allows(vs[0]) || ownOrigin(r, vs[0])) {
 			m.refuseHTTP(w, r, originRefused, http.StatusForbidden, "origin-not-allowed")
 			return
 		}
 		withCORS.ServeHTTP(w, r)
 	})
+}
+
+// ownOrigin reports whether origin is the endpoint's own:
+// http://<the address the request arrived at>, or http://localhost:<port>
+// when that address is loopback. A DNS-rebinding page cannot carry it (its
+// origin names the attacker's host), and the listener serves no pages, so
+// it is no foreign page; clients that send their target's own origin (the
+// MCP conformance suite does) are served.
+func ownOrigin(r *http.Request, origin string) bool {
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	n, err := NormalizeOrigin(origin)
+	if err != nil {
+		return false
+	}
+	port := strconv.Itoa(la.Port)
+	if own, err := NormalizeOrigin("http://" + net.JoinHostPort(la.IP.String(), port)); err == nil && n == own {
+		return true
+	}
+	return la.IP.IsLoopback() && n == "http://localhost:"+port
 }
