@@ -329,3 +329,34 @@ func TestPolicyFileOptionalNulls(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionalNullsInsideADecodedJSONString: the pass runs after RT-TOOL-8,
+// so a null inside an array sent as a JSON string (decoded first) is
+// dropped too, and the repairs say both, in order.
+func TestOptionalNullsInsideADecodedJSONString(t *testing.T) {
+	t.Parallel()
+	env := gatewaytest.Start(t, gatewaytest.WithTool(planEventTool),
+		gatewaytest.WithBackendHandler("plan_event", func(_ context.Context, req *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
+			return &gatewayv1.InvokeResponse{Result: structpb.NewStructValue(req.GetArguments())}, nil
+		}),
+		gatewaytest.WithConfig(func(c *server.Config) {
+			c.Policy.Normalize.OptionalNulls = policy.OptionalNullsConfig{Mode: policy.OptionalNullsDrop}
+		}))
+	res, err := env.Client.InvokeTool(testCtx(t), &gatewayv1.InvokeToolRequest{Tool: "plan_event", Arguments: gatewaytest.Args(t, map[string]any{
+		"title": "Launch", "attendees": `[{"email": "a@example.com", "name": null}]`})})
+	if err != nil {
+		t.Fatalf("InvokeTool: %v", err)
+	}
+	var repairs []string
+	for _, r := range res.GetRepairs() {
+		repairs = append(repairs, r.GetKind().String()+":"+r.GetPath())
+	}
+	if want := []string{"REPAIR_KIND_JSON_DECODED:/attendees", "REPAIR_KIND_NULL_DROPPED:/attendees/0/name"}; !slices.Equal(repairs, want) {
+		t.Errorf("repairs %v, want %v", repairs, want)
+	}
+	calls := env.Backend.CallsFor("plan_event")
+	want := gatewaytest.Args(t, map[string]any{"title": "Launch", "attendees": []any{map[string]any{"email": "a@example.com"}}})
+	if len(calls) != 1 || !proto.Equal(calls[0].Request.GetArguments(), want) {
+		t.Errorf("backend received %v, want %v", calls, want)
+	}
+}
