@@ -154,7 +154,15 @@ func TestMCPUpstreamTools(t *testing.T) {
 			if err != nil {
 				return outcome{code: codes.Unknown, msg: err.Error()}
 			}
-			text := resultText(res)
+			// The blocks as sent (TestMCPUpstreamContentPassesWhole holds
+			// them whole), their texts joined as gRPC's result joins them.
+			var texts []string
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					texts = append(texts, tc.Text)
+				}
+			}
+			text := strings.Join(texts, "\n")
 			var v any = text
 			if res.StructuredContent != nil {
 				b, _ := json.Marshal(res.StructuredContent)
@@ -192,7 +200,7 @@ func TestMCPUpstreamTools(t *testing.T) {
 				want         outcome // code for gRPC; MCP: an error result
 				wantIn       string
 			}{
-				{name: "text", reason: "text content is joined by newlines when there is no structured content",
+				{name: "text", reason: "gRPC's result is the text blocks joined by newlines when there is no structured content; MCP has the blocks",
 					tool: "up.say_hello", args: map[string]any{"name": "Ada"}, want: outcome{value: "hello\nAda"}},
 				{name: "is-error", reason: "the upstream's isError is the tool error on both faces",
 					tool: "up.refuse", args: map[string]any{}, want: outcome{value: "upstream says no", isError: true}},

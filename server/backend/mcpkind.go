@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
@@ -31,9 +33,10 @@ import (
 // reference; over stdio, one process), made on first use and made again
 // after it fails — a stdio server at most once a second, so a process that
 // keeps crashing is not restarted per call; the credential is read when a
-// session is made, so a rotated file is picked up by the next session. The upstream's structured content is the
-// result's value when present, else its text content joined by newlines;
-// its isError is the tool error.
+// session is made, so a rotated file is picked up by the next session. The
+// upstream's answer passes whole (mcpInvokeResponse): its content blocks
+// and _meta, its structured content as the result's value when present
+// (else its text joined by newlines), its isError as the tool error.
 //
 // It shares ToolService's deadline budget and failure classification:
 // an unreachable upstream is Unavailable naming the tool, a slow one
@@ -239,16 +242,37 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 	}
-	v, err := mcpResultValue(res)
+	enc, err := mcpInvokeResponse(res)
 	if err != nil {
-		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's structured content does not convert: %v", err))
+		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's answer does not convert: %v", err))
 	}
-	if _, stdio := registry.StdioName(up.URL); stdio && proto.Size(v) > m.ts.cfg.MaxRecvMsgSize {
+	if _, stdio := registry.StdioName(up.URL); stdio && len(enc) > m.ts.cfg.MaxRecvMsgSize {
 		// Over HTTP the limit ends the read; over stdio the SDK bounds each
 		// message (16 MiB) and the limit is checked once it is read.
 		return pipeline.Result{}, m.ts.responseTooLarge(c)
 	}
-	return pipeline.Result{Value: v, IsError: res.IsError}, nil
+	return pipeline.Result{Encoded: enc}, nil
+}
+
+// mcpInvokeResponse is the upstream's answer, whole, as an encoded
+// InvokeResponse (the form Result.Encoded carries, so both faces, the
+// size guard and the idempotency store see one answer): result is its
+// value (mcpResultValue), content its blocks in order, meta its _meta less
+// the keys that are not an upstream's to set (mcpcontent.Reserved).
+func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
+	v, err := mcpResultValue(res)
+	if err != nil {
+		return nil, fmt.Errorf("structured content: %w", err)
+	}
+	blocks, err := mcpcontent.FromMCP(res.Content)
+	if err != nil {
+		return nil, err
+	}
+	meta, err := mcpcontent.ResultMeta(res.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("_meta: %w", err)
+	}
+	return proto.Marshal(&gatewayv1.InvokeResponse{Result: v, IsError: res.IsError, Content: blocks, Meta: meta})
 }
 
 // session is the upstream's session, made when there is none (fresh); the
@@ -365,8 +389,8 @@ func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time
 }
 
 // mcpResultValue is the upstream result's value: its structured content
-// when present, else its text content joined by newlines (other content,
-// e.g. images, is not carried).
+// when present, else its text content joined by newlines (the answer's
+// blocks, images included, travel beside it: mcpInvokeResponse).
 func mcpResultValue(res *mcp.CallToolResult) (*structpb.Value, error) {
 	if res.StructuredContent != nil {
 		return structpb.NewValue(res.StructuredContent)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -158,10 +159,35 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	// Unknown fields (a newer backend) must not reach the caller as, say,
 	// repairs: decode what this gateway knows.
 	var ir gatewayv1.InvokeResponse
-	if err := proto.Unmarshal(resp.Buf, &ir); err != nil {
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(resp.Buf, &ir); err != nil {
 		return pipeline.Result{}, t.failure(c, 0, "", status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err))
 	}
-	return pipeline.Result{Value: ir.GetResult(), IsError: ir.GetIsError()}, nil
+	if len(ir.GetContent()) == 0 && ir.GetMeta() == nil {
+		return pipeline.Result{Value: ir.GetResult(), IsError: ir.GetIsError()}, nil
+	}
+	// An answer in MCP's content model: every block of a kind this gateway
+	// knows (a block it cannot show is refused, not dropped), the _meta
+	// less the keys that are not a backend's to set.
+	for i, b := range ir.GetContent() {
+		if b.GetBlock() == nil {
+			return pipeline.Result{}, t.failure(c, 0, "", status.Errorf(codes.Internal, "content[%d] is of a kind this gateway does not know", i))
+		}
+	}
+	if m := ir.GetMeta(); m != nil {
+		for k := range m.GetFields() {
+			if mcpcontent.Reserved(k) {
+				delete(m.Fields, k)
+			}
+		}
+		if len(m.GetFields()) == 0 {
+			ir.Meta = nil
+		}
+	}
+	enc, err := proto.Marshal(&ir)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("encoding the answer: %w", err)
+	}
+	return pipeline.Result{Encoded: enc}, nil
 }
 
 // checkSendSize refuses, before sending, a backend request over the

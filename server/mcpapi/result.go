@@ -10,6 +10,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 
+	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -18,6 +19,21 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
+
+// callResult is a tools/call result as the gateway writes it. It is the
+// gateway's own type, not the SDK's CallToolResult, because what a protocol
+// revision requires of a result (2026-07-28's resultType) is set by the
+// SDK only in its own tool handler, which tools/call never reaches
+// (server.go, "Design"); here the face sets it from the revision the
+// request was made under (revision.go).
+type callResult struct {
+	mcp.ResultBase
+	Content           []mcp.Content `json:"content"`
+	StructuredContent any           `json:"structuredContent,omitempty"`
+	IsError           bool          `json:"isError,omitempty"`
+	// ResultType: "complete" from 2026-07-28 on; absent before it.
+	ResultType string `json:"resultType,omitempty"`
+}
 
 // mcpCallError is THE one place a pipeline error becomes an MCP outcome.
 //
@@ -48,7 +64,7 @@ import (
 //     (try later); never the file's path or error.
 //   - cancellation → the context error; anything else → JSON-RPC internal
 //     error "internal error" (logged, never sent).
-func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*mcp.CallToolResult, error) {
+func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*callResult, error) {
 	tool := e.Tool
 	switch e.Kind {
 	case pipeline.KindPolicy:
@@ -121,31 +137,49 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 
 // errorResult is an isError result whose text is msg followed by the repairs
 // (so a model that reads only the text still learns them).
-func errorResult(msg, reason string, report normalize.Report) *mcp.CallToolResult {
+func errorResult(msg, reason string, report normalize.Report) *callResult {
 	if len(report.Repairs) > 0 {
 		msg += "\nThe gateway repaired these arguments before checking them: " + describeRepairs(report.Repairs)
 	}
-	r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
-		Meta: mcp.Meta{MCPMetaReason: reason}}
+	r := &callResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+		ResultBase: mcp.ResultBase{Meta: mcp.Meta{MCPMetaReason: reason}}}
 	if rs := repairsMeta(report.Repairs); rs != nil {
 		r.Meta[MCPMetaRepairs] = rs
 	}
 	return r
 }
 
-// mcpResult maps the backend's answer: one TextContent with the result (a
-// string as itself, anything else as JSON), structuredContent when the result
-// is an object, isError as the backend set it, and the repairs in _meta.
-func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResult, error) {
+// toolResult maps the backend's answer. An answer in MCP's content model
+// (content blocks) passes as it came: its blocks, its structured content,
+// its _meta. A value alone becomes one TextContent (a string as itself,
+// anything else as JSON) and structuredContent when it is an object.
+// isError is the backend's; the repairs and the replay mark join _meta.
+func toolResult(res pipeline.Result, report normalize.Report) (*callResult, error) {
+	var (
+		blocks []*gatewayv1.ContentBlock
+		meta   *structpb.Struct
+	)
 	if res.Encoded != nil {
 		var ir gatewayv1.InvokeResponse
 		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 		}
 		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
+		blocks, meta = ir.GetContent(), ir.GetMeta()
 	}
-	r := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
-	if v := res.Value; v != nil {
+	r := &callResult{IsError: res.IsError, Content: []mcp.Content{}}
+	if len(blocks) > 0 {
+		// An answer in MCP's content model (an upstream MCP server's):
+		// its blocks as sent, and its structured content beside them.
+		content, err := mcpcontent.ToMCP(blocks)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		r.Content = content
+		if res.Value.GetStructValue() != nil {
+			r.StructuredContent = json.RawMessage(valueJSON(res.Value))
+		}
+	} else if v := res.Value; v != nil {
 		text := v.GetStringValue()
 		if _, isString := v.GetKind().(*structpb.Value_StringValue); !isString {
 			text = valueJSON(v)
@@ -155,8 +189,20 @@ func toolResult(res pipeline.Result, report normalize.Report) (*mcp.CallToolResu
 			r.StructuredContent = json.RawMessage(valueJSON(v))
 		}
 	}
+	// The backend's _meta first; the gateway's keys are its own to set.
+	for k, v := range meta.AsMap() {
+		if !mcpcontent.Reserved(k) {
+			if r.Meta == nil {
+				r.Meta = mcp.Meta{}
+			}
+			r.Meta[k] = v
+		}
+	}
 	if rs := repairsMeta(report.Repairs); rs != nil {
-		r.Meta = mcp.Meta{MCPMetaRepairs: rs}
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[MCPMetaRepairs] = rs
 	}
 	if res.Replayed {
 		if r.Meta == nil {

@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -170,9 +171,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
 	m.sdk = mcp.NewServer(&mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}, &mcp.ServerOptions{
-		// Tools only; advertise tools with listChanged even while the
-		// registry is empty, so clients subscribe from the start.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Tools only (methods.go); advertise tools with listChanged even
+		// while the registry is empty, so clients subscribe from the start.
+		Capabilities: capabilities(),
 		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			if _, ok := req.(*mcp.ListToolsRequest); ok {
 				// Per caller (filtered) and live (the registry changes).
@@ -355,7 +356,7 @@ func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		outcome := "ok"
 		if err != nil {
 			outcome = "error"
-		} else if cr, ok := res.(*mcp.CallToolResult); ok && cr.IsError {
+		} else if cr, ok := res.(*callResult); ok && cr.IsError {
 			outcome = "tool-error"
 		}
 		if !countedMethods[method] {
@@ -373,15 +374,15 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				if m.tracer == nil {
-					return m.callTool(ctx, r)
+					return m.callToolAs(ctx, r)
 				}
 				ctx, span := m.tracer.Start(ctx, "MCP tools/call", trace.WithSpanKind(trace.SpanKindServer),
 					trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
 				defer span.End()
-				res, err := m.callTool(ctx, r)
+				res, err := m.callToolAs(ctx, r)
 				if err != nil {
 					span.SetStatus(codes.Error, "JSON-RPC error")
-				} else if res != nil && res.IsError {
+				} else if cr, ok := res.(*callResult); ok && cr.IsError {
 					span.SetStatus(codes.Error, "tool error")
 				}
 				return res, err
@@ -400,6 +401,9 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 			defer stop()
 			return next(ctx, method, req)
 		}
+		if !servedMethods[method] && !strings.HasPrefix(method, "notifications/") {
+			return nil, notOffered(method)
+		}
 		return next(ctx, method, req)
 	}
 }
@@ -416,9 +420,21 @@ func (m *Server) visibleTools(ctx context.Context, tools []*mcp.Tool) []*mcp.Too
 	return out
 }
 
+// callToolAs is callTool answered as the request's protocol revision
+// requires of a result. A nil result must stay a nil interface value for
+// the SDK (it marshals an error then).
+func (m *Server) callToolAs(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	res, err := m.callTool(ctx, req)
+	if res == nil {
+		return nil, err
+	}
+	res.ResultType = resultTypeFor(requestRevision(req))
+	return res, err
+}
+
 // callTool is tools/call: the MCP request becomes a call and runs the whole
 // InvokeTool pipeline; the outcome becomes an MCP result or error.
-func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *callResult, err error) {
 	// A panic anywhere in the call is this call's Internal error, as on
 	// the gRPC face (its recovery interceptor): the stack goes to the log,
 	// the caller gets "internal error", the gateway keeps serving.
@@ -441,6 +457,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *m
 		// Ignoring it would run a call the client meant to run once.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: _meta[%q] must be a string, got %T", policy.Bound(p.Name), MCPMetaIdempotencyKey, v)}
 	}
+	// From here the call is the gateway's: nothing the SDK's server keeps
+	// for this request reaches a backend (sdkcontext.go).
+	ctx = withoutSDKValues(ctx)
 	// The policy the request was authenticated under is the call's.
 	pol := pipeline.PolicyFrom(ctx)
 	if pol == nil {

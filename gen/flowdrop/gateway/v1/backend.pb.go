@@ -96,7 +96,16 @@ type InvokeResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Result *structpb.Value        `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
 	// The tool ran and failed in a way the model should read (not an RPC error).
-	IsError       bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	IsError bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// Optional: the answer in MCP's content model (images, audio, resource
+	// links, embedded resources as well as text), passed to the caller as
+	// InvokeToolResponse.content. Numbered as there, so the answer's bytes
+	// pass through unchanged.
+	Content []*ContentBlock `protobuf:"bytes,5,rep,name=content,proto3" json:"content,omitempty"`
+	// Optional: the answer's _meta, passed to the caller as
+	// InvokeToolResponse.meta (less "io.modelcontextprotocol/" and
+	// "flowdrop/" keys).
+	Meta          *structpb.Struct `protobuf:"bytes,6,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,19 +154,35 @@ func (x *InvokeResponse) GetIsError() bool {
 	return false
 }
 
+func (x *InvokeResponse) GetContent() []*ContentBlock {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *InvokeResponse) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
 var File_flowdrop_gateway_v1_backend_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_backend_proto_rawDesc = "" +
 	"\n" +
-	"!flowdrop/gateway/v1/backend.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n" +
+	"!flowdrop/gateway/v1/backend.proto\x12\x13flowdrop.gateway.v1\x1a!flowdrop/gateway/v1/content.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n" +
 	"\rInvokeRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x17\n" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x123\n" +
-	"\x06caller\x18\x04 \x01(\v2\x1b.flowdrop.gateway.v1.CallerR\x06caller\"[\n" +
+	"\x06caller\x18\x04 \x01(\v2\x1b.flowdrop.gateway.v1.CallerR\x06caller\"\xc5\x01\n" +
 	"\x0eInvokeResponse\x12.\n" +
 	"\x06result\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
-	"\bis_error\x18\x02 \x01(\bR\aisError2g\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\x12;\n" +
+	"\acontent\x18\x05 \x03(\v2!.flowdrop.gateway.v1.ContentBlockR\acontent\x12+\n" +
+	"\x04meta\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04meta2g\n" +
 	"\x12ToolBackendService\x12Q\n" +
 	"\x06Invoke\x12\".flowdrop.gateway.v1.InvokeRequest\x1a#.flowdrop.gateway.v1.InvokeResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
@@ -180,18 +205,21 @@ var file_flowdrop_gateway_v1_backend_proto_goTypes = []any{
 	(*structpb.Struct)(nil), // 2: google.protobuf.Struct
 	(*Caller)(nil),          // 3: flowdrop.gateway.v1.Caller
 	(*structpb.Value)(nil),  // 4: google.protobuf.Value
+	(*ContentBlock)(nil),    // 5: flowdrop.gateway.v1.ContentBlock
 }
 var file_flowdrop_gateway_v1_backend_proto_depIdxs = []int32{
 	2, // 0: flowdrop.gateway.v1.InvokeRequest.arguments:type_name -> google.protobuf.Struct
 	3, // 1: flowdrop.gateway.v1.InvokeRequest.caller:type_name -> flowdrop.gateway.v1.Caller
 	4, // 2: flowdrop.gateway.v1.InvokeResponse.result:type_name -> google.protobuf.Value
-	0, // 3: flowdrop.gateway.v1.ToolBackendService.Invoke:input_type -> flowdrop.gateway.v1.InvokeRequest
-	1, // 4: flowdrop.gateway.v1.ToolBackendService.Invoke:output_type -> flowdrop.gateway.v1.InvokeResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: flowdrop.gateway.v1.InvokeResponse.content:type_name -> flowdrop.gateway.v1.ContentBlock
+	2, // 4: flowdrop.gateway.v1.InvokeResponse.meta:type_name -> google.protobuf.Struct
+	0, // 5: flowdrop.gateway.v1.ToolBackendService.Invoke:input_type -> flowdrop.gateway.v1.InvokeRequest
+	1, // 6: flowdrop.gateway.v1.ToolBackendService.Invoke:output_type -> flowdrop.gateway.v1.InvokeResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_backend_proto_init() }
@@ -199,6 +227,7 @@ func file_flowdrop_gateway_v1_backend_proto_init() {
 	if File_flowdrop_gateway_v1_backend_proto != nil {
 		return
 	}
+	file_flowdrop_gateway_v1_content_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -122,7 +122,18 @@ type InvokeToolResponse struct {
 	Repairs []*Repair `protobuf:"bytes,3,rep,name=repairs,proto3" json:"repairs,omitempty"`
 	// The result is the stored outcome of an earlier call with the same
 	// idempotency key: the tool did not run again.
-	Replayed      bool `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	Replayed bool `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// The answer in MCP's content model when the backend answered in it (an
+	// upstream MCP server's text, image, audio, resource_link and embedded
+	// resource blocks, in order, as sent); then result is its
+	// structuredContent, or its text blocks joined by newlines when it sent
+	// none. Empty for a backend that answers with a value alone.
+	Content []*ContentBlock `protobuf:"bytes,5,rep,name=content,proto3" json:"content,omitempty"`
+	// The answer's _meta as the backend sent it (an upstream MCP server's
+	// result _meta), less the keys of the protocol itself
+	// ("io.modelcontextprotocol/...") and of the gateway ("flowdrop/..."):
+	// those are the gateway's to say.
+	Meta          *structpb.Struct `protobuf:"bytes,6,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,22 +196,38 @@ func (x *InvokeToolResponse) GetReplayed() bool {
 	return false
 }
 
+func (x *InvokeToolResponse) GetContent() []*ContentBlock {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *InvokeToolResponse) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
 var File_flowdrop_gateway_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_gateway_proto_rawDesc = "" +
 	"\n" +
-	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc7\x01\n" +
+	"!flowdrop/gateway/v1/gateway.proto\x12\x13flowdrop.gateway.v1\x1a!flowdrop/gateway/v1/content.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc7\x01\n" +
 	"\x11InvokeToolRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12\x17\n" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12%\n" +
-	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\"\xb2\x01\n" +
+	"\x0earguments_json\x18\x05 \x01(\tR\rargumentsJson\"\x9c\x02\n" +
 	"\x12InvokeToolResponse\x12.\n" +
 	"\x06result\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x125\n" +
 	"\arepairs\x18\x03 \x03(\v2\x1b.flowdrop.gateway.v1.RepairR\arepairs\x12\x1a\n" +
-	"\breplayed\x18\x04 \x01(\bR\breplayed2s\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed\x12;\n" +
+	"\acontent\x18\x05 \x03(\v2!.flowdrop.gateway.v1.ContentBlockR\acontent\x12+\n" +
+	"\x04meta\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04meta2s\n" +
 	"\x12ToolGatewayService\x12]\n" +
 	"\n" +
 	"InvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a'.flowdrop.gateway.v1.InvokeToolResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
@@ -224,18 +251,21 @@ var file_flowdrop_gateway_v1_gateway_proto_goTypes = []any{
 	(*structpb.Struct)(nil),    // 2: google.protobuf.Struct
 	(*structpb.Value)(nil),     // 3: google.protobuf.Value
 	(*Repair)(nil),             // 4: flowdrop.gateway.v1.Repair
+	(*ContentBlock)(nil),       // 5: flowdrop.gateway.v1.ContentBlock
 }
 var file_flowdrop_gateway_v1_gateway_proto_depIdxs = []int32{
 	2, // 0: flowdrop.gateway.v1.InvokeToolRequest.arguments:type_name -> google.protobuf.Struct
 	3, // 1: flowdrop.gateway.v1.InvokeToolResponse.result:type_name -> google.protobuf.Value
 	4, // 2: flowdrop.gateway.v1.InvokeToolResponse.repairs:type_name -> flowdrop.gateway.v1.Repair
-	0, // 3: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:input_type -> flowdrop.gateway.v1.InvokeToolRequest
-	1, // 4: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:output_type -> flowdrop.gateway.v1.InvokeToolResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: flowdrop.gateway.v1.InvokeToolResponse.content:type_name -> flowdrop.gateway.v1.ContentBlock
+	2, // 4: flowdrop.gateway.v1.InvokeToolResponse.meta:type_name -> google.protobuf.Struct
+	0, // 5: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:input_type -> flowdrop.gateway.v1.InvokeToolRequest
+	1, // 6: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:output_type -> flowdrop.gateway.v1.InvokeToolResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_gateway_proto_init() }
@@ -243,6 +273,7 @@ func file_flowdrop_gateway_v1_gateway_proto_init() {
 	if File_flowdrop_gateway_v1_gateway_proto != nil {
 		return
 	}
+	file_flowdrop_gateway_v1_content_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

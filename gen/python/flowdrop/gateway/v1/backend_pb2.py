@@ -11,11 +11,12 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from flowdrop.gateway.v1 import content_pb2 as flowdrop_dot_gateway_dot_v1_dot_content__pb2
 from flowdrop.gateway.v1 import tool_pb2 as flowdrop_dot_gateway_dot_v1_dot_tool__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!flowdrop/gateway/v1/backend.proto\x12\x13\x66lowdrop.gateway.v1\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n\rInvokeRequest\x12\x12\n\x04tool\x18\x01 \x01(\tR\x04tool\x12\x35\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12\x17\n\x07\x63\x61ll_id\x18\x03 \x01(\tR\x06\x63\x61llId\x12\x33\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x1b.flowdrop.gateway.v1.CallerR\x06\x63\x61ller\"[\n\x0eInvokeResponse\x12.\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError2g\n\x12ToolBackendService\x12Q\n\x06Invoke\x12\".flowdrop.gateway.v1.InvokeRequest\x1a#.flowdrop.gateway.v1.InvokeResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!flowdrop/gateway/v1/backend.proto\x12\x13\x66lowdrop.gateway.v1\x1a!flowdrop/gateway/v1/content.proto\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x01\n\rInvokeRequest\x12\x12\n\x04tool\x18\x01 \x01(\tR\x04tool\x12\x35\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12\x17\n\x07\x63\x61ll_id\x18\x03 \x01(\tR\x06\x63\x61llId\x12\x33\n\x06\x63\x61ller\x18\x04 \x01(\x0b\x32\x1b.flowdrop.gateway.v1.CallerR\x06\x63\x61ller\"\xc5\x01\n\x0eInvokeResponse\x12.\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError\x12;\n\x07\x63ontent\x18\x05 \x03(\x0b\x32!.flowdrop.gateway.v1.ContentBlockR\x07\x63ontent\x12+\n\x04meta\x18\x06 \x01(\x0b\x32\x17.google.protobuf.StructR\x04meta2g\n\x12ToolBackendService\x12Q\n\x06Invoke\x12\".flowdrop.gateway.v1.InvokeRequest\x1a#.flowdrop.gateway.v1.InvokeResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowdrop.gateway.v1.backend_pb2', globals())
@@ -23,10 +24,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1'
-  _INVOKEREQUEST._serialized_start=121
-  _INVOKEREQUEST._serialized_end=289
-  _INVOKERESPONSE._serialized_start=291
-  _INVOKERESPONSE._serialized_end=382
-  _TOOLBACKENDSERVICE._serialized_start=384
-  _TOOLBACKENDSERVICE._serialized_end=487
+  _INVOKEREQUEST._serialized_start=156
+  _INVOKEREQUEST._serialized_end=324
+  _INVOKERESPONSE._serialized_start=327
+  _INVOKERESPONSE._serialized_end=524
+  _TOOLBACKENDSERVICE._serialized_start=526
+  _TOOLBACKENDSERVICE._serialized_end=629
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from flowdrop.gateway.v1 import content_pb2 as _content_pb2
 from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
@@ -22,13 +23,17 @@ class InvokeToolRequest(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., call_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class InvokeToolResponse(_message.Message):
-    __slots__ = ["is_error", "repairs", "replayed", "result"]
+    __slots__ = ["content", "is_error", "meta", "repairs", "replayed", "result"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    META_FIELD_NUMBER: _ClassVar[int]
     REPAIRS_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    content: _containers.RepeatedCompositeFieldContainer[_content_pb2.ContentBlock]
     is_error: bool
+    meta: _struct_pb2.Struct
     repairs: _containers.RepeatedCompositeFieldContainer[_tool_pb2.Repair]
     replayed: bool
     result: _struct_pb2.Value
-    def __init__(self, result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., is_error: bool = ..., repairs: _Optional[_Iterable[_Union[_tool_pb2.Repair, _Mapping]]] = ..., replayed: bool = ...) -> None: ...
+    def __init__(self, result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., is_error: bool = ..., repairs: _Optional[_Iterable[_Union[_tool_pb2.Repair, _Mapping]]] = ..., replayed: bool = ..., content: _Optional[_Iterable[_Union[_content_pb2.ContentBlock, _Mapping]]] = ..., meta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...

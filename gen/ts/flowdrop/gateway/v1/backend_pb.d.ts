@@ -6,6 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { Caller } from "./tool_pb.js";
 import type { Value } from "@bufbuild/protobuf/wkt";
+import type { ContentBlock } from "./content_pb.js";
 
 /**
  * Describes the file flowdrop/gateway/v1/backend.proto.
@@ -62,6 +63,25 @@ export declare type InvokeResponse = Message<"flowdrop.gateway.v1.InvokeResponse
    * @generated from field: bool is_error = 2;
    */
   isError: boolean;
+
+  /**
+   * Optional: the answer in MCP's content model (images, audio, resource
+   * links, embedded resources as well as text), passed to the caller as
+   * InvokeToolResponse.content. Numbered as there, so the answer's bytes
+   * pass through unchanged.
+   *
+   * @generated from field: repeated flowdrop.gateway.v1.ContentBlock content = 5;
+   */
+  content: ContentBlock[];
+
+  /**
+   * Optional: the answer's _meta, passed to the caller as
+   * InvokeToolResponse.meta (less "io.modelcontextprotocol/" and
+   * "flowdrop/" keys).
+   *
+   * @generated from field: google.protobuf.Struct meta = 6;
+   */
+  meta?: JsonObject | undefined;
 };
 
 /**

@@ -6,6 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { Repair } from "./tool_pb.js";
+import type { ContentBlock } from "./content_pb.js";
 
 /**
  * Describes the file flowdrop/gateway/v1/gateway.proto.
@@ -99,6 +100,27 @@ export declare type InvokeToolResponse = Message<"flowdrop.gateway.v1.InvokeTool
    * @generated from field: bool replayed = 4;
    */
   replayed: boolean;
+
+  /**
+   * The answer in MCP's content model when the backend answered in it (an
+   * upstream MCP server's text, image, audio, resource_link and embedded
+   * resource blocks, in order, as sent); then result is its
+   * structuredContent, or its text blocks joined by newlines when it sent
+   * none. Empty for a backend that answers with a value alone.
+   *
+   * @generated from field: repeated flowdrop.gateway.v1.ContentBlock content = 5;
+   */
+  content: ContentBlock[];
+
+  /**
+   * The answer's _meta as the backend sent it (an upstream MCP server's
+   * result _meta), less the keys of the protocol itself
+   * ("io.modelcontextprotocol/...") and of the gateway ("flowdrop/..."):
+   * those are the gateway's to say.
+   *
+   * @generated from field: google.protobuf.Struct meta = 6;
+   */
+  meta?: JsonObject | undefined;
 };
 
 /**
