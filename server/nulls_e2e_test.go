@@ -360,3 +360,28 @@ func TestOptionalNullsInsideADecodedJSONString(t *testing.T) {
 		t.Errorf("backend received %v, want %v", calls, want)
 	}
 }
+
+// TestOptionalNullsNamedInARefusal: a call refused for another reason after
+// nulls were dropped tells the model (MCP text and _meta) which nulls the
+// gateway removed before checking, so it can tell them from its mistake.
+func TestOptionalNullsNamedInARefusal(t *testing.T) {
+	t.Parallel()
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
+		c.Policy.Normalize.OptionalNulls = policy.OptionalNullsConfig{Mode: policy.OptionalNullsDrop}
+	}))
+	ctx := testCtx(t)
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: json.RawMessage(`{"title": "", "tags": null}`)})
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "/tags (removed a null sent for an optional property, as if not given)") || !strings.Contains(text, "`title`") {
+		t.Errorf("isError %v, text %q: want the minLength violation and the dropped /tags named", res.IsError, text)
+	}
+	var repairs []struct{ Path, Kind string }
+	metaJSON(t, res.Meta[mcpapi.MCPMetaRepairs], &repairs)
+	if len(repairs) != 1 || repairs[0].Path != "/tags" || repairs[0].Kind != "null-dropped" {
+		t.Errorf("_meta repairs %+v, want null-dropped at /tags", repairs)
+	}
+}
