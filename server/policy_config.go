@@ -98,6 +98,10 @@ type NormalizeConfig struct {
 	// OnEntityBound is EntityBoundRefuse (also when empty) or
 	// EntityBoundForward.
 	OnEntityBound string
+	// OptionalNulls is normalize.optional_nulls (policy.OptionalNullsKeep,
+	// the default, or OptionalNullsDrop) with its per-tool overrides
+	// (normalize.tools): an extension outside RT-TOOL-8.
+	OptionalNulls policy.OptionalNullsConfig
 }
 
 // TLSConfig is the gRPC listener's TLS. Empty CertFile: plaintext.
@@ -221,6 +225,9 @@ func (c *PolicyConfig) validate() error {
 	case "", EntityBoundRefuse, EntityBoundForward:
 	default:
 		bad(`normalize.on_entity_bound %q: must be "refuse" or "forward"`, c.Normalize.OnEntityBound)
+	}
+	if _, err := policy.NewOptionalNulls(c.Normalize.OptionalNulls); err != nil {
+		bad("%v", err) // names normalize.optional_nulls or normalize.tools[i]
 	}
 	switch c.Limits.Mode {
 	case "", policy.ModeEnforce, policy.ModeShadow:
@@ -351,6 +358,11 @@ type policyFile struct {
 	} `json:"tracing"`
 	Normalize struct {
 		OnEntityBound string `json:"on_entity_bound"`
+		OptionalNulls string `json:"optional_nulls"`
+		Tools         []struct {
+			Match         string `json:"match"`
+			OptionalNulls string `json:"optional_nulls"`
+		} `json:"tools"`
 	} `json:"normalize"`
 	BackendErrors struct {
 		PassDebugInfo bool `json:"pass_debug_info"`
@@ -440,10 +452,14 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Limits: policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
 			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback, Mode: f.RateLimit.Mode},
-		Audit:     AuditConfig(f.Audit),
-		TLS:       TLSConfig(f.TLS),
-		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
-		Normalize: NormalizeConfig(f.Normalize),
+		Audit:   AuditConfig(f.Audit),
+		TLS:     TLSConfig(f.TLS),
+		Tracing: TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
+		Normalize: NormalizeConfig{OnEntityBound: f.Normalize.OnEntityBound,
+			OptionalNulls: policy.OptionalNullsConfig{Mode: f.Normalize.OptionalNulls}},
+	}
+	for _, o := range f.Normalize.Tools {
+		c.Normalize.OptionalNulls.Tools = append(c.Normalize.OptionalNulls.Tools, policy.ToolOptionalNulls{Match: o.Match, Mode: o.OptionalNulls})
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins

@@ -37,6 +37,8 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
 		{"mcp.allowed_origins", slices.Equal(p.MCP.AllowedOrigins, []string{"https://app.example.com"})},
+		{"normalize.optional_nulls and a per-tool override", p.Normalize.OptionalNulls.Mode == policy.OptionalNullsKeep &&
+			slices.Equal(p.Normalize.OptionalNulls.Tools, []policy.ToolOptionalNulls{{Match: "legacy_*", Mode: policy.OptionalNullsDrop}})},
 	}
 	if q, err := ParsePolicy([]byte("auth: {mode: off}\nidempotency: {ttl: 1h, max_result_bytes: 4096, max_entries: 10}\n"), "inline"); err != nil ||
 		q.Idempotency != (IdempotencyConfig{TTL: time.Hour, MaxResultBytes: 4096, MaxEntries: 10}) {

@@ -225,6 +225,9 @@ func (g *Gateway) buildSwappable(ctx context.Context, cfg *PolicyConfig, prev *p
 	}
 	pol.Limits = cfg.Limits
 	pol.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
+	if pol.OptionalNulls, err = policy.NewOptionalNulls(cfg.Normalize.OptionalNulls); err != nil {
+		return pol, err
+	}
 	return pol, nil
 }
 

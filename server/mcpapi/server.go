@@ -55,8 +55,9 @@ const Path = "/mcp"
 
 // Keys the gateway uses in MCP _meta objects.
 const (
-	// MCPMetaRepairs (in a tools/call result): the RT-TOOL-8 repairs the
-	// gateway made to the arguments, [{path, kind, passes?, boundHit?}].
+	// MCPMetaRepairs (in a tools/call result): the repairs the gateway made
+	// to the arguments (RT-TOOL-8's, and null-dropped where the policy drops
+	// optional nulls), [{path, kind, passes?, boundHit?}].
 	MCPMetaRepairs = "flowdrop/repairs"
 	// MCPMetaViolations (in an isError result for invalid arguments): the
 	// schema violations, [{path, message}].
