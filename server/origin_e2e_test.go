@@ -1,17 +1,20 @@
 package server_test
 
-// Credentials go only to their origin: an upstream MCP server that
-// answers with a redirect — to another port, or within its own origin —
-// gets a failure naming the tool, and wherever it pointed receives
-// nothing: neither the stored credential nor the call's arguments. Real
-// servers on 127.0.0.1 throughout; the redirect targets record every
-// request they receive.
+// Credentials go only to their origin: an upstream MCP server or an HTTP
+// backend that answers with a redirect — to another port, or within its
+// own origin — gets a failure naming the tool, and wherever it pointed
+// receives nothing: neither the stored credential nor the call's
+// arguments. Real servers on 127.0.0.1 throughout; the redirect targets
+// record every request they receive.
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,4 +135,96 @@ func TestMCPUpstreamRedirectNotFollowed(t *testing.T) {
 	}
 	// Redirects stopped: the next call makes a new session and works.
 	works("after the redirects stopped")
+}
+
+// redirectingService is an HTTP backend whose operations answer with
+// redirects, recording the requests it receives.
+type redirectingService struct {
+	mu   sync.Mutex
+	reqs []string // "METHOD PATH" of each request
+}
+
+func (s *redirectingService) handler(elsewhere string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, r.Method+" "+r.URL.Path)
+		s.mu.Unlock()
+		switch r.URL.Path {
+		case "/api/off":
+			http.Redirect(w, r, elsewhere+"/steal", http.StatusTemporaryRedirect)
+		case "/api/same":
+			http.Redirect(w, r, "/api/moved", http.StatusPermanentRedirect)
+		case "/api/moved":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"moved": true}`))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+func (s *redirectingService) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reqs...)
+}
+
+func TestHTTPOperationRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	elsewhere := mcpupstreamtest.StartRecorder(t)
+	svc := &redirectingService{}
+	lis := gatewaytest.Listen(t)
+	hs := &http.Server{Handler: svc.handler(elsewhere.URL)}
+	done := make(chan struct{})
+	go func() { defer close(done); hs.Serve(lis) }()
+	t.Cleanup(func() { hs.Close(); <-done })
+	baseURL := "http://" + lis.Addr().String()
+
+	env := gatewaytest.Start(t, gatewaytest.WithMCP())
+	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	for name, path := range map[string]string{"http.off": "/api/off", "http.same": "/api/same"} {
+		tool := &gatewayv1.Tool{Name: name, Description: "Posts a note.", InputSchema: gatewaytest.Args(t, map[string]any{"type": "object"}),
+			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_HttpOperation{HttpOperation: &gatewayv1.HttpOperation{
+				BaseUrl: baseURL, Method: "POST", Path: path, Parameters: []*gatewayv1.HttpParameter{
+					{Name: "note", In: gatewayv1.HttpParameterIn_HTTP_PARAMETER_IN_BODY},
+					{Name: "X-Api-Token", In: gatewayv1.HttpParameterIn_HTTP_PARAMETER_IN_HEADER},
+				}}}}}
+		if _, err := rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
+			t.Fatalf("register %s: %v", name, err)
+		}
+	}
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+
+	const secretNote, callerToken = "secret-note-91aa", "caller-token-7e2f"
+	args := map[string]any{"note": secretNote, "X-Api-Token": callerToken}
+	cases := []struct {
+		name, reason, tool string
+		wantStatus         string
+		wantReached        []string // what the backend received, in order, over both faces
+	}{
+		{name: "to-another-port", reason: "a 307 to another port re-sends the body and the caller's header there when followed",
+			tool: "http.off", wantStatus: "HTTP 307", wantReached: []string{"POST /api/off", "POST /api/off"}},
+		{name: "within-the-origin", reason: "a redirect within the backend's origin is not followed by default: the call stays on the operation's path",
+			tool: "http.same", wantStatus: "HTTP 308", wantReached: []string{"POST /api/same", "POST /api/same"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(svc.requests())
+			for _, o := range callFaces(t, ctx, env, cs, tc.tool, args) {
+				refusedRedirect(t, o, tc.tool, tc.reason, "127.0.0.1", "/api/moved", "/steal", secretNote, callerToken)
+				if !strings.Contains(o.msg, "("+tc.wantStatus+")") {
+					t.Errorf("%s: %q does not name the status %s", o.face, o.msg, tc.wantStatus)
+				}
+			}
+			if got := svc.requests()[before:]; strings.Join(got, ",") != strings.Join(tc.wantReached, ",") {
+				t.Errorf("the backend received %q, want %q: one request per call, none to where it redirected (%s)", got, tc.wantReached, tc.reason)
+			}
+		})
+	}
+	if reqs := elsewhere.Requests(); len(reqs) != 0 {
+		b, _ := json.Marshal(reqs[0].Header)
+		t.Errorf("the other port received %d requests, the first %s %s with headers %s and body %q: the gateway followed the redirect",
+			len(reqs), reqs[0].Method, reqs[0].Path, b, reqs[0].Body)
+	}
 }
