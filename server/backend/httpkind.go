@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -267,6 +268,14 @@ func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *regis
 			if !ok {
 				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number or boolean: it is a path parameter")
 			}
+			// Escaping keeps "/" (and "%") inside the segment, but "", "."
+			// and ".." stay as they are: a dot segment, which the URL's
+			// resolution (the backend's, or its redirect's) removes with
+			// the segment before it, or an empty one — either reaches
+			// another path than the operation's.
+			if s == "" || s == "." || s == ".." {
+				return nil, argumentRefusal(c.Tool, p.Name, `must not be empty, "." or "..": it is a path parameter`)
+			}
 			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(s))
 		case registry.HTTPInQuery:
 			vals, ok := listText(v)
@@ -280,8 +289,10 @@ func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *regis
 				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number, boolean or an array of them: it is a header")
 			}
 			for _, s := range vals {
-				if strings.ContainsAny(s, "\r\n\x00") {
-					return nil, argumentRefusal(c.Tool, p.Name, "must not hold a line break or NUL: it is a header")
+				// The transport's own test: what it would refuse (as an
+				// unreachable backend) is the caller's argument to fix.
+				if !httpguts.ValidHeaderFieldValue(s) {
+					return nil, argumentRefusal(c.Tool, p.Name, "must not hold a line break or other control character: it is a header")
 				}
 			}
 			header.Set(p.Name, strings.Join(vals, ", "))
