@@ -18,6 +18,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/observe"
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/yaml"
@@ -53,6 +54,17 @@ type PolicyConfig struct {
 	BackendTLS []backend.TargetTLS
 	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
 	MCPUpstreams MCPUpstreamsConfig
+	// MCP is the MCP endpoint's policy (policy file section mcp).
+	MCP MCPPolicy
+}
+
+// MCPPolicy is what the MCP endpoint lets in beyond authentication.
+type MCPPolicy struct {
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
+	// requests are served; a request with any other Origin header is
+	// refused with 403 (mcpapi/origin.go). Requests without Origin (agents,
+	// SDKs) are not affected. A reload replaces the list.
+	AllowedOrigins []string
 }
 
 // MCPUpstreamsConfig is how the gateway follows its upstream MCP servers,
@@ -174,6 +186,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	if _, err := mcpapi.ParseOrigins(c.MCP.AllowedOrigins); err != nil {
+		bad("%v", err) // names mcp.allowed_origins[i]
 	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
@@ -362,6 +377,9 @@ type policyFile struct {
 			Dir     string            `json:"dir"`
 		} `json:"stdio"`
 	} `json:"mcp_upstreams"`
+	MCP struct {
+		AllowedOrigins []string `json:"allowed_origins"`
+	} `json:"mcp"`
 }
 
 type toolAccess struct {
@@ -428,6 +446,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Normalize: NormalizeConfig(f.Normalize),
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	for name, sc := range f.MCPUpstreams.Stdio {
 		cmd := mcpupstream.Command{Env: sc.Env, PassEnv: sc.PassEnv, Dir: sc.Dir}

@@ -21,8 +21,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flowdrop/gateway/internal/toolproto"
 )
 
 const toolsUsage = `usage: flowdropctl tools <command> [flags]
@@ -337,13 +338,10 @@ func parseToolFile(data []byte, source string) ([]*gatewayv1.Tool, error) {
 	if len(parsed) == 0 {
 		return nil, fmt.Errorf("%s: tools: is empty", source)
 	}
+	// The registry API's own converter: every field the file defines is sent.
 	out := make([]*gatewayv1.Tool, len(parsed))
 	for i, t := range parsed {
-		p := &gatewayv1.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Backend: t.Backend, Labels: t.Labels}
-		if t.Timeout != 0 {
-			p.Timeout = durationpb.New(t.Timeout)
-		}
-		out[i] = p
+		out[i] = toolproto.ToProto(t)
 	}
 	return out, nil
 }

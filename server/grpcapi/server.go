@@ -28,6 +28,9 @@ type Config struct {
 	Registry *registry.Registry
 	Metrics  *observe.Metrics
 	Log      *slog.Logger
+	// OKCallsLevel is the level of a successful call's access-log line
+	// (observe.AccessLevel): INFO, the zero value, or DEBUG.
+	OKCallsLevel slog.Level
 	// StrictLint refuses every registration with provider-lint errors.
 	StrictLint bool
 	// ServerOptions are added to the server's (credentials, message
