@@ -202,6 +202,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
+	if cfg.Listeners.MCP != nil || cfg.MCP.ListenAddr != "" {
+		pc.Recorders = append(pc.Recorders, mcpapi.CallRecorder{}) // a tools/call's outcome to its access line
+	}
 	if g.tracing.On { // the call's facts on its span
 		pc.Recorders = append(pc.Recorders, g.tracing)
 	}
@@ -210,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.pipe = pipeline.New(pc)
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
-		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -223,7 +226,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
-			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL()}); err != nil {
+			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
+			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel}); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +308,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	g.auth = pol.Auth
 	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
 	pc.Auth, pc.Authz, pc.Rules, pc.RateLimit, pc.RegistryRate = pol.Auth, pol.Authz, pol.Rules, pol.RateLimit, pol.RegistryRate
-	pc.Limits, pc.ForwardEntityBound, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.InFlight
+	pc.Limits, pc.ForwardEntityBound, pc.OptionalNulls, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.OptionalNulls, pol.InFlight
 	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
 		OnDrop: g.metrics.CountAuditDropped,
 		// The sink's error names the file: logs only, never a caller.

@@ -115,6 +115,10 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
 	}
 	g.pipe.SetPolicy(pol)
+	if g.mcp != nil {
+		// Checked by validate above, so this cannot fail.
+		_ = g.mcp.SetAllowedOrigins(cfg.MCP.AllowedOrigins)
+	}
 	if prev := g.auth; prev != nil && prev != pol.Auth {
 		r.retired = append(r.retired, retiredAuth{prev, time.AfterFunc(retiredAuthGrace, prev.Close)})
 	}
@@ -221,6 +225,9 @@ func (g *Gateway) buildSwappable(ctx context.Context, cfg *PolicyConfig, prev *p
 	}
 	pol.Limits = cfg.Limits
 	pol.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
+	if pol.OptionalNulls, err = policy.NewOptionalNulls(cfg.Normalize.OptionalNulls); err != nil {
+		return pol, err
+	}
 	return pol, nil
 }
 

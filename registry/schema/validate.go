@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -26,6 +27,10 @@ type Schema struct {
 	fastPaths bool
 	// sens says which values messages must not show.
 	sens *Sensitivity
+	// nulls is the schema as DropOptionalNulls reads it, compiled on its
+	// first use (nulls.go).
+	nullsOnce sync.Once
+	nulls     *nnode
 }
 
 // Option configures Compile.

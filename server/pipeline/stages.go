@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
@@ -203,15 +204,24 @@ func (p *Pipeline) checkLimits(c *Call) error {
 	return p.policyOf(c).Limits.Check(c.Tool, args)
 }
 
-// normalize looks the tool up and applies its RT-TOOL-8 plan. Arguments
-// still as received bytes stay so, undecoded, when the wire check finds
-// nothing to repair.
+// normalize looks the tool up and applies its RT-TOOL-8 plan, then, where
+// the policy asks, drops optional nulls (an extension outside RT-TOOL-8).
 func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	e, ok := p.cfg.Registry.Lookup(c.Tool)
 	if !ok {
 		return ToolNotFound(c.Tool)
 	}
 	c.Entry = e
+	if err := p.applyPlan(c); err != nil {
+		return err
+	}
+	return p.dropOptionalNulls(c)
+}
+
+// applyPlan applies the tool's RT-TOOL-8 plan. Arguments still as received
+// bytes stay so, undecoded, when the wire check finds nothing to repair.
+func (p *Pipeline) applyPlan(c *Call) error {
+	e := c.Entry
 	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast {
 		if !e.Plan.NeedsRepairWire(b) {
 			return nil
@@ -247,6 +257,34 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	c.SetArgs(out)
 	c.Report = rep
 	return p.checkEntityBound(c)
+}
+
+// dropOptionalNulls removes the nulls sent for optional properties whose
+// schema does not admit null (registry/schema's DropOptionalNulls: what
+// OpenAI strict mode sends for "not given"), for the tools the policy's
+// normalize.optional_nulls drops them for, and reports each as a
+// null-dropped repair. It runs after RT-TOOL-8, whose output it never
+// changes otherwise, so nulls inside a just-decoded JSON string count too.
+// Off (the default) it is one nil check; on, arguments still as bytes are
+// decoded only when they hold a null.
+func (p *Pipeline) dropOptionalNulls(c *Call) error {
+	if !p.policyOf(c).OptionalNulls.Drop(c.Tool) {
+		return nil
+	}
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && !structwire.HasNull(b) {
+		return nil
+	}
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	out, dropped := c.Entry.Schema.DropOptionalNulls(args)
+	if len(dropped) == 0 {
+		return nil
+	}
+	c.Report.Repairs = append(c.Report.Repairs, dropped...)
+	c.setChangedArgs(out)
+	return nil
 }
 
 // checkEntityBound refuses an argument entity decoding left escaped at its
