@@ -70,7 +70,11 @@ func TestImportedToolOrigin(t *testing.T) {
 		tool                registry.Tool
 	}{
 		{"other-url", "an origin names the tool's own upstream", "origin.mcp_upstream",
-			func() registry.Tool { x := importedTool(t, "", `{}`); x.Origin.MCPUpstream = "http://127.0.0.1:8/mcp"; return x }()},
+			func() registry.Tool {
+				x := importedTool(t, "", `{}`)
+				x.Origin.MCPUpstream = "http://127.0.0.1:8/mcp"
+				return x
+			}()},
 		{"not-mcp", "only an upstream MCP tool is imported from one", "origin.mcp_upstream",
 			registry.Tool{Name: "x", Backend: "127.0.0.1:1", InputSchema: edit.InputSchema, Origin: &registry.Origin{MCPUpstream: upURL}}},
 		{"bad-digest", "a digest is hex SHA-256", "origin.upstream_digest",
