@@ -152,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
+	g.metrics.WatchPendingChanges(g.pendingByUpstream)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
 		return nil, err
 	}

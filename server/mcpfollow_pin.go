@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -88,4 +89,26 @@ func (g *Gateway) mcpPinPolicy() mcppin.Policy {
 	g.reload.mu.Lock()
 	defer g.reload.mu.Unlock()
 	return mcppin.Policy{AutoApprove: slices.Clone(g.reload.cfg.MCPUpstreams.AutoApprove)}
+}
+
+// pendingByUpstream counts the imported tools with a held change, by
+// upstream (flowdrop_mcp_pending_changes): the URL without user info,
+// query or fragment, which may carry what belongs on no dashboard.
+func (g *Gateway) pendingByUpstream() map[string]int {
+	out := map[string]int{}
+	for _, e := range g.reg.Snapshot().List() {
+		if t := e.Tool; t.Pending != nil && t.Origin != nil {
+			out[upstreamLabel(t.Origin.MCPUpstream)]++
+		}
+	}
+	return out
+}
+
+func upstreamLabel(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "unparsable"
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
 }

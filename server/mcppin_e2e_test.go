@@ -10,6 +10,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,7 +221,8 @@ func TestMCPUpstreamRugPull(t *testing.T) {
 // served definition and is not proposed again; a tool gone upstream is a
 // pending removal (still served) until approved; and tools an admin
 // registered against the same upstream (no origin) are never changed or
-// deleted by it.
+// deleted by it. Held changes show on flowdrop_mcp_pending_changes and
+// the admin status page.
 func TestMCPUpstreamPendingChanges(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -227,7 +230,7 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 	p := server.DemoPolicy()
 	p.MCPUpstreams.RelistInterval = time.Hour
 	p.MCPUpstreams.AutoApprove = []string{registry.ChangeCompatibleSchema}
-	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p))
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), gatewaytest.WithAdmin())
 	importUpstream(t, ctx, env, up.URL, "", "up.")
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	// The admin's own tools against the same upstream: one naming a tool
@@ -306,6 +309,32 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 		}
 	}
 
+	// Visible to operators: the metric (by upstream) and the status page.
+	pendingMetric := func() float64 {
+		for _, m := range scrape(t, env.AdminURL)["flowdrop_mcp_pending_changes"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "upstream" && l.GetValue() == up.URL {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	if n := pendingMetric(); n != 1 {
+		t.Errorf("flowdrop_mcp_pending_changes{upstream=%q} = %v; want 1 (up.say_hello's removal)", up.URL, n)
+	}
+	resp, err := http.Get(env.AdminURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"1 upstream change(s) held for approval", "pending upstream change: removal", "edited by an admin"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the status page lacks %q", want)
+		}
+	}
+
 	grev := gone.GetRevision()
 	approved, err := rc.ApprovePendingChange(ctx, &gatewayv1.ApprovePendingChangeRequest{Name: "up.say_hello", ExpectedRevision: &grev})
 	if err != nil || !approved.GetDeleted() {
@@ -313,5 +342,8 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 	}
 	if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.say_hello"}); status.Code(err) != codes.NotFound {
 		t.Errorf("up.say_hello after its removal was approved: %v; want NotFound", err)
+	}
+	if n := pendingMetric(); n != 0 {
+		t.Errorf("flowdrop_mcp_pending_changes after the approval = %v; want 0", n)
 	}
 }
