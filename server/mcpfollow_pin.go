@@ -92,14 +92,22 @@ func (g *Gateway) mcpPinPolicy() mcppin.Policy {
 }
 
 // pendingByUpstream counts the imported tools with a held change, by
-// upstream (flowdrop_mcp_pending_changes): the URL without user info,
-// query or fragment, which may carry what belongs on no dashboard.
+// upstream (flowdrop_mcp_pending_changes; 0 for an upstream tools are
+// imported from and nothing is held): the URL without user info, query or
+// fragment, which may carry what belongs on no dashboard.
 func (g *Gateway) pendingByUpstream() map[string]int {
 	out := map[string]int{}
 	for _, e := range g.reg.Snapshot().List() {
-		if t := e.Tool; t.Pending != nil && t.Origin != nil {
-			out[upstreamLabel(t.Origin.MCPUpstream)]++
+		t := e.Tool
+		if t.Origin == nil {
+			continue
 		}
+		label := upstreamLabel(t.Origin.MCPUpstream)
+		n := out[label]
+		if t.Pending != nil {
+			n++
+		}
+		out[label] = n
 	}
 	return out
 }

@@ -318,7 +318,7 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 				}
 			}
 		}
-		return 0
+		return -1 // no series
 	}
 	if n := pendingMetric(); n != 1 {
 		t.Errorf("flowdrop_mcp_pending_changes{upstream=%q} = %v; want 1 (up.say_hello's removal)", up.URL, n)
@@ -344,6 +344,6 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 		t.Errorf("up.say_hello after its removal was approved: %v; want NotFound", err)
 	}
 	if n := pendingMetric(); n != 0 {
-		t.Errorf("flowdrop_mcp_pending_changes after the approval = %v; want 0", n)
+		t.Errorf("flowdrop_mcp_pending_changes after the approval = %v; want 0 (the upstream's series stays while tools are imported from it)", n)
 	}
 }
