@@ -346,4 +346,27 @@ func TestMCPUpstreamPendingChanges(t *testing.T) {
 	if n := pendingMetric(); n != 0 {
 		t.Errorf("flowdrop_mcp_pending_changes after the approval = %v; want 0 (the upstream's series stays while tools are imported from it)", n)
 	}
+
+	// auto_approve reloads: with description named, the next re-list
+	// applies a description change of a tool no admin edited.
+	p.MCPUpstreams.AutoApprove = []string{registry.ChangeCompatibleSchema, registry.ChangeDescription}
+	if err := env.Gateway.ReloadPolicy(p); err != nil {
+		t.Fatalf("reload with a new auto_approve: %v", err)
+	}
+	mcp.AddTool(up.MCP, &mcp.Tool{Name: "add_items", Description: "Adds items, now reloaded."},
+		func(context.Context, *mcp.CallToolRequest, mcpupstreamtest.AddItemsIn) (*mcp.CallToolResult, mcpupstreamtest.AddItemsOut, error) {
+			return nil, mcpupstreamtest.AddItemsOut{}, nil
+		})
+	if err := poll(5*time.Second, func() error {
+		got, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.add_items"})
+		if err != nil {
+			return err
+		}
+		if got.GetTool().GetDescription() != "Adds items, now reloaded." || len(got.GetTool().GetOrigin().GetPending()) != 0 {
+			return fmt.Errorf("up.add_items is %v; want the new description applied after the reload", got.GetTool())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
