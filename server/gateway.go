@@ -21,6 +21,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/mcpapi"
@@ -118,9 +119,16 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		})
 	}
 
+	// Every schema the registry takes is held to the policy's evaluation
+	// bound: registered, seeded, followed from an upstream or read from the
+	// store (it compiles them all).
+	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations)}
+	if cfg.DisableFastPaths {
+		ropts = append(ropts, registry.WithoutFastPaths())
+	}
 	tools := cfg.Tools
 	if cfg.ToolsFile != "" {
-		fileTools, err := registry.LoadFile(cfg.ToolsFile)
+		fileTools, err := registry.LoadFileWith(cfg.ToolsFile, schemaBound(cfg.Policy.Limits.MaxSchemaEvaluations))
 		if err != nil {
 			return nil, err
 		}
@@ -132,10 +140,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, func() { g.store.Close() })
 	g.storeDesc = cfg.Store.String()
 	log.Info("registry store opened", "store", g.storeDesc)
-	ropts := []registry.Option{registry.WithLogger(log)}
-	if cfg.DisableFastPaths {
-		ropts = append(ropts, registry.WithoutFastPaths())
-	}
 	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
 	// Seeded tools are admitted exactly as registered ones: strict lint too.
 	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions()}
@@ -650,4 +654,10 @@ func runnable(path string) error {
 		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
+}
+
+// schemaBound compiles tools with the evaluation bound n (0: the default),
+// as the registry does (registry.WithMaxSchemaEvaluations).
+func schemaBound(n int) registry.CompileOptions {
+	return registry.CompileOptions{Schema: []schema.Option{schema.WithMaxEvaluations(n)}}
 }

@@ -271,6 +271,8 @@ func (c *PolicyConfig) validate() error {
 		{"limits.max_list_elements", c.Limits.MaxListElements},
 		{"limits.max_object_keys", c.Limits.MaxObjectKeys},
 		{"limits.max_in_flight_per_tool", c.Limits.MaxInFlightPerTool},
+		{"limits.max_validation_steps", c.Limits.MaxValidationSteps},
+		{"limits.max_schema_evaluations", c.Limits.MaxSchemaEvaluations},
 	} {
 		if l.v < 0 {
 			bad("%s must not be negative, got %d", l.name, l.v)
@@ -323,13 +325,15 @@ type policyFile struct {
 		Mode    string   `json:"mode"`
 	} `json:"rules"`
 	Limits struct {
-		MaxArgumentBytes   int    `json:"max_argument_bytes"`
-		MaxStringLength    int    `json:"max_string_length"`
-		MaxDepth           int    `json:"max_depth"`
-		MaxListElements    int    `json:"max_list_elements"`
-		MaxObjectKeys      int    `json:"max_object_keys"`
-		MaxInFlightPerTool int    `json:"max_in_flight_per_tool"`
-		Mode               string `json:"mode"`
+		MaxArgumentBytes     int    `json:"max_argument_bytes"`
+		MaxStringLength      int    `json:"max_string_length"`
+		MaxDepth             int    `json:"max_depth"`
+		MaxListElements      int    `json:"max_list_elements"`
+		MaxObjectKeys        int    `json:"max_object_keys"`
+		MaxInFlightPerTool   int    `json:"max_in_flight_per_tool"`
+		MaxValidationSteps   int    `json:"max_validation_steps"`
+		MaxSchemaEvaluations int    `json:"max_schema_evaluations"`
+		Mode                 string `json:"mode"`
 	} `json:"limits"`
 	RateLimit struct {
 		Rate  float64 `json:"rate"`

@@ -180,6 +180,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	if !reflect.DeepEqual(cur.MCPUpstreams.Stdio, next.MCPUpstreams.Stdio) {
 		bad("mcp_upstreams.stdio", "the stdio servers are set up at start")
 	}
+	if cur.Limits.MaxSchemaEvaluations != next.Limits.MaxSchemaEvaluations {
+		bad("limits.max_schema_evaluations", "the registry compiles every tool with it, at start")
+	}
 	if cur.Idempotency != next.Idempotency {
 		bad("idempotency", "the idempotency store is set up at start")
 	}

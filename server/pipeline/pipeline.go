@@ -239,7 +239,7 @@ func (p *Pipeline) checkOutput(ctx context.Context, c *Call, res Result) Result 
 	var problem string
 	if obj := v.GetStructValue(); obj == nil {
 		problem = "the result is not an object"
-	} else if err := c.Entry.Output.Validate(obj, nil); err != nil {
+	} else if err := c.Entry.Output.ValidateWithin(ctx, obj, nil, p.policyOf(c).Limits.MaxValidationSteps); err != nil {
 		problem = err.Error()
 	}
 	if problem == "" {

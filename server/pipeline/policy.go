@@ -41,7 +41,8 @@ func (p *Pipeline) SetPolicy(pol Policy) {
 	if pol.Limits.Mode == policy.ModeShadow {
 		watched := pol.Limits.WithDefaults()
 		pol.shadowLimits = &watched
-		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool}
+		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool,
+			MaxValidationSteps: watched.MaxValidationSteps, MaxSchemaEvaluations: watched.MaxSchemaEvaluations}
 	}
 	pol.Limits = pol.Limits.WithDefaults()
 	pol.repairLimits = repairLimitsOf(pol.Limits)

@@ -9,6 +9,7 @@ import (
 	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
 )
 
 // Stage is one step of a tool call: it reads and fills the Call, and
@@ -322,9 +323,14 @@ func pointerOrRoot(p string) string {
 }
 
 // validate checks the normalized arguments against the tool's full schema;
-// undecoded arguments the wire validator proves valid are not decoded.
-func (p *Pipeline) validate(_ context.Context, c *Call) error {
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWire(b) {
+// undecoded arguments the wire validator proves valid are not decoded. The
+// work is bounded by the policy's max_validation_steps (arguments whose
+// worst case is over it are refused before anything is evaluated) and by
+// the call's context, so a call whose deadline passes, or a gateway
+// shutting down, does not wait on an evaluation.
+func (p *Pipeline) validate(ctx context.Context, c *Call) error {
+	steps := p.policyOf(c).Limits.MaxValidationSteps
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWireWithin(ctx, b, steps) {
 		c.validation = "ok"
 		return nil
 	}
@@ -332,11 +338,21 @@ func (p *Pipeline) validate(_ context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if v := c.Entry.Validate(args, &c.Report); v != nil {
-		return v
+	if v := c.Entry.ValidateWithin(ctx, args, &c.Report, steps); v != nil {
+		return p.validationBudget(c, v)
 	}
 	c.validation = "ok"
 	return nil
+}
+
+// validationBudget is err, or for a *schema.BudgetError the policy's
+// refusal naming max_validation_steps and where the worst case crossed it.
+func (p *Pipeline) validationBudget(c *Call, err error) error {
+	var be *schema.BudgetError
+	if !errors.As(err, &be) {
+		return err
+	}
+	return p.policyOf(c).Limits.Exceeded(c.Tool, policy.LimitMaxValidationSteps, be.Pointer, false)
 }
 
 // rules: the limits again on the normalized arguments (JSON decoding can
