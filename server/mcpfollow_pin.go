@@ -49,7 +49,7 @@ func (f *mcpFollower) follow(ctx context.Context, g *mcpUpstreamGroup, upstream 
 		if u, ok := upstream[name]; ok {
 			d, err := mcpimport.Definition(u)
 			if err == nil {
-				_, err = registry.Compile(t.WithDefinition(d))
+				_, err = f.reg.CompileOptions().Compile(t.WithDefinition(d)) // as the registry will: its schema bounds too
 			}
 			if err != nil {
 				f.log.Warn("mcp upstream: a changed tool cannot be admitted; keeping the registered revision", "tool", t.Name, "url", g.url, "err", err)
