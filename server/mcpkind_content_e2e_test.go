@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +27,7 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/mcpapi"
 )
 
 // richAnswer is what the upstream's "rich" tool answers: every content
@@ -213,8 +215,10 @@ func TestBackendContentPassesWhole(t *testing.T) {
 	}
 	meta, _ := structpb.NewStruct(map[string]any{"example.com/trace": "t-1", "flowdrop/reason": "spoofed",
 		"io.modelcontextprotocol/serverInfo": map[string]any{"name": "not-the-gateway"}})
+	var runs atomic.Int64
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithBackendHandler("create_note",
 		func(context.Context, *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
+			runs.Add(1)
 			return &gatewayv1.InvokeResponse{Result: structpb.NewStringValue("three things"), Content: blocks, Meta: meta}, nil
 		}))
 
@@ -243,5 +247,30 @@ func TestBackendContentPassesWhole(t *testing.T) {
 	}
 	if res.Meta["example.com/trace"] != "t-1" || res.Meta["flowdrop/reason"] != nil {
 		t.Errorf("MCP _meta %v: want the backend's own key and not its spoofed flowdrop/reason", res.Meta)
+	}
+
+	// A replay under an idempotency key is the same whole answer: the
+	// stored result carries the blocks and _meta.
+	for i := range 2 {
+		resp, err := env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: "create_note", IdempotencyKey: "rich-1",
+			Arguments: gatewaytest.Args(t, map[string]any{"title": "x"})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := mcpcontent.ToMCP(resp.GetContent())
+		if diff := cmp.Diff(contentJSON(t, want.Content), contentJSON(t, got)); diff != "" || resp.GetReplayed() != (i == 1) {
+			t.Errorf("keyed call %d: replayed %v, content (-backend +caller):\n%s", i, resp.GetReplayed(), diff)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "x"},
+			Meta: mcp.Meta{mcpapi.MCPMetaIdempotencyKey: "rich-2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(contentJSON(t, want.Content), contentJSON(t, res.Content)); diff != "" || (res.Meta[mcpapi.MCPMetaReplayed] == true) != (i == 1) {
+			t.Errorf("keyed MCP call %d: _meta %v, content (-backend +caller):\n%s", i, res.Meta, diff)
+		}
+	}
+	if n := runs.Load(); n != 4 {
+		t.Errorf("the backend ran %d times, want 4 (2 unkeyed, each key once)", n)
 	}
 }

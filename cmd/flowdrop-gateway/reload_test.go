@@ -285,3 +285,50 @@ rules:
 		})
 	}
 }
+
+// TestPolicyFileWrittenInPlaceWaitsUntilWhole (issue 28 item 10): a policy
+// file rewritten in place, in two parts, is not put in force between them,
+// even though its first part alone is a valid policy (one without the deny
+// rule the whole file has); a whole in-place rewrite takes effect once the
+// file stays quiet.
+func TestPolicyFileWrittenInPlaceWaitsUntilWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	whole := reloadPolicyYAML(forbiddenRule)
+	writeAtomically(t, path, whole)
+	gw := startBinary(t, "--policy", path)
+	if got := gw.call(t, "forbidden plans"); got != codes.PermissionDenied {
+		t.Fatalf("before the rewrite: %v, want the rule enforced", got)
+	}
+
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := reloadPolicyYAML("")
+	if _, err := f.WriteString(prefix); err != nil {
+		t.Fatal(err)
+	}
+	// Between the parts: the prefix must never be the policy in force.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if got := gw.call(t, "forbidden plans"); got != codes.PermissionDenied {
+			f.Close()
+			t.Fatalf("between the two parts a forbidden call got %v: the half-written file was put in force; stderr:\n%s", got, gw.logs)
+		}
+	}
+	if _, err := f.WriteString(whole[len(prefix):]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	// A whole rewrite in place (the rule removed) takes effect once quiet.
+	if err := os.WriteFile(path, []byte(prefix), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gw.call(t, "forbidden plans") != codes.OK {
+		if time.Now().After(deadline) {
+			t.Fatalf("the whole in-place rewrite was not put in force; stderr:\n%s", gw.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

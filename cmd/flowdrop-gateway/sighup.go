@@ -20,6 +20,11 @@ import (
 // and chmod) into one reload.
 const reloadDebounce = 200 * time.Millisecond
 
+// inPlaceSettle is how long a policy file written in place (not renamed
+// over) must stay unwritten before it is read: only a rename is known to
+// be whole (README, "Reloading the policy").
+const inPlaceSettle = 2 * time.Second
+
 // policyReloader reloads the --policy file into the running gateway on
 // SIGHUP and when the file changes (Gateway.ReloadPolicyFile: a bad file is
 // refused, logged and counted, and the policy in force keeps serving).
@@ -125,12 +130,10 @@ func (r *policyReloader) watch() (stop func(), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var debounce *time.Timer
-		defer func() {
-			if debounce != nil {
-				debounce.Stop()
-			}
-		}()
+		quiet := time.NewTimer(time.Hour)
+		quiet.Stop()
+		defer quiet.Stop()
+		var settleUntil time.Time
 		for {
 			select {
 			case ev, ok := <-w.Events:
@@ -141,11 +144,17 @@ func (r *policyReloader) watch() (stop func(), err error) {
 					continue
 				}
 				// Any change in the directory: the content decides (changed).
-				if debounce == nil {
-					debounce = time.AfterFunc(reloadDebounce, r.changed)
-				} else {
-					debounce.Reset(reloadDebounce)
+				wait := reloadDebounce
+				if ev.Has(fsnotify.Write) && filepath.Clean(ev.Name) == filepath.Clean(r.path) {
+					// Written in place: the writer may be between two parts,
+					// and a prefix can be a valid policy that allows what
+					// the whole file denies. Wait until it stays quiet.
+					settleUntil = time.Now().Add(inPlaceSettle)
 				}
+				wait = max(wait, time.Until(settleUntil))
+				quiet.Reset(wait)
+			case <-quiet.C:
+				r.changed()
 			case err, ok := <-w.Errors:
 				if !ok {
 					return

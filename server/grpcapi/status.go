@@ -169,6 +169,8 @@ func repairProto(r normalize.Repair) *gatewayv1.Repair {
 		kind = gatewayv1.RepairKind_REPAIR_KIND_JSON_DECODED
 	case normalize.EntitiesDecoded:
 		kind = gatewayv1.RepairKind_REPAIR_KIND_ENTITIES_DECODED
+	case normalize.NullDropped:
+		kind = gatewayv1.RepairKind_REPAIR_KIND_NULL_DROPPED
 	}
 	return &gatewayv1.Repair{Path: r.Path, Kind: kind, Passes: int32(r.Passes), BoundHit: r.BoundHit}
 }
@@ -197,6 +199,7 @@ func registryStatus(err error) *status.Status {
 		rm  *registry.RevisionMismatchError
 		ie  *registry.IncompatibleError
 		le  *registry.LintRefusedError
+		np  *registry.NoPendingChangeError
 		rfe *requestFieldError
 	)
 	switch {
@@ -238,6 +241,10 @@ func registryStatus(err error) *status.Status {
 			})
 		}
 		return withDetails(status.New(codes.FailedPrecondition, ie.Error()), pf)
+	case errors.As(err, &np):
+		bounded := *np
+		bounded.Tool = policy.Bound(np.Tool)
+		return status.New(codes.FailedPrecondition, bounded.Error())
 	case errors.Is(err, registry.ErrNotFound):
 		return status.New(codes.NotFound, err.Error())
 	case errors.Is(err, registry.ErrCompacted):
