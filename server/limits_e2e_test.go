@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 	"testing"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -60,7 +61,11 @@ func TestArgumentLimitsAreAlwaysOn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) { c.Policy.Limits = tc.limits }))
-			ctx := testCtx(t)
+			// Three parallel 2 MB calls on each face take ~7 s under -race on
+			// two cores, and longer while other packages' tests run: more
+			// than testCtx's 10 s allows them.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			_, err := env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: "create_note",
 				Arguments: gatewaytest.Args(t, map[string]any{"title": "t", "tags": huge})})
 			if status.Code(err) != codes.InvalidArgument {
