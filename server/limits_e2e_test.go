@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
