@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
@@ -236,7 +237,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		go g.auditHealthLoop()
 	}
 	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
-	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notify)
+	g.follow.bounds = cfg.Policy.MCPUpstreams.Bounds.Or(mcpimport.DefaultBounds())
+	g.follow.countOversized = observe.NewMCPUpstreamMetrics(g.metrics).CountOversized
+	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notifyStdio)
 	go g.follow.run()
 	warnUnrunnableStdio(log, g.stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })

@@ -25,8 +25,10 @@ const DefaultMCPRelistInterval = 30 * time.Second
 
 // mcpFollower keeps the registry's upstream MCP tools in step with their
 // upstreams: on an upstream's notifications/tools/list_changed (a standing
-// session per upstream listens) and every interval (for an upstream that
-// cannot notify, or a lost notification) it re-lists each upstream and
+// session per upstream listens) it re-lists that upstream alone, at most
+// once per mcpRelistGap (relistPacer), and every interval (for an upstream
+// that cannot notify, or a lost notification) each upstream; within the
+// listing bounds (mcpfollow_bounds.go) it
 //   - deletes a tool the upstream no longer has,
 //   - registers a changed input schema or description as a new revision.
 //
@@ -43,6 +45,11 @@ type mcpFollower struct {
 	stdio    stdioLister
 	log      *slog.Logger
 	interval time.Duration
+	// bounds hold each listing; countOversized (nil: none) counts a tool
+	// over one, by bound. Set before run.
+	bounds         mcpimport.Bounds
+	countOversized func(bound string)
+	pacer          *relistPacer
 
 	kick chan struct{}
 	stop chan struct{}
@@ -50,20 +57,23 @@ type mcpFollower struct {
 
 	mu        sync.Mutex
 	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
+	oversized map[oversizedKey]bool                                   // reported (skipOversized)
 }
 
 // stdioLister lists a running stdio server's tools (backend.MCPUpstream).
 type stdioLister interface {
-	ListRunning(ctx context.Context, url string) ([]*mcp.Tool, error)
+	ListRunning(ctx context.Context, url string, b mcpimport.Bounds) ([]*mcp.Tool, []mcpimport.Oversized, error)
 }
 
 func newMCPFollower(reg *registry.Registry, audit *pipeline.AuditRecorder, stdio stdioLister, log *slog.Logger, interval time.Duration) *mcpFollower {
 	if interval <= 0 {
 		interval = DefaultMCPRelistInterval
 	}
-	return &mcpFollower{reg: reg, audit: audit, stdio: stdio, log: log, interval: interval, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}),
+	f := &mcpFollower{reg: reg, audit: audit, stdio: stdio, log: log, interval: interval, kick: make(chan struct{}, 1),
+		bounds: mcpimport.DefaultBounds(), stop: make(chan struct{}), done: make(chan struct{}),
 		listeners: map[mcpupstream.Reference]map[string]*mcp.ClientSession{}}
+	f.pacer = newRelistPacer(mcpRelistGap, f.wake)
+	return f
 }
 
 // mcpUpstreamGroup is the registered tools of one upstream (URL and
@@ -120,6 +130,7 @@ func (f *mcpFollower) run() {
 	defer cancel()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
+	defer f.pacer.stop()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
@@ -139,7 +150,7 @@ func (f *mcpFollower) run() {
 			}
 			f.listen(ctx)
 		case <-f.kick:
-			f.sync(ctx)
+			f.relistDue(ctx)
 		case <-tick.C:
 			f.listen(ctx)
 			f.sync(ctx)
@@ -180,8 +191,9 @@ func (f *mcpFollower) listen(ctx context.Context) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, Client: &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.notify() }}})
+		id := upstreamID{url: k.url, ref: k.ref}
+		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, MaxResponseBytes: f.bounds.ListBytes,
+			Client: &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.pacer.notify(id) }}})
 		cancel()
 		if err != nil {
 			f.log.Debug("mcp upstream: no notification session; re-listing on the interval", "url", k.url, "err", err)
@@ -233,12 +245,16 @@ func (f *mcpFollower) endUnused(groups map[mcpGroupKey]*mcpUpstreamGroup) {
 	}
 }
 
-func (f *mcpFollower) notify() {
+// wake asks the loop to re-list the upstreams due (relistDue).
+func (f *mcpFollower) wake() {
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
 }
+
+// notifyStdio hears a running stdio server's list_changed.
+func (f *mcpFollower) notifyStdio(url string) { f.pacer.notify(upstreamID{url: url}) }
 
 func (f *mcpFollower) closeListeners() {
 	f.mu.Lock()
@@ -256,15 +272,39 @@ func (f *mcpFollower) closeListeners() {
 
 // sync re-lists every upstream and applies what changed.
 func (f *mcpFollower) sync(ctx context.Context) {
-	for _, g := range f.groups() {
+	groups := f.groups()
+	inUse := map[upstreamID]bool{}
+	for _, g := range groups {
 		f.syncGroup(ctx, g)
+		id := upstreamID{url: g.url, ref: g.ref}
+		inUse[id] = true
+		f.pacer.listed(id, time.Now())
+	}
+	f.pacer.forget(inUse)
+}
+
+// relistDue re-lists the upstreams that notified and are due
+// (relistPacer), each alone.
+func (f *mcpFollower) relistDue(ctx context.Context) {
+	due := f.pacer.due(time.Now())
+	if len(due) == 0 {
+		return
+	}
+	groups := f.groups()
+	for _, id := range due {
+		f.pacer.listed(id, time.Now())
+		for _, g := range groups {
+			if g.url == id.url && g.ref == id.ref {
+				f.syncGroup(ctx, g)
+			}
+		}
 	}
 }
 
 func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	listed, err := f.list(ctx, g)
+	listed, oversized, err := f.list(ctx, g)
 	if errors.Is(err, backend.ErrNotRunning) {
 		return // a stdio server not running: nothing to follow now
 	}
@@ -276,7 +316,11 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	for _, t := range listed {
 		upstream[t.Name] = t
 	}
+	held := f.skipOversized(ctx, g, oversized)
 	for name, t := range g.tools {
+		if held[name] {
+			continue
+		}
 		u, ok := upstream[name]
 		if !ok {
 			rev := t.Revision
@@ -304,11 +348,12 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	}
 }
 
-// list is the upstream's tools: over its notification session, or one
-// made for the listing; a stdio server's over its calls' session.
-func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, error) {
+// list is the upstream's tools within f.bounds, and those left out for
+// being over one: over its notification session, or one made for the
+// listing; a stdio server's over its calls' session.
+func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, []mcpimport.Oversized, error) {
 	if _, stdio := registry.StdioName(g.url); stdio {
-		return f.stdio.ListRunning(ctx, g.url)
+		return f.stdio.ListRunning(ctx, g.url, f.bounds)
 	}
 	f.mu.Lock()
 	cs := f.listeners[g.ref][g.url]
@@ -316,18 +361,18 @@ func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Too
 	if cs == nil {
 		h, _, err := g.ref.Load()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		base, err := g.key.transport()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base}); err != nil {
-			return nil, err
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: f.bounds.ListBytes}); err != nil {
+			return nil, nil, err
 		}
 		defer cs.Close()
 	}
-	return mcpimport.List(ctx, cs)
+	return mcpimport.ListWithin(ctx, cs, f.bounds)
 }
 
 // The reasons on the audit lines of the follower's own writes.

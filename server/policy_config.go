@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -65,6 +66,10 @@ type MCPUpstreamsConfig struct {
 	// transport), by the name a tool's mcp_tool.url gives: stdio://NAME.
 	// Only this file says what runs; a registration only names one.
 	Stdio map[string]mcpupstream.Command
+	// Bounds are what one listing of an upstream may hold (0: each
+	// default, mcpimport.DefaultBounds): max_list_bytes, max_tools,
+	// max_description_bytes, max_schema_bytes.
+	Bounds mcpimport.Bounds
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -174,6 +179,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
+	}
+	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
+		bad("mcp_upstreams: %v", err)
 	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
@@ -354,8 +362,12 @@ type policyFile struct {
 		Require    bool   `json:"require"`
 	} `json:"backend_tls"`
 	MCPUpstreams struct {
-		RelistInterval duration `json:"relist_interval"`
-		Stdio          map[string]struct {
+		RelistInterval      duration `json:"relist_interval"`
+		MaxListBytes        int64    `json:"max_list_bytes"`
+		MaxTools            int      `json:"max_tools"`
+		MaxDescriptionBytes int      `json:"max_description_bytes"`
+		MaxSchemaBytes      int      `json:"max_schema_bytes"`
+		Stdio               map[string]struct {
 			Command []string          `json:"command"`
 			Env     map[string]string `json:"env"`
 			PassEnv []string          `json:"pass_env"`
@@ -429,6 +441,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
+	c.MCPUpstreams.Bounds = mcpimport.Bounds{ListBytes: f.MCPUpstreams.MaxListBytes, Tools: f.MCPUpstreams.MaxTools,
+		DescriptionBytes: f.MCPUpstreams.MaxDescriptionBytes, SchemaBytes: f.MCPUpstreams.MaxSchemaBytes}
 	for name, sc := range f.MCPUpstreams.Stdio {
 		cmd := mcpupstream.Command{Env: sc.Env, PassEnv: sc.PassEnv, Dir: sc.Dir}
 		if len(sc.Command) > 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
 )
 
@@ -36,6 +37,8 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
+		{"mcp_upstreams bounds", p.MCPUpstreams.RelistInterval == 30*time.Second &&
+			p.MCPUpstreams.Bounds == mcpimport.Bounds{ListBytes: 16 << 20, Tools: 10000, DescriptionBytes: 16 << 10, SchemaBytes: 256 << 10}},
 	}
 	if q, err := ParsePolicy([]byte("auth: {mode: off}\nidempotency: {ttl: 1h, max_result_bytes: 4096, max_entries: 10}\n"), "inline"); err != nil ||
 		q.Idempotency != (IdempotencyConfig{TTL: time.Hour, MaxResultBytes: 4096, MaxEntries: 10}) {

@@ -173,6 +173,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	if cur.MCPUpstreams.RelistInterval != next.MCPUpstreams.RelistInterval {
 		bad("mcp_upstreams.relist_interval", "the upstream follower is set up at start")
 	}
+	if cur.MCPUpstreams.Bounds != next.MCPUpstreams.Bounds {
+		bad("mcp_upstreams (max_list_bytes, max_tools, max_description_bytes, max_schema_bytes)", "the upstream follower is set up at start")
+	}
 	if !reflect.DeepEqual(cur.MCPUpstreams.Stdio, next.MCPUpstreams.Stdio) {
 		bad("mcp_upstreams.stdio", "the stdio servers are set up at start")
 	}

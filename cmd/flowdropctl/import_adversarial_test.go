@@ -85,11 +85,11 @@ func TestImportOfSharedDefinitionsStaysCompact(t *testing.T) {
 		wantDefs           int
 	}{
 		{name: "openapi", reason: "components L1…L30 each once in $defs; L0, the body, is spread into the arguments",
-			args:     []string{"import", "openapi", "--spec", "testdata/adversarial/openapi-dag.yaml", "--base-url", "http://127.0.0.1:1"},
-			tool:     "dag", wantDefs: 30},
+			args: []string{"import", "openapi", "--spec", "testdata/adversarial/openapi-dag.yaml", "--base-url", "http://127.0.0.1:1"},
+			tool: "dag", wantDefs: 30},
 		{name: "grpc", reason: "messages dag.L1…dag.L30 each once in $defs; L0 is the root",
-			args:     []string{"import", "grpc", "--protoset", "testdata/adversarial/grpc-dag.binpb", "--target", "127.0.0.1:1"},
-			tool:     "Dag.Walk", wantDefs: 30},
+			args: []string{"import", "grpc", "--protoset", "testdata/adversarial/grpc-dag.binpb", "--target", "127.0.0.1:1"},
+			tool: "Dag.Walk", wantDefs: 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runtime.GC()
