@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,11 +50,27 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 	p := server.DemoPolicy()
 	p.Rules = []policy.Rule{{Name: "no-forbidden", Tools: []string{"create_note"}, Expr: `!args.title.contains("forbidden")`}}
 	p.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"files": {Path: "/bin/true"}} // its series exist from start
-	env := gatewaytest.Start(t, gatewaytest.WithAdmin(), gatewaytest.WithPolicy(p))
+	env := gatewaytest.Start(t, gatewaytest.WithAdmin(), gatewaytest.WithMCP(), gatewaytest.WithPolicy(p))
 	// A served call with a repair, a rule denial, a validation failure: the
 	// per-call series exist only once something was counted.
 	for _, a := range []map[string]any{{"title": "A &amp; B"}, {"title": "forbidden"}, {"title": 7}} {
 		env.Client.InvokeTool(t.Context(), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, a)})
+	}
+	// And an MCP request (flowdrop_mcp_requests_total).
+	mreq, err := http.NewRequestWithContext(t.Context(), http.MethodPost, env.MCPURL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mreq.Header.Set("Content-Type", "application/json")
+	mreq.Header.Set("Accept", "application/json, text/event-stream")
+	mreq.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	mresp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mresp.Body.Close()
+	if mresp.StatusCode != http.StatusOK {
+		t.Fatalf("MCP tools/list: status %d", mresp.StatusCode)
 	}
 	resp, err := http.Get(env.AdminURL + "/metrics")
 	if err != nil {
@@ -94,6 +111,7 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 			exprs = append(exprs, r.Expr)
 		}
 	}
+	ruleExprs := len(exprs)
 	var dash struct {
 		Panels []struct {
 			Title   string `json:"title"`
@@ -122,6 +140,13 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 			if !exported[m] {
 				t.Errorf("%q queries %s, which the gateway does not export", e, m)
 			}
+		}
+	}
+	// Both faces are watched: the MCP face's requests are on the dashboard
+	// and under an alert, as InvokeTool's are.
+	for what, list := range map[string][]string{"alert rules": exprs[:ruleExprs], "dashboard": exprs[ruleExprs:]} {
+		if !slices.ContainsFunc(list, func(e string) bool { return strings.Contains(e, "flowdrop_mcp_requests_total") }) {
+			t.Errorf("%s: none queries the MCP face (flowdrop_mcp_requests_total)", what)
 		}
 	}
 }

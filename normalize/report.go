@@ -2,7 +2,7 @@ package normalize
 
 import "fmt"
 
-// RepairKind says which RT-TOOL-8 repair changed an argument.
+// RepairKind says which repair changed an argument.
 type RepairKind uint8
 
 const (
@@ -10,15 +10,23 @@ const (
 	JSONDecoded RepairKind = iota + 1
 	// EntitiesDecoded: HTML character references were decoded in a string leaf (clause 4).
 	EntitiesDecoded
+	// NullDropped: a null sent for an optional property whose schema does
+	// not admit null was removed. Not RT-TOOL-8 (nothing in this package
+	// makes it): the gateway's optional-nulls extension
+	// (registry/schema.Schema.DropOptionalNulls) reports it in the same
+	// Report.
+	NullDropped
 )
 
-// String returns "json-decoded" or "entities-decoded".
+// String returns "json-decoded", "entities-decoded" or "null-dropped".
 func (k RepairKind) String() string {
 	switch k {
 	case JSONDecoded:
 		return "json-decoded"
 	case EntitiesDecoded:
 		return "entities-decoded"
+	case NullDropped:
+		return "null-dropped"
 	}
 	return "unknown"
 }

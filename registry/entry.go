@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -181,7 +182,15 @@ func describeTypes(a []any) string {
 // not, and a *schema.RuntimeError when the engine could not judge them (an
 // internal error, not the caller's).
 func (e *Entry) Validate(args *structpb.Struct, rep *normalize.Report) error {
-	err := e.Schema.Validate(args, rep)
+	return e.ValidateWithin(context.Background(), args, rep, schema.DefaultMaxSteps)
+}
+
+// ValidateWithin is Validate within a step budget and ctx
+// (schema.Schema.ValidateWithin): it also returns a *schema.BudgetError
+// for arguments whose validation could take more than maxSteps, and ctx's
+// error when ctx ends first.
+func (e *Entry) ValidateWithin(ctx context.Context, args *structpb.Struct, rep *normalize.Report, maxSteps int) error {
+	err := e.Schema.ValidateWithin(ctx, args, rep, maxSteps)
 	if ve, ok := err.(*schema.ValidationError); ok {
 		ve.Tool = e.Tool.Name
 	}
@@ -192,6 +201,12 @@ func (e *Entry) Validate(args *structpb.Struct, rep *normalize.Report) error {
 // are proved valid without decoding them (schema.Schema.FastValidWire);
 // false means "decode and call Validate". It does not allocate.
 func (e *Entry) FastValidWire(args []byte) bool { return e.Schema.FastValidWire(args) }
+
+// FastValidWireWithin is FastValidWire within a step budget and ctx
+// (schema.Schema.FastValidWireWithin). It does not allocate.
+func (e *Entry) FastValidWireWithin(ctx context.Context, args []byte, maxSteps int) bool {
+	return e.Schema.FastValidWireWithin(ctx, args, maxSteps)
+}
 
 // FastPaths reports whether the entry was compiled with fast paths (off
 // under WithoutFastPaths: Validate then always asks jsonschema and

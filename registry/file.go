@@ -139,12 +139,16 @@ type fileAnnotations struct {
 }
 
 // LoadFile reads a YAML or JSON tools file; see ParseTools.
-func LoadFile(path string) ([]Tool, error) {
+func LoadFile(path string) ([]Tool, error) { return LoadFileWith(path, CompileOptions{}) }
+
+// LoadFileWith is LoadFile compiling with o (the registry's options, so a
+// file loads exactly when the registry can serve it).
+func LoadFileWith(path string, o CompileOptions) ([]Tool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tools file: %w", err)
 	}
-	return ParseTools(data, path)
+	return ParseToolsWith(data, path, o)
 }
 
 // ParseTools decodes a tools file (YAML or JSON; unknown fields and
@@ -152,6 +156,11 @@ func LoadFile(path string) ([]Tool, error) {
 // is a file every tool of which can be served. Errors name source, the tool
 // and the problem.
 func ParseTools(data []byte, source string) ([]Tool, error) {
+	return ParseToolsWith(data, source, CompileOptions{})
+}
+
+// ParseToolsWith is ParseTools compiling with o.
+func ParseToolsWith(data []byte, source string, o CompileOptions) ([]Tool, error) {
 	// YAML (a superset of JSON) to JSON, refusing duplicate keys; then
 	// decode strictly one tool at a time so an unknown field is reported
 	// with the tool it belongs to.
@@ -215,7 +224,7 @@ func ParseTools(data []byte, source string) ([]Tool, error) {
 			}
 			t.InputSchema = &s
 		}
-		if _, err := Compile(t); err != nil {
+		if _, err := o.Compile(t); err != nil {
 			return nil, fmt.Errorf("%s: %w", at, err) // the *ToolError names the tool
 		}
 		tools = append(tools, t)

@@ -70,6 +70,17 @@ func WithoutFastPaths() Option {
 	}
 }
 
+// WithMaxSchemaEvaluations sets the evaluation bound every tool's schemas
+// are compiled with (schema.WithMaxEvaluations; n <= 0: the default): a
+// schema one argument value could cost more subschema evaluations is
+// refused, whether registered, seeded, followed from an upstream or read
+// from the store.
+func WithMaxSchemaEvaluations(n int) Option {
+	return func(r *Registry) {
+		r.compileOpts.Schema = append(r.compileOpts.Schema, schema.WithMaxEvaluations(n))
+	}
+}
+
 // FastPaths reports whether the registry compiles tools with fast paths
 // (true unless WithoutFastPaths).
 func (r *Registry) FastPaths() bool { return r.fastPaths }

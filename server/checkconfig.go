@@ -35,7 +35,11 @@ func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint b
 	}
 	if toolsPath != "" {
 		var err error
-		tools, err = checkToolsFile(ctx, toolsPath, strictLint)
+		var maxEvaluations int
+		if cfg != nil {
+			maxEvaluations = cfg.Limits.MaxSchemaEvaluations
+		}
+		tools, err = checkToolsFile(ctx, toolsPath, strictLint, maxEvaluations)
 		errs = append(errs, err)
 	}
 	if cfg != nil && tools != nil {
@@ -104,12 +108,14 @@ func checkPolicyFile(ctx context.Context, path string) (*PolicyConfig, error) {
 
 // checkToolsFile is the tools file's problems, and its tools when it loads
 // (nil otherwise).
-func checkToolsFile(ctx context.Context, path string, strictLint bool) ([]registry.Tool, error) {
-	tools, err := registry.LoadFile(path)
+// (maxEvaluations: the policy's limits.max_schema_evaluations, 0 the default).
+func checkToolsFile(ctx context.Context, path string, strictLint bool, maxEvaluations int) ([]registry.Tool, error) {
+	compile := schemaBound(maxEvaluations)
+	tools, err := registry.LoadFileWith(path, compile)
 	if err != nil {
 		return nil, err
 	}
-	adm := registry.Admission{StrictLint: strictLint, LintProfiles: registry.DefaultLintProfiles()}
+	adm := registry.Admission{StrictLint: strictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: compile}
 	var errs []error
 	for _, t := range tools {
 		if _, err := adm.Admit(ctx, t, nil); err != nil {

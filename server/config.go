@@ -94,6 +94,11 @@ type Config struct {
 
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
+	// OKCallsLevel is the level of a successful call's access-log line
+	// ("finished call") on both faces, gRPC and MCP: slog.LevelInfo (the
+	// zero value, the default) or slog.LevelDebug. Failures are logged at
+	// their own level either way (observe.AccessLevel).
+	OKCallsLevel slog.Level
 }
 
 // DefaultMaxCallTimeout is the gateway's cap on any backend call.
@@ -148,6 +153,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.MCP.HTTP.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if err := observe.CheckOKCallsLevel(c.OKCallsLevel); err != nil {
 		bad("%v", err)
 	}
 	if c.DefaultTimeout <= 0 {

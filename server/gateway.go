@@ -22,6 +22,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/mcpapi"
@@ -119,9 +120,16 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		})
 	}
 
+	// Every schema the registry takes is held to the policy's evaluation
+	// bound: registered, seeded, followed from an upstream or read from the
+	// store (it compiles them all).
+	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations)}
+	if cfg.DisableFastPaths {
+		ropts = append(ropts, registry.WithoutFastPaths())
+	}
 	tools := cfg.Tools
 	if cfg.ToolsFile != "" {
-		fileTools, err := registry.LoadFile(cfg.ToolsFile)
+		fileTools, err := registry.LoadFileWith(cfg.ToolsFile, schemaBound(cfg.Policy.Limits.MaxSchemaEvaluations))
 		if err != nil {
 			return nil, err
 		}
@@ -133,10 +141,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, func() { g.store.Close() })
 	g.storeDesc = cfg.Store.String()
 	log.Info("registry store opened", "store", g.storeDesc)
-	ropts := []registry.Option{registry.WithLogger(log)}
-	if cfg.DisableFastPaths {
-		ropts = append(ropts, registry.WithoutFastPaths())
-	}
 	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
 	// Seeded tools are admitted exactly as registered ones: strict lint too.
 	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions()}
@@ -203,6 +207,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
+	if cfg.Listeners.MCP != nil || cfg.MCP.ListenAddr != "" {
+		pc.Recorders = append(pc.Recorders, mcpapi.CallRecorder{}) // a tools/call's outcome to its access line
+	}
 	if g.tracing.On { // the call's facts on its span
 		pc.Recorders = append(pc.Recorders, g.tracing)
 	}
@@ -211,7 +218,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.pipe = pipeline.New(pc)
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
-		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts})
+		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -224,7 +231,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		undo = append(undo, func() { g.mcpLis.Close() })
 		if g.mcp, err = mcpapi.New(mcpapi.Config{Pipeline: g.pipe, Registry: g.reg,
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
-			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL()}); err != nil {
+			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
+			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel}); err != nil {
 			return nil, err
 		}
 	}
@@ -306,7 +314,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	g.auth = pol.Auth
 	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
 	pc.Auth, pc.Authz, pc.Rules, pc.RateLimit, pc.RegistryRate = pol.Auth, pol.Authz, pol.Rules, pol.RateLimit, pol.RegistryRate
-	pc.Limits, pc.ForwardEntityBound, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.InFlight
+	pc.Limits, pc.ForwardEntityBound, pc.OptionalNulls, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.OptionalNulls, pol.InFlight
 	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
 		OnDrop: g.metrics.CountAuditDropped,
 		// The sink's error names the file: logs only, never a caller.
@@ -647,4 +655,10 @@ func runnable(path string) error {
 		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
+}
+
+// schemaBound compiles tools with the evaluation bound n (0: the default),
+// as the registry does (registry.WithMaxSchemaEvaluations).
+func schemaBound(n int) registry.CompileOptions {
+	return registry.CompileOptions{Schema: []schema.Option{schema.WithMaxEvaluations(n)}}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/observe"
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/yaml"
@@ -54,6 +55,17 @@ type PolicyConfig struct {
 	BackendTLS []backend.TargetTLS
 	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
 	MCPUpstreams MCPUpstreamsConfig
+	// MCP is the MCP endpoint's policy (policy file section mcp).
+	MCP MCPPolicy
+}
+
+// MCPPolicy is what the MCP endpoint lets in beyond authentication.
+type MCPPolicy struct {
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
+	// requests are served; a request with any other Origin header is
+	// refused with 403 (mcpapi/origin.go). Requests without Origin (agents,
+	// SDKs) are not affected. A reload replaces the list.
+	AllowedOrigins []string
 }
 
 // MCPUpstreamsConfig is how the gateway follows its upstream MCP servers,
@@ -91,6 +103,10 @@ type NormalizeConfig struct {
 	// OnEntityBound is EntityBoundRefuse (also when empty) or
 	// EntityBoundForward.
 	OnEntityBound string
+	// OptionalNulls is normalize.optional_nulls (policy.OptionalNullsKeep,
+	// the default, or OptionalNullsDrop) with its per-tool overrides
+	// (normalize.tools): an extension outside RT-TOOL-8.
+	OptionalNulls policy.OptionalNullsConfig
 }
 
 // TLSConfig is the gRPC listener's TLS. Empty CertFile: plaintext.
@@ -183,6 +199,9 @@ func (c *PolicyConfig) validate() error {
 	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
 		bad("mcp_upstreams: %v", err)
 	}
+	if _, err := mcpapi.ParseOrigins(c.MCP.AllowedOrigins); err != nil {
+		bad("%v", err) // names mcp.allowed_origins[i]
+	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
 	}
@@ -214,6 +233,9 @@ func (c *PolicyConfig) validate() error {
 	case "", EntityBoundRefuse, EntityBoundForward:
 	default:
 		bad(`normalize.on_entity_bound %q: must be "refuse" or "forward"`, c.Normalize.OnEntityBound)
+	}
+	if _, err := policy.NewOptionalNulls(c.Normalize.OptionalNulls); err != nil {
+		bad("%v", err) // names normalize.optional_nulls or normalize.tools[i]
 	}
 	switch c.Limits.Mode {
 	case "", policy.ModeEnforce, policy.ModeShadow:
@@ -247,6 +269,8 @@ func (c *PolicyConfig) validate() error {
 		{"limits.max_list_elements", c.Limits.MaxListElements},
 		{"limits.max_object_keys", c.Limits.MaxObjectKeys},
 		{"limits.max_in_flight_per_tool", c.Limits.MaxInFlightPerTool},
+		{"limits.max_validation_steps", c.Limits.MaxValidationSteps},
+		{"limits.max_schema_evaluations", c.Limits.MaxSchemaEvaluations},
 	} {
 		if l.v < 0 {
 			bad("%s must not be negative, got %d", l.name, l.v)
@@ -299,13 +323,15 @@ type policyFile struct {
 		Mode    string   `json:"mode"`
 	} `json:"rules"`
 	Limits struct {
-		MaxArgumentBytes   int    `json:"max_argument_bytes"`
-		MaxStringLength    int    `json:"max_string_length"`
-		MaxDepth           int    `json:"max_depth"`
-		MaxListElements    int    `json:"max_list_elements"`
-		MaxObjectKeys      int    `json:"max_object_keys"`
-		MaxInFlightPerTool int    `json:"max_in_flight_per_tool"`
-		Mode               string `json:"mode"`
+		MaxArgumentBytes     int    `json:"max_argument_bytes"`
+		MaxStringLength      int    `json:"max_string_length"`
+		MaxDepth             int    `json:"max_depth"`
+		MaxListElements      int    `json:"max_list_elements"`
+		MaxObjectKeys        int    `json:"max_object_keys"`
+		MaxInFlightPerTool   int    `json:"max_in_flight_per_tool"`
+		MaxValidationSteps   int    `json:"max_validation_steps"`
+		MaxSchemaEvaluations int    `json:"max_schema_evaluations"`
+		Mode                 string `json:"mode"`
 	} `json:"limits"`
 	RateLimit struct {
 		Rate  float64 `json:"rate"`
@@ -344,6 +370,11 @@ type policyFile struct {
 	} `json:"tracing"`
 	Normalize struct {
 		OnEntityBound string `json:"on_entity_bound"`
+		OptionalNulls string `json:"optional_nulls"`
+		Tools         []struct {
+			Match         string `json:"match"`
+			OptionalNulls string `json:"optional_nulls"`
+		} `json:"tools"`
 	} `json:"normalize"`
 	BackendErrors struct {
 		PassDebugInfo bool `json:"pass_debug_info"`
@@ -374,6 +405,9 @@ type policyFile struct {
 			Dir     string            `json:"dir"`
 		} `json:"stdio"`
 	} `json:"mcp_upstreams"`
+	MCP struct {
+		AllowedOrigins []string `json:"allowed_origins"`
+	} `json:"mcp"`
 }
 
 type toolAccess struct {
@@ -434,12 +468,17 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Limits: policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
 			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback, Mode: f.RateLimit.Mode},
-		Audit:     AuditConfig(f.Audit),
-		TLS:       TLSConfig(f.TLS),
-		Tracing:   TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
-		Normalize: NormalizeConfig(f.Normalize),
+		Audit:   AuditConfig(f.Audit),
+		TLS:     TLSConfig(f.TLS),
+		Tracing: TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
+		Normalize: NormalizeConfig{OnEntityBound: f.Normalize.OnEntityBound,
+			OptionalNulls: policy.OptionalNullsConfig{Mode: f.Normalize.OptionalNulls}},
+	}
+	for _, o := range f.Normalize.Tools {
+		c.Normalize.OptionalNulls.Tools = append(c.Normalize.OptionalNulls.Tools, policy.ToolOptionalNulls{Match: o.Match, Mode: o.OptionalNulls})
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
+	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	c.MCPUpstreams.Bounds = mcpimport.Bounds{ListBytes: f.MCPUpstreams.MaxListBytes, Tools: f.MCPUpstreams.MaxTools,
 		DescriptionBytes: f.MCPUpstreams.MaxDescriptionBytes, SchemaBytes: f.MCPUpstreams.MaxSchemaBytes}

@@ -39,6 +39,9 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
 		{"mcp_upstreams bounds", p.MCPUpstreams.RelistInterval == 30*time.Second &&
 			p.MCPUpstreams.Bounds == mcpimport.Bounds{ListBytes: 16 << 20, Tools: 10000, DescriptionBytes: 16 << 10, SchemaBytes: 256 << 10}},
+		{"mcp.allowed_origins", slices.Equal(p.MCP.AllowedOrigins, []string{"https://app.example.com"})},
+		{"normalize.optional_nulls and a per-tool override", p.Normalize.OptionalNulls.Mode == policy.OptionalNullsKeep &&
+			slices.Equal(p.Normalize.OptionalNulls.Tools, []policy.ToolOptionalNulls{{Match: "legacy_*", Mode: policy.OptionalNullsDrop}})},
 	}
 	if q, err := ParsePolicy([]byte("auth: {mode: off}\nidempotency: {ttl: 1h, max_result_bytes: 4096, max_entries: 10}\n"), "inline"); err != nil ||
 		q.Idempotency != (IdempotencyConfig{TTL: time.Hour, MaxResultBytes: 4096, MaxEntries: 10}) {
@@ -74,6 +77,14 @@ func TestParsePolicyErrors(t *testing.T) {
 		{name: "otlp-without-endpoint", reason: "otlp needs a collector", doc: "auth: {mode: off}\ntracing: {exporter: otlp}\n", want: []string{"tracing.endpoint"}},
 		{name: "mtls-without-client-ca", reason: "only certificates the gateway verified may identify callers", doc: "auth: {mode: on, mtls: {subject_from: cn}}\n", want: []string{"tls.client_ca_file"}},
 		{name: "negative-limit", reason: "limits are sizes", doc: "auth: {mode: off}\nlimits: {max_depth: -1}\n", want: []string{"limits.max_depth"}},
+		{name: "origin-wildcard", reason: "an allowed origin is exact: a wildcard would let any subdomain in",
+			doc: "auth: {mode: off}\nmcp: {allowed_origins: [\"https://ok.example\", \"https://*.example\"]}\n", want: []string{"mcp.allowed_origins[1]", "wildcards"}},
+		{name: "origin-null", reason: "null is the origin of any sandboxed page",
+			doc: "auth: {mode: off}\nmcp: {allowed_origins: [\"null\"]}\n", want: []string{"mcp.allowed_origins[0]", "never allowed"}},
+		{name: "origin-with-path", reason: "browsers send no path: an entry with one would never match",
+			doc: "auth: {mode: off}\nmcp: {allowed_origins: [\"https://app.example.com/\"]}\n", want: []string{"mcp.allowed_origins[0]", "without a path"}},
+		{name: "unknown-mcp-key", reason: "typos in the mcp section too",
+			doc: "auth: {mode: off}\nmcp: {allowed_origin: []}\n", want: []string{"allowed_origin"}},
 		{name: "tool-rate-without-burst", reason: "an override is a whole bucket: rate and burst",
 			doc: "auth: {mode: off}\nrate_limit: {tools: [{match: run_command, rate: 1}]}\n", want: []string{"rate_limit.tools[0]", "run_command"}},
 		{name: "rate-without-burst", reason: "the default bucket needs a burst too (was only found at start-up)",

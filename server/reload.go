@@ -115,6 +115,10 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
 	}
 	g.pipe.SetPolicy(pol)
+	if g.mcp != nil {
+		// Checked by validate above, so this cannot fail.
+		_ = g.mcp.SetAllowedOrigins(cfg.MCP.AllowedOrigins)
+	}
 	if prev := g.auth; prev != nil && prev != pol.Auth {
 		r.retired = append(r.retired, retiredAuth{prev, time.AfterFunc(retiredAuthGrace, prev.Close)})
 	}
@@ -179,6 +183,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	if !reflect.DeepEqual(cur.MCPUpstreams.Stdio, next.MCPUpstreams.Stdio) {
 		bad("mcp_upstreams.stdio", "the stdio servers are set up at start")
 	}
+	if cur.Limits.MaxSchemaEvaluations != next.Limits.MaxSchemaEvaluations {
+		bad("limits.max_schema_evaluations", "the registry compiles every tool with it, at start")
+	}
 	if cur.Idempotency != next.Idempotency {
 		bad("idempotency", "the idempotency store is set up at start")
 	}
@@ -224,6 +231,9 @@ func (g *Gateway) buildSwappable(ctx context.Context, cfg *PolicyConfig, prev *p
 	}
 	pol.Limits = cfg.Limits
 	pol.ForwardEntityBound = cfg.Normalize.OnEntityBound == EntityBoundForward
+	if pol.OptionalNulls, err = policy.NewOptionalNulls(cfg.Normalize.OptionalNulls); err != nil {
+		return pol, err
+	}
 	return pol, nil
 }
 

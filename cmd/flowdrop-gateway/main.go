@@ -189,6 +189,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	adminListen := fs.String("admin-listen", server.DefaultAdminAddr, `address of the HTTP admin listener (/metrics, /healthz, /readyz); "" turns it off`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	logOKCalls := fs.String("log-ok-calls", "info", `level of a successful call's access-log line on gRPC and MCP: info, or debug (off the default log; failures are logged either way)`)
 	fs.StringVar(&pprofListen, "pprof-listen", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off by default")
 	fs.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "garbage collector target, as Go's GOGC (a GOGC environment variable wins): higher trades memory for CPU")
 	memoryLimit = defaultMemoryLimit
@@ -253,6 +254,14 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return cfg, false, fmt.Errorf("--log-level: %w", err)
+	}
+	switch *logOKCalls {
+	case "info":
+		cfg.OKCallsLevel = slog.LevelInfo
+	case "debug":
+		cfg.OKCallsLevel = slog.LevelDebug
+	default:
+		return cfg, false, fmt.Errorf("--log-ok-calls %q: want info or debug", *logOKCalls)
 	}
 	hopts := &slog.HandlerOptions{Level: level}
 	switch *logFormat {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,8 @@ func TestStartupErrors(t *testing.T) {
 			args: []string{"extra"}, code: 2, wantStderr: []string{"unexpected arguments"}},
 		{name: "bad-log-level", reason: "an unknown log level is named",
 			args: []string{"--log-level", "loud"}, code: 2, wantStderr: []string{"--log-level"}},
+		{name: "bad-log-ok-calls", reason: "successful calls are logged at info or debug, nothing else",
+			args: []string{"--log-ok-calls", "warn"}, code: 2, wantStderr: []string{"--log-ok-calls", "want info or debug"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +185,30 @@ func TestLogFormat(t *testing.T) {
 	}
 	if _, _, err := parseFlags([]string{"--auth-off", "--log-format", "xml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Errorf("--log-format xml: %v; want a usage error naming the flag", err)
+	}
+}
+
+// TestLogOKCallsFlag: successful calls' access lines are at INFO unless
+// --log-ok-calls=debug turns them down (the gateway's Config says so).
+func TestLogOKCallsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		args         []string
+		want         slog.Level
+	}{
+		{"default", "every call is a line at the default log level", nil, slog.LevelInfo},
+		{"debug", "a busy gateway may keep OK lines off its default log", []string{"--log-ok-calls", "debug"}, slog.LevelDebug},
+		{"info", "the default written out", []string{"--log-ok-calls=info"}, slog.LevelInfo},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseFlags(append([]string{"--auth-off"}, tc.args...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.OKCallsLevel != tc.want {
+				t.Errorf("OKCallsLevel = %v, want %v (%s)", cfg.OKCallsLevel, tc.want, tc.reason)
+			}
+		})
 	}
 }
 

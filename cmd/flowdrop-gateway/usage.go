@@ -23,7 +23,7 @@ var flagGroups = []struct {
 	{"Fleet state (Redis: rate limits shared by every replica)", []string{"redis-addr", "redis-username", "redis-password-file",
 		"redis-db", "redis-timeout", "redis-tls", "redis-tls-ca-file", "redis-tls-cert-file", "redis-tls-key-file", "redis-tls-server-name"}},
 	{"MCP over HTTP", []string{"mcp-read-timeout", "mcp-write-timeout", "mcp-idle-timeout", "mcp-max-connections"}},
-	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "gc-percent", "memory-limit", "shutdown-grace"}},
+	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "log-ok-calls", "gc-percent", "memory-limit", "shutdown-grace"}},
 }
 
 // printUsage is flowdrop-gateway's --help: the flags by group, each as

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
@@ -15,8 +16,11 @@ import (
 // toolsExport implements `flowdropctl tools export --format F`: the tools
 // the caller may invoke, in a model API's tool-definition format. stdout
 // is the provider's document as it is (hand it to the API); tools the
-// format cannot carry are listed on stderr. With --output json stdout is
-// {"tools": document, "left_out": [{"name", "findings"}]}.
+// format cannot carry are listed on stderr, and so (openai-strict) are the
+// tools whose optional properties the export made nullable while the
+// gateway refuses such nulls (its normalize.optional_nulls is not drop for
+// them). With --output json stdout is {"tools": document, "left_out":
+// [{"name", "findings"}], "optional_nulls_refused": [names]}.
 func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newToolsFlags("export", "export --format openai|openai-strict|anthropic|gemini|mcp [--addr HOST:PORT]", stderr, 30*time.Second)
 	format := f.fs.String("format", "", "the tool-definition format: "+export.FormatNames())
@@ -37,7 +41,9 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var (
 		pages []json.RawMessage
 		left  []*gatewayv1.LeftOutTool
-		token string
+		// refused: tools the gateway would refuse the export's nulls for.
+		refused = []string{}
+		token   string
 	)
 	for range maxExportPages {
 		resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format, PageSize: exportPageSize, PageToken: token})
@@ -46,6 +52,7 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		pages = append(pages, json.RawMessage(resp.GetToolsJson()))
 		left = append(left, resp.GetLeftOut()...)
+		refused = append(refused, resp.GetOptionalNullsRefused()...)
 		if token = resp.GetNextPageToken(); token == "" {
 			break
 		}
@@ -70,9 +77,10 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			Findings []string `json:"findings"`
 		}
 		out := struct {
-			Tools   json.RawMessage `json:"tools"`
-			LeftOut []leftOut       `json:"left_out"`
-		}{Tools: joined, LeftOut: []leftOut{}}
+			Tools                json.RawMessage `json:"tools"`
+			LeftOut              []leftOut       `json:"left_out"`
+			OptionalNullsRefused []string        `json:"optional_nulls_refused"`
+		}{Tools: joined, LeftOut: []leftOut{}, OptionalNullsRefused: refused}
 		for _, l := range left {
 			lo := leftOut{Name: l.GetName(), Findings: []string{}}
 			for _, fd := range l.GetFindings() {
@@ -91,7 +99,20 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stderr, "  %s\n", findingLine(fd))
 		}
 	}
+	if len(refused) > 0 {
+		fmt.Fprintf(stderr, "warning: this export makes optional properties nullable, so the model sends null for one not given; "+
+			"the gateway refuses such calls to %s (set normalize.optional_nulls: drop in its policy to accept them)\n", someNames(refused, 10))
+	}
 	return 0
+}
+
+// someNames is names joined with ", ", the first limit of them and how many
+// more: one readable line whatever the registry's size.
+func someNames(names []string, limit int) string {
+	if len(names) <= limit {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:limit], ", "), len(names)-limit)
 }
 
 // exportPageSize is the tools per ExportTools page: a page of large

@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server"
 )
 
 // TestToolsExport: `tools export` prints the provider's document on stdout
@@ -128,5 +131,53 @@ func TestToolsExportPagesALargeRegistry(t *testing.T) {
 		if len(names) != extra+4 || !ordered {
 			t.Errorf("%s: %d tools (strictly in name order: %v); want %d, each once, in name order", format, len(names), ordered, extra+4)
 		}
+	}
+}
+
+// TestToolsExportOptionalNulls: an openai-strict export tells when the
+// gateway it came from refuses the nulls the export invites (optional
+// properties made nullable, while the gateway's normalize.optional_nulls is
+// not drop for the tool): a warning on stderr naming the tools and the
+// setting, and optional_nulls_refused in --output json. A gateway that
+// drops them gets neither; other formats invite no null.
+func TestToolsExportOptionalNulls(t *testing.T) {
+	keep := gatewaytest.Start(t)
+	drop := gatewaytest.Start(t, gatewaytest.WithConfig(func(c *server.Config) {
+		c.Policy.Normalize.OptionalNulls = policy.OptionalNullsConfig{Mode: policy.OptionalNullsDrop}
+	}))
+	cases := []struct {
+		name, reason string
+		env          *gatewaytest.Env
+		format       string
+		want         []string // the tools named
+	}{
+		{name: "keep", reason: "the default refuses them: create_note's and run_command's optional properties became nullable",
+			env: keep, format: "openai-strict", want: []string{"create_note", "run_command"}},
+		{name: "drop", reason: "a gateway dropping optional nulls accepts what the export invites",
+			env: drop, format: "openai-strict", want: []string{}},
+		{name: "not-strict", reason: "plain openai keeps optional properties optional",
+			env: keep, format: "openai", want: []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := ctl(t, "tools", "export", "--addr", tc.env.Addr, "--format", tc.format)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			warned := strings.Contains(stderr, "normalize.optional_nulls: drop")
+			if warned != (len(tc.want) > 0) || warned && !strings.Contains(stderr, strings.Join(tc.want, ", ")) {
+				t.Errorf("stderr %q: want a warning naming %v (%s)", stderr, tc.want, tc.reason)
+			}
+			code, stdout, stderr := ctl(t, "tools", "export", "--addr", tc.env.Addr, "--format", tc.format, "--output", "json")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			var doc struct {
+				Refused []string `json:"optional_nulls_refused"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil || doc.Refused == nil || !slices.Equal(doc.Refused, tc.want) {
+				t.Errorf("optional_nulls_refused %v (%v), want %v (%s)\n%s", doc.Refused, err, tc.want, tc.reason, stdout)
+			}
+		})
 	}
 }

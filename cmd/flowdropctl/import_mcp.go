@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -107,14 +108,14 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(1, "starting %s: %v", command[0], err)
 		}
 	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes}); err != nil {
-		return fail(1, "connecting to %s: %v", *upstream, err)
+		return fail(1, "connecting to %s: %v%s", *upstream, err, redirectHint(err))
 	}
 	// What the upstream lists is bounded as it is read (its bytes, its
 	// tools), and a tool over a size bound is skipped, never registered.
 	listed, oversized, err := mcpimport.ListWithin(ctx, cs, bounds)
 	cs.Close()
 	if err != nil {
-		return fail(1, "listing the tools of %s: %v", *upstream, err)
+		return fail(1, "listing the tools of %s: %v%s", *upstream, err, redirectHint(err))
 	}
 	tools, skipped, err := mcpimport.Tools(listed, mcpimport.Options{URL: *upstream, Prefix: *prefix, CredentialEnv: ref.Env, CredentialFile: ref.File})
 	if err != nil {
@@ -140,4 +141,14 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(1, "no tool to import")
 	}
 	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
+}
+
+// redirectHint says what to do about a redirect, which the session did not
+// follow: the credential goes to --url's origin only, as the gateway's
+// sessions send it.
+func redirectHint(err error) string {
+	if !errors.Is(err, mcpupstream.ErrRedirect) {
+		return ""
+	}
+	return "\n(flowdropctl sends the credential and the calls only to --url: give it the upstream's own endpoint)"
 }

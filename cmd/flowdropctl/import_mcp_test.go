@@ -157,3 +157,53 @@ func TestToolsImportMCPStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsImportMCPFollowsNoRedirect: an upstream that answers with a
+// redirect — to another port, or within its origin, at the session's
+// initialize or at tools/list — fails the import, and wherever it pointed
+// receives nothing: not the credential, not a request.
+func TestToolsImportMCPFollowsNoRedirect(t *testing.T) {
+	up := mcpupstreamtest.Start(t)
+	elsewhere := mcpupstreamtest.StartRecorder(t)
+	const token = "tok-import-redirect-61b0"
+	headerFile := writeTempFile(t, "up.token", []byte(token+"\n"))
+	sameOrigin := strings.TrimSuffix(up.URL, "/mcp") + "/moved"
+	cases := []struct {
+		name, reason, to string
+		methods          []string
+	}{
+		{name: "initialize-to-another-port", reason: "the first request, with the credential, redirected to another port",
+			to: elsewhere.URL + "/mcp"},
+		{name: "list-to-another-port", reason: "tools/list of a working session redirected to another port",
+			to: elsewhere.URL + "/mcp", methods: []string{"tools/list"}},
+		{name: "initialize-within-the-origin", reason: "a redirect within the origin is not followed either",
+			to: sameOrigin},
+		{name: "list-within-the-origin", reason: "nor a tools/list's",
+			to: sameOrigin, methods: []string{"tools/list"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up.Redirect(tc.to, tc.methods...)
+			defer up.Redirect("")
+			code, out, errOut := ctl(t, "tools", "import", "mcp", "--url", up.URL, "--header-file", headerFile, "--dry-run")
+			if code != 1 || out != "" || !strings.Contains(errOut, "answered with a redirect") || !strings.Contains(errOut, "only to --url") {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit 1 saying the upstream redirected, which is not followed (%s)", code, out, errOut, tc.reason)
+			}
+			if strings.Contains(errOut, token) {
+				t.Errorf("stderr %q carries the credential", errOut)
+			}
+		})
+	}
+	if reqs := elsewhere.Requests(); len(reqs) != 0 {
+		t.Errorf("the other port received %d requests, the first %s %s with credential %q: the import followed the redirect",
+			len(reqs), reqs[0].Method, reqs[0].Path, reqs[0].Header.Get("Authorization"))
+	}
+	if reqs := up.Stray(); len(reqs) != 0 {
+		t.Errorf("the upstream received %d requests off its endpoint, the first %s %s: the import followed a redirect within the origin",
+			len(reqs), reqs[0].Method, reqs[0].Path)
+	}
+	// Redirects stopped: the same import works.
+	if code, _, errOut := ctl(t, "tools", "import", "mcp", "--url", up.URL, "--header-file", headerFile, "--dry-run"); code != 0 {
+		t.Errorf("import after the redirects stopped: exit %d\n%s", code, errOut)
+	}
+}

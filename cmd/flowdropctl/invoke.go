@@ -173,6 +173,8 @@ func repairKind(k gatewayv1.RepairKind) string {
 		return "json-decoded"
 	case gatewayv1.RepairKind_REPAIR_KIND_ENTITIES_DECODED:
 		return "entities-decoded"
+	case gatewayv1.RepairKind_REPAIR_KIND_NULL_DROPPED:
+		return "null-dropped"
 	}
 	return strings.ToLower(k.String())
 }

@@ -53,7 +53,7 @@ func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.Clien
 func streamable(url string, h Header, o ConnectOptions) mcp.Transport {
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             url,
-		HTTPClient:           HTTPClient(h, o.Base),
+		HTTPClient:           HTTPClient(url, h, o.Base),
 		DisableStandaloneSSE: !o.Listen,
 		MaxRetries:           -1,
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -85,27 +86,18 @@ func (r Reference) String() string {
 	return "no credential"
 }
 
-// HTTPClient is an HTTP client presenting h on every request (none when h
-// is the zero Header) over base (http.DefaultTransport when nil), its
-// responses held to the budget of a WithResponseLimit context.
-func HTTPClient(h Header, base http.RoundTripper) *http.Client {
+// HTTPClient is the HTTP client of a session to endpoint: it presents h on
+// every request (none when h is the zero Header) over base
+// (http.DefaultTransport when nil), sends requests to endpoint's origin
+// only (ErrOtherOrigin), follows no redirect (ErrRedirect), and holds its
+// responses to the budget of a WithResponseLimit context.
+func HTTPClient(endpoint string, h Header, base http.RoundTripper) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base = limitResponses{base: base}
-	if h.Name == "" {
-		return &http.Client{Transport: base}
+	pinned := &originOnly{h: h, base: limitResponses{base: base}}
+	if u, err := url.Parse(endpoint); err == nil {
+		pinned.origin = origin(u)
 	}
-	return &http.Client{Transport: &withHeader{h: h, base: base}}
-}
-
-type withHeader struct {
-	h    Header
-	base http.RoundTripper
-}
-
-func (w *withHeader) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
-	req.Header.Set(w.h.Name, w.h.Value)
-	return w.base.RoundTrip(req)
+	return &http.Client{Transport: pinned, CheckRedirect: refuseRedirects}
 }

@@ -34,7 +34,7 @@ func TestResponseLimitIsSharedAndStopsReading(t *testing.T) {
 		io.WriteString(w, strings.Repeat("b", n))
 	}))
 	defer srv.Close()
-	client := HTTPClient(Header{}, nil)
+	client := HTTPClient(srv.URL, Header{}, nil)
 	get := func(ctx context.Context, n int) (int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/?n=%d", srv.URL, n), nil)
 		if err != nil {

@@ -49,6 +49,10 @@ type Server struct {
 	auth []string          // each request's credential header, in order
 	gets int               // standing GET streams opened (notification listeners)
 	off  bool              // DontRecord
+	// redirect, when set, answers requests with a 307 to redirect.to
+	// (Redirect); stray records requests to other paths than /mcp.
+	redirect *redirect
+	stray    []Request
 
 	closing   chan struct{} // closed by Close: "wait" answers
 	closeOnce sync.Once
@@ -133,10 +137,22 @@ func newServer() *Server {
 }
 
 // handler is a fresh streamable-HTTP handler (no sessions) recording the
-// credential headers.
+// credential headers; it serves /mcp only, answering Redirect's redirects,
+// and records a request to another path (Stray) with a 404.
 func (s *Server) handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			req := recordRequest(r)
+			s.mu.Lock()
+			s.stray = append(s.stray, req)
+			s.mu.Unlock()
+			http.NotFound(w, r)
+			return
+		}
+		if s.redirected(w, r) {
+			return
+		}
 		s.mu.Lock()
 		if !s.off {
 			s.auth = append(s.auth, r.Header.Get("Authorization")+r.Header.Get(CredentialHeader))

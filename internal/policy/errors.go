@@ -71,6 +71,7 @@ const (
 	ReasonLimitDepth           = "limit-depth"
 	ReasonLimitListElements    = "limit-list-elements"
 	ReasonLimitObjectKeys      = "limit-object-keys"
+	ReasonLimitValidationSteps = "limit-validation-steps"
 	ReasonValueWithoutKind     = "value-without-kind"
 	ReasonLimitInFlight        = "limit-in-flight"
 )

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/flowdrop/gateway/internal/structwire"
+	"github.com/flowdrop/gateway/registry/schema"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -30,11 +31,23 @@ type Limits struct {
 	MaxObjectKeys int
 	// MaxInFlightPerTool bounds concurrent calls per tool (see InFlight).
 	MaxInFlightPerTool int
+	// MaxValidationSteps bounds the work of validating one call's
+	// arguments (or one result against an output schema) against the
+	// tool's schema: subschema evaluations and members visited, worst case
+	// (registry/schema's cost bound). Arguments over it are refused before
+	// anything is evaluated.
+	MaxValidationSteps int
+	// MaxSchemaEvaluations bounds a schema at registration: the most
+	// subschema evaluations one argument value may cost (combinator
+	// branching multiplied along nesting and $ref). The registry is
+	// compiled with it at start; a reload cannot change it.
+	MaxSchemaEvaluations int
 	// Mode is ModeEnforce (also "") or ModeShadow. In shadow mode the
 	// argument limits above are only watched (a call over them proceeds,
 	// recorded as a shadow denial) while the defaults stay enforced: they
 	// bound the gateway's own memory and work, which no mode may lift.
-	// MaxInFlightPerTool is enforced in either mode.
+	// MaxInFlightPerTool, MaxValidationSteps and MaxSchemaEvaluations are
+	// enforced in either mode.
 	Mode string
 }
 
@@ -51,12 +64,17 @@ type Limits struct {
 //   - 50,000 list elements and 10,000 keys in total: a few MB decoded per
 //     call, so 16 concurrent worst-case calls stay under 256 MB resident
 //     (BENCHMARKS.md, "Adversarial arguments").
+//
+// The validation bounds are registry/schema's defaults (DefaultMaxSteps,
+// DefaultMaxEvaluations): see RELIABILITY.md for what they cost.
 const (
-	DefaultMaxArgumentBytes = 4 << 20
-	DefaultMaxStringLength  = 1 << 20
-	DefaultMaxDepth         = 100
-	DefaultMaxListElements  = 50_000
-	DefaultMaxObjectKeys    = 10_000
+	DefaultMaxArgumentBytes     = 4 << 20
+	DefaultMaxStringLength      = 1 << 20
+	DefaultMaxDepth             = 100
+	DefaultMaxListElements      = 50_000
+	DefaultMaxObjectKeys        = 10_000
+	DefaultMaxValidationSteps   = schema.DefaultMaxSteps
+	DefaultMaxSchemaEvaluations = schema.DefaultMaxEvaluations
 )
 
 // WithDefaults returns l with every zero argument limit set to its default.
@@ -71,6 +89,8 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxDepth, DefaultMaxDepth)
 	def(&l.MaxListElements, DefaultMaxListElements)
 	def(&l.MaxObjectKeys, DefaultMaxObjectKeys)
+	def(&l.MaxValidationSteps, DefaultMaxValidationSteps)
+	def(&l.MaxSchemaEvaluations, DefaultMaxSchemaEvaluations)
 	return l
 }
 
@@ -81,6 +101,10 @@ const (
 	LimitMaxDepth         = "max_depth"
 	LimitMaxListElements  = "max_list_elements"
 	LimitMaxObjectKeys    = "max_object_keys"
+	// LimitMaxValidationSteps is MaxValidationSteps, which Exceeded words
+	// for a validation that could take too long (path: where the worst
+	// case crossed it).
+	LimitMaxValidationSteps = "max_validation_steps"
 )
 
 // Exceeded is the refusal of a call whose arguments cross the limit named
@@ -108,6 +132,8 @@ func (l Limits) Exceeded(tool, limit, path string, repair bool) *Error {
 		reason, msg = ReasonLimitListElements, fmt.Sprintf("%s hold more than the max_list_elements limit of %d list elements in total, at %s", what, l.MaxListElements, at)
 	case LimitMaxObjectKeys:
 		reason, msg = ReasonLimitObjectKeys, fmt.Sprintf("%s hold more than the max_object_keys limit of %d object keys in total, at %s", what, l.MaxObjectKeys, at)
+	case LimitMaxValidationSteps:
+		reason, msg = ReasonLimitValidationSteps, fmt.Sprintf("validating the %s against the tool's schema could take more than the max_validation_steps limit of %d steps (the worst case crosses it at %s): send fewer or smaller values", what, l.MaxValidationSteps, at)
 	default:
 		reason, msg = ReasonLimitArgumentSize, fmt.Sprintf("%s cross the %s limit at %s", what, limit, at)
 	}

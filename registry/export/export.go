@@ -66,6 +66,12 @@ type LeftOut struct {
 type Result struct {
 	Document json.RawMessage
 	LeftOut  []LeftOut
+	// NullableOptional names the tools in Document (openai-strict) whose
+	// optional properties the strict rewrite made nullable where the
+	// registered schema does not accept null: a model sends null there
+	// for "not given", which the gateway refuses unless its policy drops
+	// optional nulls for the tool.
+	NullableOptional []string
 }
 
 // profiles are the lint profiles behind the formats (MCP takes any JSON
@@ -88,9 +94,10 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 		if t.InputSchema != nil {
 			schema = t.InputSchema.AsMap()
 		}
+		nulled := false
 		switch f {
 		case OpenAIStrict:
-			strictRewrite(schema)
+			nulled = strictRewrite(schema)
 		case Gemini:
 			geminiRewrite(schema)
 		}
@@ -101,6 +108,9 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 			}
 		}
 		defs = append(defs, definition(f, t, schema))
+		if nulled {
+			res.NullableOptional = append(res.NullableOptional, t.Name)
+		}
 	}
 	var doc any = defs
 	if f == Gemini {

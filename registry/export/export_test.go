@@ -212,3 +212,55 @@ func TestExportUnknownFormat(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestExportNullableOptional: an openai-strict export names the tools
+// whose optional properties the strict rewrite made nullable where the
+// registered schema refuses null (the gateway refuses that null unless its
+// policy drops optional nulls); other formats, and properties that already
+// accepted null, name none.
+func TestExportNullableOptional(t *testing.T) {
+	t.Parallel()
+	byName := map[string]registry.Tool{}
+	for _, tl := range exportTools(t) {
+		byName[tl.Name] = tl
+	}
+	tool := func(name, js string) registry.Tool {
+		var s structpb.Struct
+		if err := s.UnmarshalJSON([]byte(js)); err != nil {
+			t.Fatal(err)
+		}
+		return registry.Tool{Name: name, InputSchema: &s}
+	}
+	cases := []struct {
+		name, reason string
+		format       export.Format
+		tool         registry.Tool
+		want         bool
+	}{
+		{name: "optional-array", reason: "create_note's optional tags and body become nullable; the tool refuses null",
+			format: export.OpenAIStrict, tool: byName["create_note"], want: true},
+		{name: "already-nullable", reason: "set_mode's optional note already accepts null; mode is required",
+			format: export.OpenAIStrict, tool: byName["set_mode"]},
+		{name: "all-required", reason: "positive has no optional property",
+			format: export.OpenAIStrict, tool: byName["positive"]},
+		{name: "anyof-null-branch", reason: "an optional anyOf that already has a {type: null} branch is left as it is",
+			format: export.OpenAIStrict, tool: tool("maybe", `{"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}`)},
+		{name: "nested", reason: "an optional property of a nested object counts too",
+			format: export.OpenAIStrict, tool: tool("nested", `{"type": "object", "required": ["o"], "properties": {"o": {"type": "object", "properties": {"n": {"type": "integer"}}}}}`), want: true},
+		{name: "left-out", reason: "a tool the format leaves out is not in the document, so not named",
+			format: export.OpenAIStrict, tool: byName["update_settings"]},
+		{name: "not-strict", reason: "plain openai keeps optional properties optional: no null is sent",
+			format: export.OpenAI, tool: byName["create_note"]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := export.Export(tc.format, []registry.Tool{tc.tool})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.NullableOptional) == 1 && res.NullableOptional[0] == tc.tool.Name; got != tc.want || len(res.NullableOptional) > 1 {
+				t.Errorf("NullableOptional %v, want %s named: %v (%s)", res.NullableOptional, tc.tool.Name, tc.want, tc.reason)
+			}
+		})
+	}
+}

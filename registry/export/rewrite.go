@@ -62,7 +62,11 @@ func isObject(s map[string]any) bool {
 //   - an optional property becomes required and nullable (null added to
 //     its type, or anyOf with {"type": "null"}): strict mode's way of
 //     saying optional; the model sends null for "not given".
-func strictRewrite(s map[string]any) {
+//
+// It reports whether it made a property nullable that did not accept null
+// as registered: the gateway refuses that null unless its policy drops
+// optional nulls for the tool (normalize.optional_nulls).
+func strictRewrite(s map[string]any) (nulled bool) {
 	if isObject(s) {
 		if _, has := s["additionalProperties"]; !has {
 			s["additionalProperties"] = false
@@ -87,48 +91,59 @@ func strictRewrite(s map[string]any) {
 			sort.Strings(added)
 			for _, name := range added {
 				req = append(req, name)
-				props[name] = nullable(props[name])
+				var changed bool
+				props[name], changed = nullable(props[name])
+				nulled = nulled || changed
 			}
 			if len(req) > 0 {
 				s["required"] = req
 			}
 		}
 	}
-	subschemas(s, strictRewrite)
+	subschemas(s, func(sub map[string]any) { nulled = strictRewrite(sub) || nulled })
+	return nulled
 }
 
-// nullable is schema v also accepting null.
-func nullable(v any) any {
+// nullable is schema v also accepting null; changed is false when v
+// already visibly accepted it (a type list with null, an anyOf branch
+// {"type": "null"}, {} or true).
+func nullable(v any) (_ any, changed bool) {
 	s, ok := v.(map[string]any)
 	if !ok {
-		return v // a boolean schema: true already accepts null; false stays
+		return v, false // a boolean schema: true already accepts null; false stays
 	}
 	switch t := s["type"].(type) {
 	case string:
-		if t != "null" {
-			s["type"] = []any{t, "null"}
+		if t == "null" {
+			return s, false
 		}
+		s["type"] = []any{t, "null"}
 	case []any:
 		for _, x := range t {
 			if x == "null" {
-				return s
+				return s, false
 			}
 		}
 		s["type"] = append(t, "null")
 	default:
 		if len(s) == 0 {
-			return s // {} accepts null
+			return s, false // {} accepts null
 		}
 		if l, ok := s["anyOf"].([]any); ok && len(s) == 1 {
+			for _, b := range l {
+				if bm, ok := b.(map[string]any); ok && len(bm) == 1 && bm["type"] == "null" {
+					return s, false
+				}
+			}
 			s["anyOf"] = append(l, map[string]any{"type": "null"})
-			return s
+			return s, true
 		}
-		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}, true
 	}
 	if e, ok := s["enum"].([]any); ok {
 		s["enum"] = append(e, nil)
 	}
-	return s
+	return s, true
 }
 
 // geminiAnnotations are keywords that constrain nothing (JSON Schema's

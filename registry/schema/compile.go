@@ -66,8 +66,9 @@ func CheckDraft(doc *structpb.Struct) error {
 
 // Compile compiles a JSON Schema document. It refuses, with a
 // *CompileError, an unsupported $schema, a $ref leaving the document, a
-// document its draft's meta-schema rejects and an invalid regular
-// expression.
+// document its draft's meta-schema rejects, an invalid regular
+// expression, and a schema one argument value could cost more than the
+// evaluation bound (WithMaxEvaluations; cost.go) to validate.
 func Compile(doc *structpb.Struct, opts ...Option) (*Schema, error) {
 	var o options
 	for _, opt := range opts {
@@ -76,11 +77,20 @@ func Compile(doc *structpb.Struct, opts ...Option) (*Schema, error) {
 	if err := CheckDraft(doc); err != nil {
 		return nil, err
 	}
-	v, err := compileJSONSchema(structToMap(doc))
+	raw := structToMap(doc)
+	c, v, err := compileJSONSchema(raw)
 	if err != nil {
 		return nil, compileError(err)
 	}
-	s := &Schema{js: v, fastPaths: !o.noFastPaths, sens: NewSensitivity(doc)}
+	limit := o.maxEvaluations
+	if limit <= 0 {
+		limit = DefaultMaxEvaluations
+	}
+	cost, ce := compileCost(c, raw, v, limit)
+	if ce != nil {
+		return nil, ce
+	}
+	s := &Schema{js: v, cost: cost, fastPaths: !o.noFastPaths, sens: NewSensitivity(doc)}
 	if s.fastPaths {
 		s.fast, _ = compileFast(v) // unsupported schema: jsonschema alone
 	}
@@ -88,8 +98,9 @@ func Compile(doc *structpb.Struct, opts ...Option) (*Schema, error) {
 }
 
 // compileJSONSchema compiles doc (already converted from structpb) with the
-// integer-range vocabulary.
-func compileJSONSchema(doc map[string]any) (*jsonschema.Schema, error) {
+// integer-range vocabulary; the compiler is returned for compiling more of
+// doc's subschemas (compileCost's dynamic anchors).
+func compileJSONSchema(doc map[string]any) (*jsonschema.Compiler, *jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -98,9 +109,10 @@ func compileJSONSchema(doc map[string]any) (*jsonschema.Schema, error) {
 	// want the ±2^53 rule under every draft.
 	c.AssertVocabs()
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.Compile(schemaURL)
+	s, err := c.Compile(schemaURL)
+	return c, s, err
 }
 
 // safeIntVocab adds the ±2^53 bound to every schema whose type allows

@@ -11,11 +11,19 @@
 // ±Infinity, which a Struct can carry and JSON cannot, are refused
 // everywhere before the schema.
 //
-// Three kinds of error, kept apart: a *CompileError is a bad schema (its
+// Validation work is bounded (cost.go): Compile refuses a schema one
+// argument value could cost more than the evaluation bound to validate
+// (alternatives multiplied along nesting and $ref), and ValidateWithin
+// refuses arguments whose worst-case cost is over a step budget before
+// evaluating anything; the fast validator also counts its steps and
+// watches the call's context.
+//
+// Four kinds of error, kept apart: a *CompileError is a bad schema (its
 // pointer names the place); a *ValidationError is arguments that do not
-// satisfy the schema, with Violations a model can act on; a *RuntimeError
-// is the engine failing to judge — never the caller's fault, never shown as
-// a violation.
+// satisfy the schema, with Violations a model can act on; a *BudgetError
+// is arguments whose validation could take more than the budget; a
+// *RuntimeError is the engine failing to judge — never the caller's
+// fault, never shown as a violation.
 //
 // The fast validator is compiled from the *jsonschema.Schema jsonschema
 // itself compiled and mirrors its evaluation for a subset of keywords; it

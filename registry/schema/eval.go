@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"math"
 	"unicode/utf8"
 )
@@ -37,12 +38,51 @@ type value[R rep] struct {
 // anything the wire bytes leave open), and a result computed with it set is
 // discarded (oneOf counts matches, so a conservative false inside it is not
 // a "no"). maxDepth bounds the nesting followed before giving up.
+//
+// steps counts the work (a check, a member or item visited) against
+// maxSteps, and ctx is looked at every 1024 steps: once either runs out,
+// halt says which and every check gives up, so the evaluation unwinds at
+// once. A plain counter in this struct, which lives on the caller's stack:
+// the budget costs no allocation and no call. The cost bound Validate
+// checks first (cost.go) keeps steps under maxSteps; the count enforces it
+// all the same, and is what lets a cancelled call stop.
 type eval[R rep] struct {
 	unsure   bool
+	halt     haltReason
 	maxDepth int
+	steps    int
+	maxSteps int
+	ctx      context.Context
 }
 
+// haltReason is why an evaluation stopped before its end.
+type haltReason uint8
+
+const (
+	running haltReason = iota
+	haltSteps
+	haltContext
+)
+
 func (e *eval[R]) give() bool { e.unsure = true; return false }
+
+// tick counts one step; it reports whether the evaluation must stop.
+func (e *eval[R]) tick() bool {
+	if e.halt != running {
+		return true
+	}
+	e.steps++
+	switch {
+	case e.steps > e.maxSteps:
+		e.halt = haltSteps
+	case e.steps&1023 == 0 && e.ctx != nil && e.ctx.Err() != nil:
+		e.halt = haltContext
+	default:
+		return false
+	}
+	e.unsure = true
+	return true
+}
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
@@ -52,6 +92,9 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // level. Object and array members go to the representation's pass (the
 // type switches below), which calls back into check.
 func (e *eval[R]) check(n *fnode, v *value[R], depth int) bool {
+	if e.tick() {
+		return false // unsure: tick set it
+	}
 	if n.isBool {
 		return n.boolVal
 	}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"math"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -39,12 +40,20 @@ func view(v *structpb.Value) value[structRep] {
 }
 
 // valid reports whether args certainly satisfy the schema. false means
-// "ask jsonschema", not necessarily "invalid".
-func (f *fastSchema) valid(args *structpb.Struct) bool {
-	e := eval[structRep]{maxDepth: math.MaxInt} // decoding bounded the depth already
+// "ask jsonschema", not necessarily "invalid". halt is not nil when the
+// evaluation stopped at its budget (*BudgetError) or because ctx ended
+// (ctx's error).
+func (f *fastSchema) valid(ctx context.Context, args *structpb.Struct, maxSteps int) (ok bool, halt error) {
+	e := eval[structRep]{maxDepth: math.MaxInt, maxSteps: maxSteps, ctx: ctx} // decoding bounded the depth already
 	root := value[structRep]{kind: tObject, r: structRep{fields: args.GetFields()}}
-	ok := e.check(f.root, &root, 0)
-	return ok && !e.unsure
+	ok = e.check(f.root, &root, 0)
+	switch e.halt {
+	case haltSteps:
+		return false, &BudgetError{MaxSteps: maxSteps}
+	case haltContext:
+		return false, ctx.Err()
+	}
+	return ok && !e.unsure, nil
 }
 
 // structMembers checks required, then each member.
@@ -58,6 +67,9 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 		return true
 	}
 	for k, pv := range fields {
+		if e.tick() {
+			return false
+		}
 		v := view(pv)
 		if n.patProps != nil {
 			if !e.patternMember(n, k, &v, depth) {
@@ -76,6 +88,9 @@ func structMembers(e *eval[structRep], n *fnode, fields map[string]*structpb.Val
 // structItems checks each item against its itemSchema.
 func structItems(e *eval[structRep], n *fnode, list []*structpb.Value, depth int) bool {
 	for i, item := range list {
+		if e.tick() {
+			return false
+		}
 		m, ok := n.itemSchema(i)
 		if !ok {
 			return false

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -83,7 +84,7 @@ func TestFastValidatorTable(t *testing.T) {
 			continue
 		}
 		want := c.valid && !c.declines
-		if got := e.fast.valid(args); got != want {
+		if got := validFast(e.fast, args); got != want {
 			t.Errorf("%s: fast.valid=%v, want %v", c.reason, got, want)
 		}
 		// Validate is jsonschema's verdict, except that it refuses NaN and
@@ -285,7 +286,7 @@ func TestFastValidateAllocs(t *testing.T) {
 	if ve := e.Validate(a, nil); ve != nil {
 		t.Fatal(ve)
 	}
-	if !e.fast.valid(a) {
+	if !validFast(e.fast, a) {
 		t.Fatal("fast validator declined valid arguments")
 	}
 	if n := testing.AllocsPerRun(200, func() { _ = e.Validate(a, nil) }); n != 0 {
@@ -771,7 +772,7 @@ func TestFastValidatorAgreesWithJSONSchema(t *testing.T) {
 			args := ig.args(root)
 			instances++
 			js := jsonschemaAccepts(e, args)
-			fast := e.fast.valid(args)
+			fast := validFast(e.fast, args)
 			if js {
 				accepted++
 			}
@@ -810,4 +811,10 @@ func protoJSON(s *structpb.Struct) string {
 		return fmt.Sprint(structToMap(s))
 	}
 	return string(b)
+}
+
+// validFast is the fast validator's verdict within the default budget.
+func validFast(f *fastSchema, args *structpb.Struct) bool {
+	ok, _ := f.valid(context.Background(), args, DefaultMaxSteps)
+	return ok
 }

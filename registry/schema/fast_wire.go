@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"math"
 	"unsafe"
 
@@ -24,25 +25,38 @@ import (
 // structwire.MaxDepth. A repeated map key is otherwise harmless: decoding
 // keeps the last value, and every occurrence is checked.
 func (s *Schema) FastValidWire(args []byte) bool {
-	ok, decided := s.evalWire(args)
+	return s.FastValidWireWithin(context.Background(), args, DefaultMaxSteps)
+}
+
+// FastValidWireWithin is FastValidWire within a step budget (maxSteps; <=
+// 0: DefaultMaxSteps) and ctx: arguments whose cost bound is over the
+// budget, and an evaluation that ctx ends, are not decided here (false;
+// ValidateWithin then says which). It does not allocate.
+func (s *Schema) FastValidWireWithin(ctx context.Context, args []byte, maxSteps int) bool {
+	ok, decided := s.evalWire(ctx, args, maxSteps)
 	return ok && decided
 }
 
-// evalWire is FastValidWire with its two outcomes apart: decided is false
-// when the answer could not be determined on the wire (see FastValidWire);
-// when decided, ok equals the fast validator's verdict on the decoded args.
-func (s *Schema) evalWire(args []byte) (ok, decided bool) {
+// evalWire is FastValidWireWithin with its two outcomes apart: decided is
+// false when the answer could not be determined on the wire (see
+// FastValidWire); when decided, ok equals the fast validator's verdict on
+// the decoded args.
+func (s *Schema) evalWire(ctx context.Context, args []byte, maxSteps int) (ok, decided bool) {
 	if s.fast == nil {
 		return false, false
+	}
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
 	}
 	root := value[wireRep]{kind: tObject, str: str(args)}
 	// One structural pass first, so the evaluation below (which, like
 	// jsonschema, stops looking at values no keyword constrains) never calls
-	// undecodable bytes valid.
-	if !wellFormed(root, 0) {
+	// undecodable bytes valid; it sums the cost bound as it goes.
+	b := wireBound{p: s.cost, max: uint64(maxSteps)}
+	if !b.wellFormed(root, 0) {
 		return false, false
 	}
-	e := eval[wireRep]{maxDepth: structwire.MaxDepth}
+	e := eval[wireRep]{maxDepth: structwire.MaxDepth, maxSteps: maxSteps, ctx: ctx}
 	ok = e.check(s.fast.root, &root, 0)
 	return ok, !e.unsure
 }
@@ -104,6 +118,9 @@ func wireMembers(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 			return e.give()
 		}
 		rest = next
+		if e.tick() {
+			return false
+		}
 		if tick {
 			for i, r := range n.required {
 				if r == str(k) {
@@ -141,6 +158,9 @@ func wireItems(e *eval[wireRep], n *fnode, b []byte, depth int) bool {
 			return e.give()
 		}
 		rest = next
+		if e.tick() {
+			return false
+		}
 		kind, scalar, payload, ok := structwire.ReadValue(ib, false)
 		if !ok {
 			return e.give()
@@ -202,23 +222,44 @@ func hasKey(b []byte, key string) (found, ok bool) {
 	return false, true
 }
 
+// wireBound is argsBound (cost.go) on the wire: the cost profile summed
+// over the values wellFormed reads. A key repeated on the wire is counted
+// each time, so the sum is at least the decoded arguments'.
+type wireBound struct {
+	p          *costProfile
+	steps, max uint64
+}
+
+func (b *wireBound) add(n uint64) bool {
+	b.steps = add(b.steps, n)
+	return b.steps <= b.max
+}
+
 // wellFormed checks that a value's bytes decode as exactly what
 // proto.Unmarshal would accept and produce: one kind per Value, one key and
-// value per entry, valid UTF-8, no unknown fields, bounded depth; and that
-// every number is finite.
-func wellFormed(v value[wireRep], depth int) bool {
+// value per entry, valid UTF-8, no unknown fields, bounded depth; that
+// every number is finite; and that the cost bound stays within the budget
+// (a container costs its level once and once more per member; strings and
+// names per 64 bytes too).
+func (b *wireBound) wellFormed(v value[wireRep], depth int) bool {
 	if depth > structwire.MaxDepth || v.kind == tNumber && !finite(v.num) {
 		return false // non-finite numbers: Validate refuses them (finite.go)
 	}
+	k := b.p.at(depth)
+	if !b.add(k) {
+		return false
+	}
 	switch v.kind {
+	case tString:
+		return b.add(mul(k, stringSteps(len(v.str))))
 	case tObject:
 		for rest := raw(v.str); len(rest) > 0; {
-			_, vb, next, ok := structwire.NextEntry(rest, true)
-			if !ok {
+			name, vb, next, ok := structwire.NextEntry(rest, true)
+			if !ok || !b.add(mul(k, 1+stringSteps(len(name)))) {
 				return false
 			}
 			kind, scalar, payload, ok := structwire.ReadValue(vb, true)
-			if !ok || !wellFormed(wireValue(kind, scalar, payload), depth+1) {
+			if !ok || !b.wellFormed(wireValue(kind, scalar, payload), depth+1) {
 				return false
 			}
 			rest = next
@@ -226,11 +267,11 @@ func wellFormed(v value[wireRep], depth int) bool {
 	case tArray:
 		for rest := raw(v.str); len(rest) > 0; {
 			ib, next, ok := structwire.NextItem(rest)
-			if !ok {
+			if !ok || !b.add(k) {
 				return false
 			}
 			kind, scalar, payload, ok := structwire.ReadValue(ib, true)
-			if !ok || !wellFormed(wireValue(kind, scalar, payload), depth+1) {
+			if !ok || !b.wellFormed(wireValue(kind, scalar, payload), depth+1) {
 				return false
 			}
 			rest = next

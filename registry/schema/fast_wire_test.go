@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -36,10 +37,10 @@ func TestFastValidWireAgrees(t *testing.T) {
 				rt.Fatal(err)
 			}
 			instances++
-			ok, dec := e.evalWire(b)
+			ok, dec := e.evalWire(context.Background(), b, DefaultMaxSteps)
 			if dec {
 				decided++
-				if want := e.fast != nil && e.fast.valid(args); ok != want {
+				if want := e.fast != nil && validFast(e.fast, args); ok != want {
 					rt.Fatalf("wire verdict %v, fast validator %v\nschema: %s\nargs: %s", ok, want, mustJSON(root), protoJSON(args))
 				}
 			}

@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -20,23 +22,37 @@ import (
 // ever accepts. Immutable and safe for concurrent use.
 type Schema struct {
 	js *jsonschema.Schema
+	// cost bounds the work of validating arguments (cost.go).
+	cost *costProfile
 	// fast accepts valid arguments without allocating; nil when the schema
 	// uses keywords it does not cover (see fast.go) or fast paths are off.
 	fast      *fastSchema
 	fastPaths bool
 	// sens says which values messages must not show.
 	sens *Sensitivity
+	// nulls is the schema as DropOptionalNulls reads it, compiled on its
+	// first use (nulls.go).
+	nullsOnce sync.Once
+	nulls     *nnode
 }
 
 // Option configures Compile.
 type Option func(*options)
 
-type options struct{ noFastPaths bool }
+type options struct {
+	noFastPaths    bool
+	maxEvaluations int
+}
 
 // WithoutFastPaths compiles no fast validator: Validate always asks
 // jsonschema and FastValidWire always returns false. For comparing the two
 // paths and for ruling the fast paths out when diagnosing.
 func WithoutFastPaths() Option { return func(o *options) { o.noFastPaths = true } }
+
+// WithMaxEvaluations sets the evaluation bound: Compile refuses a schema
+// one argument value could cost more than n subschema evaluations to
+// validate (n <= 0: DefaultMaxEvaluations). See cost.go.
+func WithMaxEvaluations(n int) Option { return func(o *options) { o.maxEvaluations = n } }
 
 // FastPaths reports whether the schema was compiled with fast paths (they
 // may still decline a schema they do not cover; see HasFastValidator).
@@ -46,20 +62,40 @@ func (s *Schema) FastPaths() bool { return s.fastPaths }
 // audit log's redaction uses the same).
 func (s *Schema) Sensitivity() *Sensitivity { return s.sens }
 
+// EvaluationBound is the most subschema evaluations one argument value can
+// cost to validate against this schema, at any level of the arguments'
+// default nesting bound (cost.go); Compile refuses schemas over
+// WithMaxEvaluations.
+func (s *Schema) EvaluationBound() uint64 {
+	k, _ := s.cost.worst()
+	return k
+}
+
 // HasFastValidator reports whether a fast validator covers this schema.
 func (s *Schema) HasFastValidator() bool { return s.fast != nil }
 
 var printer = message.NewPrinter(language.English)
 
-// Validate checks arguments (normally the normalized ones) against the
-// schema. rep is the normalization report for these arguments (may be nil);
+// Validate is ValidateWithin with no deadline and DefaultMaxSteps.
+func (s *Schema) Validate(args *structpb.Struct, rep *normalize.Report) error {
+	return s.ValidateWithin(context.Background(), args, rep, DefaultMaxSteps)
+}
+
+// ValidateWithin checks arguments (normally the normalized ones) against
+// the schema, within a step budget (maxSteps; <= 0: DefaultMaxSteps) and
+// ctx. rep is the normalization report for these arguments (may be nil);
 // its skips explain type errors and its repairs travel with the error.
 //
 // It returns nil when the arguments are valid, a *ValidationError (Tool
-// left for the caller to set) when they are not, and a *RuntimeError when
-// the engine could not judge them — never the caller's fault, never to be
+// left for the caller to set) when they are not, a *BudgetError when
+// validating them could take more than maxSteps (nothing is evaluated
+// then), ctx's error when ctx ends first, and a *RuntimeError when the
+// engine could not judge them — never the caller's fault, never to be
 // shown to a model as a violation.
-func (s *Schema) Validate(args *structpb.Struct, rep *normalize.Report) error {
+func (s *Schema) ValidateWithin(ctx context.Context, args *structpb.Struct, rep *normalize.Report, maxSteps int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if v := nonFiniteViolations(args, s.sens); len(v) > 0 { // finite.go
 		ve := &ValidationError{Violations: v}
 		if rep != nil {
@@ -67,10 +103,28 @@ func (s *Schema) Validate(args *structpb.Struct, rep *normalize.Report) error {
 		}
 		return ve
 	}
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	// The bound holds for both validators, so the verdict does not depend
+	// on whether the fast path is on; and jsonschema, which cannot be
+	// stopped, never starts work the budget does not allow.
+	if be := s.cost.checkBudget(args, maxSteps); be != nil {
+		return be
+	}
 	// The fast path only ever accepts; anything it rejects or cannot judge
 	// goes to jsonschema, which is authoritative and explains failures.
-	if s.fast != nil && s.fast.valid(args) {
-		return nil
+	if s.fast != nil {
+		ok, halt := s.fast.valid(ctx, args, maxSteps)
+		if halt != nil {
+			return halt
+		}
+		if ok {
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	inst := structToMap(args)
 	err := s.js.Validate(inst)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -37,24 +38,21 @@ const (
 // httpErrorPrefix bounds how much of a 4xx body a tool error quotes.
 const httpErrorPrefix = 512
 
-// maxSameHostRedirects bounds the redirects followed within the base URL's host.
-const maxSameHostRedirects = 5
-
-// errRedirectOffHost is CheckRedirect's refusal of a redirect to another
-// scheme, host or port than the request's.
-var errRedirectOffHost = errors.New("redirect to another host not followed")
-
 // HTTPOperation is the backend kind of a tool whose spec is an operation
 // of an HTTP API: arguments go to the path (escaped), the query, declared
 // headers and a JSON body as the spec maps them; a 2xx JSON response is
 // the result (other 2xx text a string result), a 4xx a tool error quoting
-// the status and a bounded prefix of the body, a 5xx or a failed
-// connection Unavailable naming the tool, never the URL.
+// the status and a bounded prefix of the body, a 3xx FailedPrecondition
+// and a 5xx or a failed connection Unavailable naming the tool, never the
+// URL.
 //
 // One keep-alive connection pool for every HTTP tool; the deadline budget,
 // the send and receive limits and the failure classification are the
-// ToolBackendService kind's. Redirects are followed only within the same
-// scheme, host and port; no proxy from the environment.
+// ToolBackendService kind's. No redirect is followed: one re-sends the
+// call's arguments and headers (and presents the tool's client
+// certificate) wherever the backend points, and even within its host it
+// leaves the operation's path (a dot segment's 301). No proxy from the
+// environment.
 type HTTPOperation struct {
 	ts        *ToolService
 	transport *http.Transport
@@ -76,18 +74,12 @@ func NewHTTPOperation(ts *ToolService) *HTTPOperation {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	client := &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		first := via[0].URL
-		if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-			return errRedirectOffHost
-		}
-		if len(via) > maxSameHostRedirects {
-			return fmt.Errorf("stopped after %d redirects", maxSameHostRedirects)
-		}
-		return nil
-	}}
+	client := &http.Client{Transport: tr, CheckRedirect: noRedirects}
 	return &HTTPOperation{ts: ts, transport: tr, client: client}
 }
+
+// noRedirects hands a redirect back as the response (result answers it).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close closes the idle connections (calls may still open new ones).
 func (h *HTTPOperation) Close() {
@@ -121,7 +113,7 @@ func (h *HTTPOperation) clientFor(op *registry.HTTPOperation, ts *registry.Trans
 	}
 	tr := h.transport.Clone()
 	tr.TLSClientConfig = cfg
-	c := &http.Client{Transport: tr, CheckRedirect: h.client.CheckRedirect}
+	c := &http.Client{Transport: tr, CheckRedirect: noRedirects}
 	actual, _ := h.tlsClients.LoadOrStore(*ts, c)
 	return actual.(*http.Client), nil
 }
@@ -164,15 +156,11 @@ func (h *HTTPOperation) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.
 }
 
 // transportFailure classifies a request that got no response: the
-// deadline, cancellation, an off-host redirect, or an unreachable backend.
+// deadline, cancellation, or an unreachable backend.
 func (h *HTTPOperation) transportFailure(c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return h.ts.failure(c, budget, source, err)
-	case errors.Is(err, errRedirectOffHost):
-		e := h.ts.failure(c, budget, source, status.Error(codes.Unavailable, err.Error()))
-		e.Message = fmt.Sprintf("tool %q: the backend redirected to another host, which the gateway does not follow", c.Tool)
-		return e
 	}
 	// Cause keeps the transport's error (which names the URL) for the logs.
 	e := h.ts.failure(c, budget, source, status.Error(codes.Unavailable, "HTTP backend unreachable"))
@@ -181,7 +169,8 @@ func (h *HTTPOperation) transportFailure(c *pipeline.Call, budget time.Duration,
 }
 
 // result reads the response: 2xx the result, 4xx a tool error, anything
-// else the backend's failure.
+// else the backend's failure — a redirect (not followed) FailedPrecondition,
+// which a retry does not change; its Location is not passed on.
 func (h *HTTPOperation) result(c *pipeline.Call, resp *http.Response, body []byte) (pipeline.Result, error) {
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
@@ -196,9 +185,15 @@ func (h *HTTPOperation) result(c *pipeline.Call, resp *http.Response, body []byt
 			text += ": " + p
 		}
 		return pipeline.Result{Value: structpb.NewStringValue(text), IsError: true}, nil
+	case code >= 300 && code < 400:
+		// Where it pointed is for the operator's log (Cause), bounded.
+		loc := textPrefix([]byte(resp.Header.Get("Location")), 256)
+		return pipeline.Result{}, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonBackendError, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q: the backend answered with a redirect (HTTP %d), which the gateway does not follow", c.Tool, code),
+			Cause:   fmt.Errorf("HTTP %d redirect to %q", code, loc)}
 	default:
 		e := h.ts.failure(c, 0, "", status.Errorf(codes.Unavailable, "HTTP %d", code))
-		if code < 500 { // 1xx, or a 3xx not followed: not a retryable outage but a backend that does not answer
+		if code < 500 { // 1xx: not a retryable outage but a backend that does not answer
 			e.Code, e.Reason = pipeline.Unavailable, pipeline.ReasonBackendError
 			e.Message = fmt.Sprintf("tool %q: the backend answered HTTP %d, not a result", c.Tool, code)
 		}
@@ -273,6 +268,14 @@ func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *regis
 			if !ok {
 				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number or boolean: it is a path parameter")
 			}
+			// Escaping keeps "/" (and "%") inside the segment, but "", "."
+			// and ".." stay as they are: a dot segment, which the URL's
+			// resolution (the backend's, or its redirect's) removes with
+			// the segment before it, or an empty one — either reaches
+			// another path than the operation's.
+			if s == "" || s == "." || s == ".." {
+				return nil, argumentRefusal(c.Tool, p.Name, `must not be empty, "." or "..": it is a path parameter`)
+			}
 			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(s))
 		case registry.HTTPInQuery:
 			vals, ok := listText(v)
@@ -286,8 +289,10 @@ func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *regis
 				return nil, argumentRefusal(c.Tool, p.Name, "must be a string, number, boolean or an array of them: it is a header")
 			}
 			for _, s := range vals {
-				if strings.ContainsAny(s, "\r\n\x00") {
-					return nil, argumentRefusal(c.Tool, p.Name, "must not hold a line break or NUL: it is a header")
+				// The transport's own test: what it would refuse (as an
+				// unreachable backend) is the caller's argument to fix.
+				if !httpguts.ValidHeaderFieldValue(s) {
+					return nil, argumentRefusal(c.Tool, p.Name, "must not hold a line break or other control character: it is a header")
 				}
 			}
 			header.Set(p.Name, strings.Join(vals, ", "))

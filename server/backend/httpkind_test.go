@@ -19,7 +19,7 @@ import (
 
 // TestHTTPOperationResponses: the HTTP kind against real loopback
 // servers — what each kind of response and each unfit argument becomes,
-// and that a redirect leaves the base URL's host never.
+// and that no redirect is followed.
 func TestHTTPOperationResponses(t *testing.T) {
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`"elsewhere"`)) }))
 	t.Cleanup(other.Close)
@@ -71,10 +71,10 @@ func TestHTTPOperationResponses(t *testing.T) {
 			op: registry.HTTPOperation{Method: "GET", Path: "/text"}, wantValue: `"pong"`},
 		{name: "empty", reason: "204 No Content is a null result",
 			op: registry.HTTPOperation{Method: "DELETE", Path: "/empty"}, wantValue: `null`},
-		{name: "same-host-redirect", reason: "a redirect within the base URL's host is followed",
-			op: registry.HTTPOperation{Method: "GET", Path: "/same"}, wantValue: `"pong"`},
-		{name: "off-host-redirect", reason: "a redirect to another host is not followed: Unavailable, naming neither URL",
-			op: registry.HTTPOperation{Method: "GET", Path: "/off"}, wantCode: pipeline.Unavailable, wantIn: "another host", wantNotIn: "127.0.0.1"},
+		{name: "same-host-redirect", reason: "a redirect within the base URL's host is not followed either: FailedPrecondition (a retry would not help), naming no URL",
+			op: registry.HTTPOperation{Method: "GET", Path: "/same"}, wantCode: pipeline.FailedPrecondition, wantIn: "redirect (HTTP 307)", wantNotIn: "/text"},
+		{name: "off-host-redirect", reason: "a redirect to another host is not followed, naming neither URL",
+			op: registry.HTTPOperation{Method: "GET", Path: "/off"}, wantCode: pipeline.FailedPrecondition, wantIn: "redirect (HTTP 302)", wantNotIn: "127.0.0.1"},
 		{name: "bad-json", reason: "a body declared JSON that does not parse is the backend's fault, not a string",
 			op: registry.HTTPOperation{Method: "GET", Path: "/badjson"}, wantCode: pipeline.Internal, wantIn: "does not parse"},
 		{name: "too-large", reason: "the response is bounded by the backend receive limit",
@@ -90,6 +90,18 @@ func TestHTTPOperationResponses(t *testing.T) {
 		{name: "header-crlf", reason: "a header value with a line break is refused (no header injection)",
 			op:   registry.HTTPOperation{Method: "GET", Path: "/text", Parameters: []registry.HTTPParameter{{Name: "X-Note", In: registry.HTTPInHeader}}},
 			args: map[string]any{"X-Note": "a\r\nX-Flowdrop-Caller: root"}, wantCode: pipeline.InvalidArgument, wantIn: "line break", wantNotIn: "root"},
+		{name: "header-control", reason: "a header value with any other control character is the caller's to fix: InvalidArgument, not an unreachable backend",
+			op:   registry.HTTPOperation{Method: "GET", Path: "/text", Parameters: []registry.HTTPParameter{{Name: "X-Note", In: registry.HTTPInHeader}}},
+			args: map[string]any{"X-Note": []any{"fine", "bell\x07secret"}}, wantCode: pipeline.InvalidArgument, wantIn: `"X-Note" must not hold a line break or other control character`, wantNotIn: "secret"},
+		{name: "path-dot-dot", reason: `".." would remove the segment before it: refused naming the parameter`,
+			op:   registry.HTTPOperation{Method: "GET", Path: "/x/{id}/y", Parameters: []registry.HTTPParameter{{Name: "id", In: registry.HTTPInPath}}},
+			args: map[string]any{"id": ".."}, wantCode: pipeline.InvalidArgument, wantIn: `"id" must not be empty, "." or ".."`},
+		{name: "path-dot", reason: `"." is a dot segment too`,
+			op:   registry.HTTPOperation{Method: "GET", Path: "/x/{id}/y", Parameters: []registry.HTTPParameter{{Name: "id", In: registry.HTTPInPath}}},
+			args: map[string]any{"id": "."}, wantCode: pipeline.InvalidArgument, wantIn: `"id" must not be empty`},
+		{name: "path-empty", reason: "an empty segment is another path (and /x/{id} a shorter one)",
+			op:   registry.HTTPOperation{Method: "GET", Path: "/x/{id}", Parameters: []registry.HTTPParameter{{Name: "id", In: registry.HTTPInPath}}},
+			args: map[string]any{"id": ""}, wantCode: pipeline.InvalidArgument, wantIn: `"id" must not be empty`},
 		{name: "path-object", reason: "a path argument must be a scalar",
 			op:   registry.HTTPOperation{Method: "GET", Path: "/x/{id}", Parameters: []registry.HTTPParameter{{Name: "id", In: registry.HTTPInPath}}},
 			args: map[string]any{"id": map[string]any{"a": 1.0}}, wantCode: pipeline.InvalidArgument, wantIn: "path parameter"},

@@ -369,7 +369,8 @@ func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 // failure classifies a failed upstream call. The call's own deadline or
 // cancellation wins (the SDK wraps them in its own words); an upstream's
 // refusal of the parameters is InvalidArgument naming the tool (its text,
-// which may quote the arguments, is for the log); anything else —
+// which may quote the arguments, is for the log); a redirect, which is
+// not followed, is FailedPrecondition naming the tool; anything else —
 // refused connection, HTTP error, a closed session — is Unavailable.
 func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
 	if errors.Is(context.Cause(ctx), mcpupstream.ErrResponseTooLarge) {
@@ -380,6 +381,13 @@ func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time
 		return m.ts.failure(c, budget, source, fmt.Errorf("%w: %v", context.DeadlineExceeded, err))
 	case errors.Is(ctxErr, context.Canceled):
 		return m.ts.failure(c, budget, source, fmt.Errorf("%w: %v", context.Canceled, err))
+	}
+	if errors.Is(err, mcpupstream.ErrRedirect) || errors.Is(err, mcpupstream.ErrOtherOrigin) {
+		// Not an outage to retry: the upstream points elsewhere, and the
+		// gateway sends a call (and the credential) only to the configured
+		// URL. Where it pointed is in Cause, for the log.
+		return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonBackendError, Tool: c.Tool, Cause: err,
+			Message: fmt.Sprintf("tool %q: the upstream MCP server answered with a redirect, which the gateway does not follow", c.Tool)}
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams {

@@ -7,6 +7,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -65,8 +66,8 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	}
 	return []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-		selector.UnaryServerInterceptor(accessLog(log, logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(okCallsAtDebug))), skipInfra),
+		selector.UnaryServerInterceptor(accessLog(log, cfg.OKCallsLevel, logging.UnaryServerInterceptor(slogAdapter(log),
+			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(accessLevels(cfg.OKCallsLevel)))), skipInfra),
 		cfg.Metrics.GRPC().UnaryServerInterceptor(),
 		selector.UnaryServerInterceptor(chainUnary(tool...), skipInfra),
 	}
@@ -113,6 +114,9 @@ func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor
 		defer func() {
 			if n := len(c.Report.Repairs); n > 0 {
 				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
+			}
+			if f := c.Failure(); f != nil && f.Reason != "" {
+				logging.AddFields(ctx, logging.Fields{"flowdrop.reason", f.Reason})
 			}
 			if f := c.Failure(); f != nil && c.Entry != nil && pipeline.IsBackendFailure(f) {
 				// The caller's message names neither; the operator's line does.
@@ -217,14 +221,10 @@ func panicHandler(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
 	}
 }
 
-// okCallsAtDebug keeps the per-call access log off the hot path at the
-// default level: a successful call is logged at DEBUG, every other code at
-// the middleware's default level (WARN/ERROR for failures).
-func okCallsAtDebug(c codes.Code) logging.Level {
-	if c == codes.OK {
-		return logging.LevelDebug
-	}
-	return logging.DefaultServerCodeToLevel(c)
+// accessLevels is observe.AccessLevel, the rule both faces log by, as the
+// logging middleware's level function.
+func accessLevels(ok slog.Level) logging.CodeToLevel {
+	return func(c codes.Code) logging.Level { return logging.Level(observe.AccessLevel(pipeline.Code(c), ok)) }
 }
 
 // slogAdapter lets the go-grpc-middleware logging interceptor write to slog.

@@ -59,5 +59,13 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 	for _, l := range res.LeftOut {
 		resp.LeftOut = append(resp.LeftOut, &gatewayv1.LeftOutTool{Name: l.Name, Findings: lintFindingsProto(l.Findings)})
 	}
+	// The gateway knows both halves — what the strict rewrite made nullable
+	// and its own policy for the tool — so it says which calls would fail,
+	// rather than publishing its policy for the client to combine.
+	for _, name := range res.NullableOptional {
+		if !s.dropsOptionalNulls(ctx, name) {
+			resp.OptionalNullsRefused = append(resp.OptionalNullsRefused, name)
+		}
+	}
 	return resp, nil
 }

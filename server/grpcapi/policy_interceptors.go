@@ -6,6 +6,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -77,6 +78,8 @@ func newAuthInterceptorFrom(authOf func(context.Context) *policy.Authenticator, 
 		if err != nil {
 			return nil, refuse(ctx, err)
 		}
+		// The access-log line names the caller, as on MCP.
+		logging.AddFields(ctx, logging.Fields{"flowdrop.caller", policy.Bound(c.Subject), "flowdrop.caller_method", c.Method})
 		return policy.WithCaller(ctx, c), nil
 	}
 	return o.unary(auth.UnaryServerInterceptor(fn)), o.stream(auth.StreamServerInterceptor(fn))

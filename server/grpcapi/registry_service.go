@@ -64,6 +64,14 @@ func WithBackendFilter(shows func(ctx context.Context) bool) registryServiceOpti
 	return func(s *registryService) { s.showBackend = shows }
 }
 
+// WithOptionalNulls tells ExportTools which tools the policy drops
+// optional nulls for (pipeline.DropsOptionalNulls), so an openai-strict
+// export can name the tools whose nullable optional properties the gateway
+// would refuse.
+func WithOptionalNulls(drops func(ctx context.Context, tool string) bool) registryServiceOption {
+	return func(s *registryService) { s.dropsNulls = drops }
+}
+
 // registryService implements ToolRegistryService over a started registry.
 // Reads (Get) and writes go to the registry's store; ListTools is served
 // from the live snapshot; WatchTools streams the store's events.
@@ -75,6 +83,7 @@ type registryService struct {
 	lintProfiles []lint.Profile
 	visible      func(ctx context.Context, name string) bool
 	showBackend  func(ctx context.Context) bool
+	dropsNulls   func(ctx context.Context, tool string) bool
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once
@@ -357,6 +366,12 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 }
 
 // shows reports whether the caller in ctx may see the tool (WithToolFilter).
+// dropsOptionalNulls reports whether the policy removes the tool's optional
+// nulls (WithOptionalNulls); without one, none are (the default policy).
+func (s *registryService) dropsOptionalNulls(ctx context.Context, tool string) bool {
+	return s.dropsNulls != nil && s.dropsNulls(ctx, tool)
+}
+
 func (s *registryService) shows(ctx context.Context, name string) bool {
 	return s.visible == nil || s.visible(ctx, name)
 }

@@ -28,6 +28,9 @@ type Config struct {
 	Registry *registry.Registry
 	Metrics  *observe.Metrics
 	Log      *slog.Logger
+	// OKCallsLevel is the level of a successful call's access-log line
+	// (observe.AccessLevel): INFO, the zero value, or DEBUG.
+	OKCallsLevel slog.Level
 	// StrictLint refuses every registration with provider-lint errors.
 	StrictLint bool
 	// ServerOptions are added to the server's (credentials, message
@@ -62,7 +65,7 @@ func New(cfg Config) *Server {
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline)}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithToolFilter(cfg.Pipeline.Visible),
-		WithBackendFilter(cfg.Pipeline.SeesBackends))
+		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -169,6 +169,8 @@ func repairProto(r normalize.Repair) *gatewayv1.Repair {
 		kind = gatewayv1.RepairKind_REPAIR_KIND_JSON_DECODED
 	case normalize.EntitiesDecoded:
 		kind = gatewayv1.RepairKind_REPAIR_KIND_ENTITIES_DECODED
+	case normalize.NullDropped:
+		kind = gatewayv1.RepairKind_REPAIR_KIND_NULL_DROPPED
 	}
 	return &gatewayv1.Repair{Path: r.Path, Kind: kind, Passes: int32(r.Passes), BoundHit: r.BoundHit}
 }

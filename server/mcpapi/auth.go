@@ -28,6 +28,7 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 			msg, code := "authentication failed", http.StatusUnauthorized
 			challenge := `Bearer realm="flowdrop"` + m.resourceMetadataParam(pol.Auth)
 			if pe, ok := policy.AsError(err); ok {
+				noteRefusal(r, pe.Reason)
 				msg = pe.Message
 				if pe.Code != policy.Unauthenticated {
 					code = http.StatusForbidden
@@ -40,6 +41,9 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", challenge)
 			http.Error(w, msg, code)
 			return
+		}
+		if a := httpAccessFrom(r.Context()); a != nil {
+			a.caller, a.authBy = caller.Subject, caller.Method
 		}
 		// The request's calls run under the policy it was authenticated by.
 		next.ServeHTTP(w, r.WithContext(pipeline.WithPolicy(policy.WithCaller(r.Context(), caller), pol)))
@@ -70,6 +74,7 @@ func (m *Server) auditAuthFailure(w http.ResponseWriter, r *http.Request, pol *p
 	if !isCall {
 		return
 	}
+	noteRefusedCall(r, tool, callID)
 	c := pipeline.NewCall(tool, callID, nil)
 	c.UsePolicy(pol)
 	m.pipe.Begin(c)

@@ -142,16 +142,17 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			var mbe *http.MaxBytesError
 			switch {
 			case errors.As(err, &mbe):
-				closeWith(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				m.refuseHTTP(w, r, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge, "body-too-large")
 			case errors.Is(err, os.ErrDeadlineExceeded):
-				closeWith(w, fmt.Sprintf("request body not received within %v", m.limits.ReadTimeout), http.StatusRequestTimeout)
+				m.refuseHTTP(w, r, fmt.Sprintf("request body not received within %v", m.limits.ReadTimeout), http.StatusRequestTimeout, "body-timeout")
 			default:
-				closeWith(w, "request body could not be read", http.StatusBadRequest)
+				m.refuseHTTP(w, r, "request body could not be read", http.StatusBadRequest, "body-unreadable")
 			}
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})
 		if err := oneJSONValue(body); err != nil {
+			noteRefusal(r, "malformed-payload")
 			http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest)
 			return
 		}

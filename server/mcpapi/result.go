@@ -250,8 +250,11 @@ func describeRepairs(rs []normalize.Repair) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		what := "decoded a JSON string into its value"
-		if r.Kind == normalize.EntitiesDecoded {
+		switch r.Kind {
+		case normalize.EntitiesDecoded:
 			what = "decoded HTML entities"
+		case normalize.NullDropped:
+			what = "removed a null sent for an optional property, as if not given"
 		}
 		path := r.Path
 		if path == "" {

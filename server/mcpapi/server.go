@@ -55,8 +55,9 @@ const Path = "/mcp"
 
 // Keys the gateway uses in MCP _meta objects.
 const (
-	// MCPMetaRepairs (in a tools/call result): the RT-TOOL-8 repairs the
-	// gateway made to the arguments, [{path, kind, passes?, boundHit?}].
+	// MCPMetaRepairs (in a tools/call result): the repairs the gateway made
+	// to the arguments (RT-TOOL-8's, and null-dropped where the policy drops
+	// optional nulls), [{path, kind, passes?, boundHit?}].
 	MCPMetaRepairs = "flowdrop/repairs"
 	// MCPMetaViolations (in an isError result for invalid arguments): the
 	// schema violations, [{path, message}].
@@ -110,11 +111,18 @@ type Config struct {
 	// in authorization discovery unless the policy's jwt.resource says
 	// otherwise (resource_metadata.go).
 	ResourceURL string
+	// AllowedOrigins are the browser origins served (origin.go); requests
+	// with any other Origin header are refused. SetAllowedOrigins replaces
+	// them.
+	AllowedOrigins []string
+	// OKCallsLevel is the level of a successful request's access-log line
+	// (accesslog.go): INFO, the zero value, or DEBUG.
+	OKCallsLevel slog.Level
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
 // any method string; the label set stays bounded).
-var countedMethods = map[string]bool{"initialize": true, "tools/list": true, "tools/call": true, "ping": true,
+var countedMethods = map[string]bool{"initialize": true, "server/discover": true, "tools/list": true, "tools/call": true, "ping": true,
 	"subscriptions/listen": true, "notifications/initialized": true}
 
 // Server serves the MCP endpoint over HTTP at Path.
@@ -132,6 +140,8 @@ type Server struct {
 	prop    propagation.TextMapPropagator
 	// resource is the endpoint's URL from the listener (Config.ResourceURL).
 	resource string
+	origins  *originGuard
+	okLevel  slog.Level
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -162,9 +172,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
 	}
+	origins, err := ParseOrigins(cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
-		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL}
+		limits: cfg.HTTP.withDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
+		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -196,8 +211,9 @@ func New(cfg Config) (*Server, error) {
 		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	// Authentication reads headers only; the body is read (bounded) after it.
-	mux.Handle(Path, m.traceContext(m.authenticate(m.readBody(h))))
+	// Origin and authentication read headers only; the body is read
+	// (bounded) after them.
+	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.readBody(h))))))
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
@@ -344,26 +360,10 @@ func (m *Server) unreachable(context.Context, *mcp.CallToolRequest) (*mcp.CallTo
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
-// middleware runs on every MCP method the SDK receives.
+// middleware runs on every MCP method the SDK receives: counted and
+// access-logged (accesslog.go) around the gateway's own handling.
 func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	handle := m.handle(next)
-	if m.count == nil {
-		return handle
-	}
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := handle(ctx, method, req)
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		} else if cr, ok := res.(*callResult); ok && cr.IsError {
-			outcome = "tool-error"
-		}
-		if !countedMethods[method] {
-			method = "other"
-		}
-		m.count(method, outcome)
-		return res, err
-	}
+	return m.observe(m.handle(next))
 }
 
 // handle routes the methods the gateway answers itself.

@@ -233,6 +233,13 @@ func (c *Call) receiveRepaired(buf []byte, headLen int) {
 // SetArgs replaces the arguments to forward (normalization's result).
 func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
 
+// setChangedArgs replaces the arguments to forward with s, which differ
+// from every form the call holds: the received bytes (also when they were
+// repaired on the wire) are no longer what the backend must get.
+func (c *Call) setChangedArgs(s *structpb.Struct) {
+	c.args, c.rewrite = s, true
+}
+
 // Forwardable returns the received bytes when they are exactly what the
 // backend must receive: never decoded, or decoded and left unchanged, or
 // repaired on the wire (then decoding is only a read of the repaired

@@ -47,6 +47,10 @@ type Config struct {
 	// call is refused: a rule judged the still-escaped text, not what the
 	// tool may decode from it.
 	ForwardEntityBound bool
+	// OptionalNulls says per tool whether a null sent for an optional
+	// property whose schema does not admit null is removed before
+	// validation (an extension outside RT-TOOL-8; nil: never).
+	OptionalNulls *policy.OptionalNulls
 
 	// Recorders receive every call's outcome (metrics).
 	Recorders []Recorder
@@ -92,7 +96,8 @@ func New(cfg Config) *Pipeline {
 	p := &Pipeline{cfg: cfg, fast: !cfg.DisableFastPaths}
 	p.life, p.endLife = context.WithCancel(context.Background())
 	p.SetPolicy(Policy{Auth: cfg.Auth, Authz: cfg.Authz, RateLimit: cfg.RateLimit, Limits: cfg.Limits, Rules: cfg.Rules,
-		InFlight: cfg.InFlight, ForwardEntityBound: cfg.ForwardEntityBound, RegistryRate: cfg.RegistryRate})
+		InFlight: cfg.InFlight, ForwardEntityBound: cfg.ForwardEntityBound, OptionalNulls: cfg.OptionalNulls,
+		RegistryRate: cfg.RegistryRate})
 	p.stages = p.stageList()
 	return p
 }
@@ -234,7 +239,7 @@ func (p *Pipeline) checkOutput(ctx context.Context, c *Call, res Result) Result 
 	var problem string
 	if obj := v.GetStructValue(); obj == nil {
 		problem = "the result is not an object"
-	} else if err := c.Entry.Output.Validate(obj, nil); err != nil {
+	} else if err := c.Entry.Output.ValidateWithin(ctx, obj, nil, p.policyOf(c).Limits.MaxValidationSteps); err != nil {
 		problem = err.Error()
 	}
 	if problem == "" {
@@ -336,16 +341,28 @@ const registerMethod = "/" + policy.RegistryService + "/RegisterTool"
 // backend: an address tells a model nothing it needs and an attacker where
 // to go around the gateway. Without authorization, everyone.
 func (p *Pipeline) SeesBackends(ctx context.Context) bool {
-	pol := PolicyFrom(ctx)
-	if pol == nil {
-		pol = p.Policy()
-	}
-	az := pol.Authz
+	az := p.policyFor(ctx).Authz
 	if az == nil {
 		return true
 	}
 	caller, ok := policy.CallerFrom(ctx)
 	return ok && az.AllowMethod(caller, registerMethod) == nil
+}
+
+// DropsOptionalNulls reports whether the policy of the request in ctx (or
+// the one in force) removes the tool's optional nulls
+// (normalize.optional_nulls), for ExportTools.
+func (p *Pipeline) DropsOptionalNulls(ctx context.Context, tool string) bool {
+	return p.policyFor(ctx).OptionalNulls.Drop(tool)
+}
+
+// policyFor is the policy snapshot WithPolicy stored in ctx, else the one
+// in force.
+func (p *Pipeline) policyFor(ctx context.Context) *Policy {
+	if pol := PolicyFrom(ctx); pol != nil {
+		return pol
+	}
+	return p.Policy()
 }
 
 // decodeInvokeResponse reads a plain InvokeResponse's result (field 1, a

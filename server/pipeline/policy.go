@@ -15,14 +15,15 @@ import (
 type Policy struct {
 	// Auth authenticates callers on every face.
 	Auth *policy.Authenticator
-	// Authz, RateLimit, Limits, Rules, InFlight and ForwardEntityBound are
-	// as in Config.
+	// Authz, RateLimit, Limits, Rules, InFlight, ForwardEntityBound and
+	// OptionalNulls are as in Config.
 	Authz              *policy.Authorizer
 	RateLimit          *policy.RateLimiter
 	Limits             policy.Limits
 	Rules              *policy.Rules
 	InFlight           *policy.InFlight
 	ForwardEntityBound bool
+	OptionalNulls      *policy.OptionalNulls
 	// RegistryRate limits the registry service's calls (caller × method).
 	RegistryRate *policy.RateLimiter
 
@@ -40,7 +41,8 @@ func (p *Pipeline) SetPolicy(pol Policy) {
 	if pol.Limits.Mode == policy.ModeShadow {
 		watched := pol.Limits.WithDefaults()
 		pol.shadowLimits = &watched
-		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool}
+		pol.Limits = policy.Limits{MaxInFlightPerTool: watched.MaxInFlightPerTool,
+			MaxValidationSteps: watched.MaxValidationSteps, MaxSchemaEvaluations: watched.MaxSchemaEvaluations}
 	}
 	pol.Limits = pol.Limits.WithDefaults()
 	pol.repairLimits = repairLimitsOf(pol.Limits)

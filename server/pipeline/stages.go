@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
 )
 
 // Stage is one step of a tool call: it reads and fills the Call, and
@@ -203,15 +205,24 @@ func (p *Pipeline) checkLimits(c *Call) error {
 	return p.policyOf(c).Limits.Check(c.Tool, args)
 }
 
-// normalize looks the tool up and applies its RT-TOOL-8 plan. Arguments
-// still as received bytes stay so, undecoded, when the wire check finds
-// nothing to repair.
+// normalize looks the tool up and applies its RT-TOOL-8 plan, then, where
+// the policy asks, drops optional nulls (an extension outside RT-TOOL-8).
 func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	e, ok := p.cfg.Registry.Lookup(c.Tool)
 	if !ok {
 		return ToolNotFound(c.Tool)
 	}
 	c.Entry = e
+	if err := p.applyPlan(c); err != nil {
+		return err
+	}
+	return p.dropOptionalNulls(c)
+}
+
+// applyPlan applies the tool's RT-TOOL-8 plan. Arguments still as received
+// bytes stay so, undecoded, when the wire check finds nothing to repair.
+func (p *Pipeline) applyPlan(c *Call) error {
+	e := c.Entry
 	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast {
 		if !e.Plan.NeedsRepairWire(b) {
 			return nil
@@ -249,6 +260,34 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 	return p.checkEntityBound(c)
 }
 
+// dropOptionalNulls removes the nulls sent for optional properties whose
+// schema does not admit null (registry/schema's DropOptionalNulls: what
+// OpenAI strict mode sends for "not given"), for the tools the policy's
+// normalize.optional_nulls drops them for, and reports each as a
+// null-dropped repair. It runs after RT-TOOL-8, whose output it never
+// changes otherwise, so nulls inside a just-decoded JSON string count too.
+// Off (the default) it is one nil check; on, arguments still as bytes are
+// decoded only when they hold a null.
+func (p *Pipeline) dropOptionalNulls(c *Call) error {
+	if !p.policyOf(c).OptionalNulls.Drop(c.Tool) {
+		return nil
+	}
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && !structwire.HasNull(b) {
+		return nil
+	}
+	args, err := c.Args()
+	if err != nil {
+		return err
+	}
+	out, dropped := c.Entry.Schema.DropOptionalNulls(args)
+	if len(dropped) == 0 {
+		return nil
+	}
+	c.Report.Repairs = append(c.Report.Repairs, dropped...)
+	c.setChangedArgs(out)
+	return nil
+}
+
 // checkEntityBound refuses an argument entity decoding left escaped at its
 // bound, unless the policy forwards such arguments.
 func (p *Pipeline) checkEntityBound(c *Call) error {
@@ -284,9 +323,14 @@ func pointerOrRoot(p string) string {
 }
 
 // validate checks the normalized arguments against the tool's full schema;
-// undecoded arguments the wire validator proves valid are not decoded.
-func (p *Pipeline) validate(_ context.Context, c *Call) error {
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWire(b) {
+// undecoded arguments the wire validator proves valid are not decoded. The
+// work is bounded by the policy's max_validation_steps (arguments whose
+// worst case is over it are refused before anything is evaluated) and by
+// the call's context, so a call whose deadline passes, or a gateway
+// shutting down, does not wait on an evaluation.
+func (p *Pipeline) validate(ctx context.Context, c *Call) error {
+	steps := p.policyOf(c).Limits.MaxValidationSteps
+	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWireWithin(ctx, b, steps) {
 		c.validation = "ok"
 		return nil
 	}
@@ -294,11 +338,21 @@ func (p *Pipeline) validate(_ context.Context, c *Call) error {
 	if err != nil {
 		return err
 	}
-	if v := c.Entry.Validate(args, &c.Report); v != nil {
-		return v
+	if v := c.Entry.ValidateWithin(ctx, args, &c.Report, steps); v != nil {
+		return p.validationBudget(c, v)
 	}
 	c.validation = "ok"
 	return nil
+}
+
+// validationBudget is err, or for a *schema.BudgetError the policy's
+// refusal naming max_validation_steps and where the worst case crossed it.
+func (p *Pipeline) validationBudget(c *Call, err error) error {
+	var be *schema.BudgetError
+	if !errors.As(err, &be) {
+		return err
+	}
+	return p.policyOf(c).Limits.Exceeded(c.Tool, policy.LimitMaxValidationSteps, be.Pointer, false)
 }
 
 // rules: the limits again on the normalized arguments (JSON decoding can

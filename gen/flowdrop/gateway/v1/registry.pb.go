@@ -148,8 +148,15 @@ type ExportToolsResponse struct {
 	LeftOut []*LeftOutTool `protobuf:"bytes,2,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
 	// Set when more tools follow: the page_token of the next page.
 	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// openai-strict only: the tools of this page whose definition the strict
+	// rewrite made optional properties required and nullable for (a model
+	// then sends null for "not given") while this gateway refuses such a
+	// null, its policy's normalize.optional_nulls not being "drop" for
+	// them. Calls to them that send null for an optional property fail
+	// validation.
+	OptionalNullsRefused []string `protobuf:"bytes,4,rep,name=optional_nulls_refused,json=optionalNullsRefused,proto3" json:"optional_nulls_refused,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ExportToolsResponse) Reset() {
@@ -201,6 +208,13 @@ func (x *ExportToolsResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ExportToolsResponse) GetOptionalNullsRefused() []string {
+	if x != nil {
+		return x.OptionalNullsRefused
+	}
+	return nil
 }
 
 type LeftOutTool struct {
@@ -942,12 +956,13 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"\x99\x01\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xcf\x01\n" +
 	"\x13ExportToolsResponse\x12\x1d\n" +
 	"\n" +
 	"tools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n" +
 	"\bleft_out\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LeftOutToolR\aleftOut\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"_\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x124\n" +
+	"\x16optional_nulls_refused\x18\x04 \x03(\tR\x14optionalNullsRefused\"_\n" +
 	"\vLeftOutTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\bfindings\x18\x02 \x03(\v2 .flowdrop.gateway.v1.LintFindingR\bfindings\"\xdc\x01\n" +

@@ -83,7 +83,7 @@ func (HttpParameterIn) EnumDescriptor() ([]byte, []int) {
 	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{0}
 }
 
-// RepairKind says which RT-TOOL-8 repair changed an argument.
+// RepairKind says which repair changed an argument.
 type RepairKind int32
 
 const (
@@ -92,6 +92,10 @@ const (
 	RepairKind_REPAIR_KIND_JSON_DECODED RepairKind = 1
 	// HTML character references were decoded in a string leaf (clause 4).
 	RepairKind_REPAIR_KIND_ENTITIES_DECODED RepairKind = 2
+	// A null sent for an optional property whose schema does not admit null
+	// was removed, as if absent. Not RT-TOOL-8: only when the gateway's
+	// policy sets normalize.optional_nulls: drop for the tool.
+	RepairKind_REPAIR_KIND_NULL_DROPPED RepairKind = 3
 )
 
 // Enum value maps for RepairKind.
@@ -100,11 +104,13 @@ var (
 		0: "REPAIR_KIND_UNSPECIFIED",
 		1: "REPAIR_KIND_JSON_DECODED",
 		2: "REPAIR_KIND_ENTITIES_DECODED",
+		3: "REPAIR_KIND_NULL_DROPPED",
 	}
 	RepairKind_value = map[string]int32{
 		"REPAIR_KIND_UNSPECIFIED":      0,
 		"REPAIR_KIND_JSON_DECODED":     1,
 		"REPAIR_KIND_ENTITIES_DECODED": 2,
+		"REPAIR_KIND_NULL_DROPPED":     3,
 	}
 )
 
@@ -1087,12 +1093,13 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x16HTTP_PARAMETER_IN_PATH\x10\x01\x12\x1b\n" +
 	"\x17HTTP_PARAMETER_IN_QUERY\x10\x02\x12\x1c\n" +
 	"\x18HTTP_PARAMETER_IN_HEADER\x10\x03\x12\x1a\n" +
-	"\x16HTTP_PARAMETER_IN_BODY\x10\x04*i\n" +
+	"\x16HTTP_PARAMETER_IN_BODY\x10\x04*\x87\x01\n" +
 	"\n" +
 	"RepairKind\x12\x1b\n" +
 	"\x17REPAIR_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18REPAIR_KIND_JSON_DECODED\x10\x01\x12 \n" +
-	"\x1cREPAIR_KIND_ENTITIES_DECODED\x10\x02B?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\x1cREPAIR_KIND_ENTITIES_DECODED\x10\x02\x12\x1c\n" +
+	"\x18REPAIR_KIND_NULL_DROPPED\x10\x03B?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_tool_proto_rawDescOnce sync.Once

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from flowdrop.gateway.v1 import tool_pb2 as flowdrop_dot_gateway_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowdrop/gateway/v1/registry.proto\x12\x13\x66lowdrop.gateway.v1\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\"h\n\x12\x45xportToolsRequest\x12\x16\n\x06\x66ormat\x18\x01 \x01(\tR\x06\x66ormat\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x99\x01\n\x13\x45xportToolsResponse\x12\x1d\n\ntools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n\x08left_out\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LeftOutToolR\x07leftOut\x12&\n\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"_\n\x0bLeftOutTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12<\n\x08\x66indings\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x08\x66indings\"\xdc\x01\n\x13RegisterToolRequest\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12-\n\x12require_compatible\x18\x03 \x01(\x08R\x11requireCompatible\x12\x1f\n\x0bstrict_lint\x18\x04 \x01(\x08R\nstrictLintB\x14\n\x12_expected_revision\"U\n\x11\x43ompatibilityNote\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"q\n\x0bLintFinding\x12\x18\n\x07profile\x18\x01 \x01(\tR\x07profile\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x1a\n\x08severity\x18\x04 \x01(\tR\x08severity\"\xff\x01\n\x14RegisterToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"$\n\x0eGetToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"@\n\x0fGetToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"\xf5\x01\n\x10ListToolsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x1f\n\x0bname_prefix\x18\x03 \x01(\tR\nnamePrefix\x12I\n\x06labels\x18\x04 \x03(\x0b\x32\x31.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x11ListToolsResponse\x12/\n\x05tools\x18\x01 \x03(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x05tools\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"o\n\x11\x44\x65leteToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x14\n\x12\x44\x65leteToolResponse\":\n\x11WatchToolsRequest\x12%\n\x0estart_revision\x18\x01 \x01(\x03R\rstartRevision\"\xfa\x01\n\x12WatchToolsResponse\x12\x45\n\x04type\x18\x01 \x01(\x0e\x32\x31.flowdrop.gateway.v1.WatchToolsResponse.EventTypeR\x04type\x12-\n\x04tool\x18\x02 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"R\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x45VENT_TYPE_PUT\x10\x01\x12\x15\n\x11\x45VENT_TYPE_DELETE\x10\x02\x32\xce\x04\n\x13ToolRegistryService\x12\x63\n\x0cRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n\x07GetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n\tListTools\x12%.flowdrop.gateway.v1.ListToolsRequest\x1a&.flowdrop.gateway.v1.ListToolsResponse\x12]\n\nDeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a\'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n\nWatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a\'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n\x0b\x45xportTools\x12\'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowdrop/gateway/v1/registry.proto\x12\x13\x66lowdrop.gateway.v1\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\"h\n\x12\x45xportToolsRequest\x12\x16\n\x06\x66ormat\x18\x01 \x01(\tR\x06\x66ormat\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\xcf\x01\n\x13\x45xportToolsResponse\x12\x1d\n\ntools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n\x08left_out\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LeftOutToolR\x07leftOut\x12&\n\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12\x34\n\x16optional_nulls_refused\x18\x04 \x03(\tR\x14optionalNullsRefused\"_\n\x0bLeftOutTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12<\n\x08\x66indings\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x08\x66indings\"\xdc\x01\n\x13RegisterToolRequest\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12-\n\x12require_compatible\x18\x03 \x01(\x08R\x11requireCompatible\x12\x1f\n\x0bstrict_lint\x18\x04 \x01(\x08R\nstrictLintB\x14\n\x12_expected_revision\"U\n\x11\x43ompatibilityNote\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"q\n\x0bLintFinding\x12\x18\n\x07profile\x18\x01 \x01(\tR\x07profile\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x1a\n\x08severity\x18\x04 \x01(\tR\x08severity\"\xff\x01\n\x14RegisterToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"$\n\x0eGetToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"@\n\x0fGetToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"\xf5\x01\n\x10ListToolsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x1f\n\x0bname_prefix\x18\x03 \x01(\tR\nnamePrefix\x12I\n\x06labels\x18\x04 \x03(\x0b\x32\x31.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x11ListToolsResponse\x12/\n\x05tools\x18\x01 \x03(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x05tools\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"o\n\x11\x44\x65leteToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x14\n\x12\x44\x65leteToolResponse\":\n\x11WatchToolsRequest\x12%\n\x0estart_revision\x18\x01 \x01(\x03R\rstartRevision\"\xfa\x01\n\x12WatchToolsResponse\x12\x45\n\x04type\x18\x01 \x01(\x0e\x32\x31.flowdrop.gateway.v1.WatchToolsResponse.EventTypeR\x04type\x12-\n\x04tool\x18\x02 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"R\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x45VENT_TYPE_PUT\x10\x01\x12\x15\n\x11\x45VENT_TYPE_DELETE\x10\x02\x32\xce\x04\n\x13ToolRegistryService\x12\x63\n\x0cRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n\x07GetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n\tListTools\x12%.flowdrop.gateway.v1.ListToolsRequest\x1a&.flowdrop.gateway.v1.ListToolsResponse\x12]\n\nDeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a\'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n\nWatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a\'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n\x0b\x45xportTools\x12\'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowdrop.gateway.v1.registry_pb2', globals())
@@ -27,37 +27,37 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _EXPORTTOOLSREQUEST._serialized_start=91
   _EXPORTTOOLSREQUEST._serialized_end=195
   _EXPORTTOOLSRESPONSE._serialized_start=198
-  _EXPORTTOOLSRESPONSE._serialized_end=351
-  _LEFTOUTTOOL._serialized_start=353
-  _LEFTOUTTOOL._serialized_end=448
-  _REGISTERTOOLREQUEST._serialized_start=451
-  _REGISTERTOOLREQUEST._serialized_end=671
-  _COMPATIBILITYNOTE._serialized_start=673
-  _COMPATIBILITYNOTE._serialized_end=758
-  _LINTFINDING._serialized_start=760
-  _LINTFINDING._serialized_end=873
-  _REGISTERTOOLRESPONSE._serialized_start=876
-  _REGISTERTOOLRESPONSE._serialized_end=1131
-  _GETTOOLREQUEST._serialized_start=1133
-  _GETTOOLREQUEST._serialized_end=1169
-  _GETTOOLRESPONSE._serialized_start=1171
-  _GETTOOLRESPONSE._serialized_end=1235
-  _LISTTOOLSREQUEST._serialized_start=1238
-  _LISTTOOLSREQUEST._serialized_end=1483
-  _LISTTOOLSREQUEST_LABELSENTRY._serialized_start=1426
-  _LISTTOOLSREQUEST_LABELSENTRY._serialized_end=1483
-  _LISTTOOLSRESPONSE._serialized_start=1485
-  _LISTTOOLSRESPONSE._serialized_end=1593
-  _DELETETOOLREQUEST._serialized_start=1595
-  _DELETETOOLREQUEST._serialized_end=1706
-  _DELETETOOLRESPONSE._serialized_start=1708
-  _DELETETOOLRESPONSE._serialized_end=1728
-  _WATCHTOOLSREQUEST._serialized_start=1730
-  _WATCHTOOLSREQUEST._serialized_end=1788
-  _WATCHTOOLSRESPONSE._serialized_start=1791
-  _WATCHTOOLSRESPONSE._serialized_end=2041
-  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_start=1959
-  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_end=2041
-  _TOOLREGISTRYSERVICE._serialized_start=2044
-  _TOOLREGISTRYSERVICE._serialized_end=2634
+  _EXPORTTOOLSRESPONSE._serialized_end=405
+  _LEFTOUTTOOL._serialized_start=407
+  _LEFTOUTTOOL._serialized_end=502
+  _REGISTERTOOLREQUEST._serialized_start=505
+  _REGISTERTOOLREQUEST._serialized_end=725
+  _COMPATIBILITYNOTE._serialized_start=727
+  _COMPATIBILITYNOTE._serialized_end=812
+  _LINTFINDING._serialized_start=814
+  _LINTFINDING._serialized_end=927
+  _REGISTERTOOLRESPONSE._serialized_start=930
+  _REGISTERTOOLRESPONSE._serialized_end=1185
+  _GETTOOLREQUEST._serialized_start=1187
+  _GETTOOLREQUEST._serialized_end=1223
+  _GETTOOLRESPONSE._serialized_start=1225
+  _GETTOOLRESPONSE._serialized_end=1289
+  _LISTTOOLSREQUEST._serialized_start=1292
+  _LISTTOOLSREQUEST._serialized_end=1537
+  _LISTTOOLSREQUEST_LABELSENTRY._serialized_start=1480
+  _LISTTOOLSREQUEST_LABELSENTRY._serialized_end=1537
+  _LISTTOOLSRESPONSE._serialized_start=1539
+  _LISTTOOLSRESPONSE._serialized_end=1647
+  _DELETETOOLREQUEST._serialized_start=1649
+  _DELETETOOLREQUEST._serialized_end=1760
+  _DELETETOOLRESPONSE._serialized_start=1762
+  _DELETETOOLRESPONSE._serialized_end=1782
+  _WATCHTOOLSREQUEST._serialized_start=1784
+  _WATCHTOOLSREQUEST._serialized_end=1842
+  _WATCHTOOLSRESPONSE._serialized_start=1845
+  _WATCHTOOLSRESPONSE._serialized_end=2095
+  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_start=2013
+  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_end=2095
+  _TOOLREGISTRYSERVICE._serialized_start=2098
+  _TOOLREGISTRYSERVICE._serialized_end=2688
 # @@protoc_insertion_point(module_scope)

@@ -40,14 +40,16 @@ class ExportToolsRequest(_message.Message):
     def __init__(self, format: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ExportToolsResponse(_message.Message):
-    __slots__ = ["left_out", "next_page_token", "tools_json"]
+    __slots__ = ["left_out", "next_page_token", "optional_nulls_refused", "tools_json"]
     LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    OPTIONAL_NULLS_REFUSED_FIELD_NUMBER: _ClassVar[int]
     TOOLS_JSON_FIELD_NUMBER: _ClassVar[int]
     left_out: _containers.RepeatedCompositeFieldContainer[LeftOutTool]
     next_page_token: str
+    optional_nulls_refused: _containers.RepeatedScalarFieldContainer[str]
     tools_json: str
-    def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., optional_nulls_refused: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetToolRequest(_message.Message):
     __slots__ = ["name"]

@@ -74,6 +74,18 @@ export declare type ExportToolsResponse = Message<"flowdrop.gateway.v1.ExportToo
    * @generated from field: string next_page_token = 3;
    */
   nextPageToken: string;
+
+  /**
+   * openai-strict only: the tools of this page whose definition the strict
+   * rewrite made optional properties required and nullable for (a model
+   * then sends null for "not given") while this gateway refuses such a
+   * null, its policy's normalize.optional_nulls not being "drop" for
+   * them. Calls to them that send null for an optional property fail
+   * validation.
+   *
+   * @generated from field: repeated string optional_nulls_refused = 4;
+   */
+  optionalNullsRefused: string[];
 };
 
 /**

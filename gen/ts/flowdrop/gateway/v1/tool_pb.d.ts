@@ -560,7 +560,7 @@ export enum HttpParameterIn {
 export declare const HttpParameterInSchema: GenEnum<HttpParameterIn>;
 
 /**
- * RepairKind says which RT-TOOL-8 repair changed an argument.
+ * RepairKind says which repair changed an argument.
  *
  * @generated from enum flowdrop.gateway.v1.RepairKind
  */
@@ -583,6 +583,15 @@ export enum RepairKind {
    * @generated from enum value: REPAIR_KIND_ENTITIES_DECODED = 2;
    */
   ENTITIES_DECODED = 2,
+
+  /**
+   * A null sent for an optional property whose schema does not admit null
+   * was removed, as if absent. Not RT-TOOL-8: only when the gateway's
+   * policy sets normalize.optional_nulls: drop for the tool.
+   *
+   * @generated from enum value: REPAIR_KIND_NULL_DROPPED = 3;
+   */
+  NULL_DROPPED = 3,
 }
 
 /**
