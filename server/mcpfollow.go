@@ -50,6 +50,9 @@ type mcpFollower struct {
 	bounds         mcpimport.Bounds
 	countOversized func(bound string)
 	pacer          *relistPacer
+	// referenceAllowed (nil: any) refuses a credential reference the
+	// policy does not declare for url, before it is read.
+	referenceAllowed func(url string, ref mcpupstream.Reference) error
 
 	kick chan struct{}
 	stop chan struct{}
@@ -180,7 +183,7 @@ func (f *mcpFollower) listen(ctx context.Context) {
 		if ok {
 			continue
 		}
-		h, _, err := k.ref.Load()
+		h, _, err := f.loadReference(k.url, k.ref)
 		if err != nil {
 			f.log.Warn("mcp upstream: credential", "url", k.url, "credential", k.ref.String(), "err", err)
 			continue
@@ -359,7 +362,7 @@ func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Too
 	cs := f.listeners[g.ref][g.url]
 	f.mu.Unlock()
 	if cs == nil {
-		h, _, err := g.ref.Load()
+		h, _, err := f.loadReference(g.url, g.ref)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -55,6 +55,9 @@ type PolicyConfig struct {
 	BackendTLS []backend.TargetTLS
 	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
 	MCPUpstreams MCPUpstreamsConfig
+	// Credentials are the only credential sources a tool may name, each
+	// with the origins it may be sent to (credentials.go).
+	Credentials []policy.CredentialSource
 	// MCP is the MCP endpoint's policy (policy file section mcp).
 	MCP MCPPolicy
 }
@@ -196,6 +199,9 @@ func (c *PolicyConfig) validate() error {
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
 	}
+	if _, err := policy.NewCredentialSources(c.Credentials); err != nil {
+		bad("%v", err) // names credentials[i] and the field
+	}
 	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
 		bad("mcp_upstreams: %v", err)
 	}
@@ -219,12 +225,12 @@ func (c *PolicyConfig) validate() error {
 			bad("%s.dir %q: must be an absolute path", at, cmd.Dir)
 		}
 		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
-			if !validEnvName(k) {
+			if !policy.ValidEnvName(k) {
 				bad("%s.env: %q is not an environment variable name", at, policy.Bound(k))
 			}
 		}
 		for _, k := range cmd.PassEnv {
-			if !validEnvName(k) {
+			if !policy.ValidEnvName(k) {
 				bad("%s.pass_env: %q is not an environment variable name", at, policy.Bound(k))
 			}
 		}
@@ -392,6 +398,11 @@ type policyFile struct {
 		ServerName string `json:"server_name"`
 		Require    bool   `json:"require"`
 	} `json:"backend_tls"`
+	Credentials []struct {
+		Env     string   `json:"env"`
+		File    string   `json:"file"`
+		Origins []string `json:"origins"`
+	} `json:"credentials"`
 	MCPUpstreams struct {
 		RelistInterval      duration `json:"relist_interval"`
 		MaxListBytes        int64    `json:"max_list_bytes"`
@@ -480,6 +491,9 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
+	for _, cs := range f.Credentials {
+		c.Credentials = append(c.Credentials, policy.CredentialSource{Env: cs.Env, File: cs.File, Origins: cs.Origins})
+	}
 	c.MCPUpstreams.Bounds = mcpimport.Bounds{ListBytes: f.MCPUpstreams.MaxListBytes, Tools: f.MCPUpstreams.MaxTools,
 		DescriptionBytes: f.MCPUpstreams.MaxDescriptionBytes, SchemaBytes: f.MCPUpstreams.MaxSchemaBytes}
 	for name, sc := range f.MCPUpstreams.Stdio {
@@ -560,17 +574,4 @@ func (c *TLSConfig) serverCredentials() (credentials.TransportCredentials, error
 		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return credentials.NewTLS(tc), nil
-}
-
-// validEnvName reports whether k is a portable environment variable name.
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i, r := range k {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }

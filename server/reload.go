@@ -115,6 +115,10 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
 	}
 	g.pipe.SetPolicy(pol)
+	// Validated above: the sources build. From now on registrations and
+	// calls are held to them (a call already past its check finishes).
+	creds, _ := policy.NewCredentialSources(cfg.Credentials)
+	g.creds.Store(creds)
 	if g.mcp != nil {
 		// Checked by validate above, so this cannot fail.
 		_ = g.mcp.SetAllowedOrigins(cfg.MCP.AllowedOrigins)

@@ -202,6 +202,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		return pipeline.Result{}, fmt.Errorf("tool %q has no MCP upstream", c.Tool) // Internal: dispatch's mistake
 	}
 	up := spec.MCPTool
+	if perr := m.credentialUndeclared(c, up); perr != nil {
+		return pipeline.Result{}, perr
+	}
 	args, err := c.Args()
 	if err != nil {
 		return pipeline.Result{}, err
