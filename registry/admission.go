@@ -78,6 +78,9 @@ func (a Admission) admit(ctx context.Context, t Tool, current func(context.Conte
 	if te := checkTLSFiles(t); te != nil {
 		return Admitted{}, te
 	}
+	if err := checkOrigin(t, compile); err != nil {
+		return Admitted{}, err
+	}
 	res := Admitted{Entry: entry}
 	if len(a.LintProfiles) > 0 {
 		res.Findings = lint.Lint(t.Name, t.InputSchema, a.LintProfiles...)

@@ -293,15 +293,34 @@ type RegisterResult struct {
 // linted, checked for compatibility with the stored version), writes it to
 // the store and publishes it at once, so a Lookup right after Register sees
 // it (read-your-writes).
+//
+// An update of an imported tool (origin.go) that sets no Origin and still
+// calls the same upstream keeps the stored Origin and PendingChange: an
+// admin's edit pins the definition (Tool.Edited) and leaves the upstream's
+// held change held. An Origin without an UpstreamDigest gets t's own
+// definition's (an import: what the upstream listed is what is served).
 func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (RegisterResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, carried, err := r.register(ctx, t, o)
+		var mismatch *RevisionMismatchError
+		if carried && errors.As(err, &mismatch) && attempt < 3 {
+			continue // a concurrent write moved the origin kept: read it again
+		}
+		return res, err
+	}
+}
+
+// register is one attempt of Register; carried reports that the write was
+// pinned to the revision whose Origin it kept (not by the caller).
+func (r *Registry) register(ctx context.Context, t Tool, o RegisterOptions) (res RegisterResult, carried bool, err error) {
 	t.Revision = 0
 	adm := Admission{StrictLint: o.StrictLint, LintProfiles: o.LintProfiles, RequireCompatible: o.RequireCompatible, Compile: r.compileOpts, Check: r.check}
 	a, err := adm.admit(ctx, t, r.store.Get, r.compile)
 	if err != nil {
-		return RegisterResult{}, err
+		return RegisterResult{}, false, err
 	}
 	exists := a.Current != nil
-	res := RegisterResult{Notes: a.Notes, Findings: a.Findings}
+	res = RegisterResult{Notes: a.Notes, Findings: a.Findings}
 	expected := o.ExpectedRevision
 	if o.RequireCompatible && expected == nil {
 		var pin int64 // 0 when it did not exist
@@ -310,9 +329,22 @@ func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (Reg
 		}
 		expected = &pin
 	}
+	if t.Origin == nil && exists && a.Current.Origin != nil && a.Current.ImportedFrom(a.Current.Origin.MCPUpstream) &&
+		t.Spec != nil && t.Spec.MCPTool != nil && t.Spec.MCPTool.URL == a.Current.Origin.MCPUpstream {
+		t.Origin, t.Pending = a.Current.Origin, a.Current.Pending
+		if expected == nil {
+			pin := a.Current.Revision
+			expected, carried = &pin, true
+		}
+	}
+	if t.Origin != nil && t.Origin.UpstreamDigest == "" {
+		origin := *t.Origin
+		origin.UpstreamDigest = t.Definition().Digest()
+		t.Origin = &origin
+	}
 	stored, err := r.store.Put(ctx, t, expected)
 	if err != nil {
-		return RegisterResult{}, err
+		return RegisterResult{}, carried, err
 	}
 	e := *a.Entry
 	e.Tool = stored
@@ -324,7 +356,66 @@ func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (Reg
 	if expected != nil && *expected == 0 {
 		res.Created = true
 	}
-	return res, nil
+	return res, carried, nil
+}
+
+// ApprovePending serves the tool's pending upstream change: its definition
+// replaces the served one (admitted as Register admits it, with o's lint),
+// or, when the change is the tool's removal, the tool is deleted
+// (deleted). expected, when set, must be the tool's current revision: the
+// one the change was reviewed at. Without a pending change it fails with
+// *NoPendingChangeError.
+func (r *Registry) ApprovePending(ctx context.Context, name string, expected *int64, o RegisterOptions) (res RegisterResult, deleted bool, err error) {
+	cur, err := r.pendingAt(ctx, name, expected)
+	if err != nil {
+		return RegisterResult{}, false, err
+	}
+	rev := cur.Revision
+	if cur.Pending.Removed {
+		return RegisterResult{}, true, r.Delete(ctx, name, &rev)
+	}
+	next := cur.WithDefinition(cur.Pending.Definition)
+	origin := *cur.Origin
+	origin.UpstreamDigest = cur.Pending.Digest
+	next.Origin, next.Pending = &origin, nil
+	o.ExpectedRevision, o.RequireCompatible = &rev, false
+	res, err = r.Register(ctx, next, o)
+	return res, false, err
+}
+
+// RejectPending drops the tool's pending upstream change: the served
+// definition stays, and the upstream's definition (or its removal) is
+// taken as seen, so it is not proposed again; the tool is then Edited
+// (no later change is auto-approved over it). expected is as for
+// ApprovePending.
+func (r *Registry) RejectPending(ctx context.Context, name string, expected *int64) (Tool, error) {
+	cur, err := r.pendingAt(ctx, name, expected)
+	if err != nil {
+		return Tool{}, err
+	}
+	rev := cur.Revision
+	next := cur
+	origin := *cur.Origin
+	origin.UpstreamDigest = cur.Pending.Digest
+	next.Origin, next.Pending = &origin, nil
+	res, err := r.Register(ctx, next, RegisterOptions{ExpectedRevision: &rev})
+	return res.Tool, err
+}
+
+// pendingAt reads a tool that has a pending change, at revision expected
+// when set.
+func (r *Registry) pendingAt(ctx context.Context, name string, expected *int64) (Tool, error) {
+	cur, err := r.store.Get(ctx, name)
+	if err != nil {
+		return Tool{}, err
+	}
+	if expected != nil && *expected != cur.Revision {
+		return Tool{}, &RevisionMismatchError{Tool: name, Expected: *expected, Actual: cur.Revision}
+	}
+	if cur.Pending == nil || cur.Origin == nil {
+		return Tool{}, &NoPendingChangeError{Tool: name}
+	}
+	return cur, nil
 }
 
 // Get reads a tool from the store (the source of truth), or ErrNotFound.

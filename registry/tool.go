@@ -34,6 +34,12 @@ type Tool struct {
 	// "") or OnInvalidOutputPass.
 	OutputSchema    *structpb.Struct
 	OnInvalidOutput string
+	// Origin is set on a tool imported from an upstream MCP server, whose
+	// later changes to it are held in Pending (origin.go); nil: an admin
+	// wrote the tool, and no upstream changes it.
+	Origin *Origin
+	// Pending is the upstream change awaiting approval; nil: none.
+	Pending *PendingChange
 }
 
 // DefaultMaxResultBytes is a tool's result bound when it sets none: room

@@ -288,9 +288,9 @@ func TestAuditFailOpenOnFullDisk(t *testing.T) {
 
 // TestFollowerWritesWaitForTheAuditLog: the gateway's own registry writes
 // (following an upstream MCP server) are held to fail-closed audit as a
-// caller's are: while the log cannot be written an upstream's removed tool
-// stays registered; once it writes again the next re-list removes it, on
-// record.
+// caller's are: while the log cannot be written an upstream's removal of a
+// tool is not even held (the tool stays as registered); once it writes
+// again the next re-list holds the removal for approval, on record.
 func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 	dir := smallTmpfs(t)
 	var logs syncBuffer
@@ -331,8 +331,8 @@ func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v:\n%s", err, logs.String())
 	}
-	if _, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"}); err != nil {
-		t.Fatalf("up.refuse while the audit log fails: %v; want it still registered (no unrecorded change)", err)
+	if got, err := rc.GetTool(ctx, &gatewayv1.GetToolRequest{Name: "up.refuse"}); err != nil || len(got.GetTool().GetOrigin().GetPending()) != 0 {
+		t.Fatalf("up.refuse while the audit log fails: %v, %v; want it registered as it was (no unrecorded change)", got, err)
 	}
 
 	if err := os.Remove(filler); err != nil {
@@ -340,15 +340,16 @@ func TestFollowerWritesWaitForTheAuditLog(t *testing.T) {
 	}
 	awaitReady(t, env, "after space was freed")
 	up.MCP.RemoveTools("wait") // another list_changed: the follower re-lists
-	awaitNotFound(t, ctx, rc, "up.refuse", "after the audit log recovered")
+	awaitPending(t, ctx, rc, "up.refuse", "removal")
 	lines, raw := auditLines(t, env, filepath.Join(dir, "audit.jsonl"))
 	var removed int
 	for _, l := range lines {
-		if l["operation"] == "DeleteTool" && l["tool"] == "up.refuse" && l["decision"] == "allow" && l["caller_method"] == policy.MethodInternal {
+		if l["operation"] == "HoldPendingChange" && l["tool"] == "up.refuse" && l["reason"] == "mcp-upstream-removed" && l["decision"] == "allow" &&
+			l["caller_method"] == policy.MethodInternal {
 			removed++
 		}
 	}
 	if removed != 1 {
-		t.Errorf("%d audit lines for the follower's removal of up.refuse, want 1:\n%s", removed, raw)
+		t.Errorf("%d audit lines for the follower's hold of up.refuse's removal, want 1:\n%s", removed, raw)
 	}
 }

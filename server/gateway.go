@@ -167,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
+	g.metrics.WatchPendingChanges(g.pendingByUpstream)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
 		return nil, err
 	}
@@ -256,6 +257,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		go g.auditHealthLoop()
 	}
 	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
+	g.follow.pinPolicy = g.mcpPinPolicy
 	g.follow.bounds = cfg.Policy.MCPUpstreams.Bounds.Or(mcpimport.DefaultBounds())
 	g.follow.countOversized = observe.NewMCPUpstreamMetrics(g.metrics).CountOversized
 	g.follow.referenceAllowed = g.referenceAllowed

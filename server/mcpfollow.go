@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcppin"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -23,14 +23,17 @@ import (
 // MCP servers' tools when nothing told it they changed.
 const DefaultMCPRelistInterval = 30 * time.Second
 
-// mcpFollower keeps the registry's upstream MCP tools in step with their
-// upstreams: on an upstream's notifications/tools/list_changed (a standing
-// session per upstream listens) it re-lists that upstream alone, at most
-// once per mcpRelistGap (relistPacer), and every interval (for an upstream
-// that cannot notify, or a lost notification) each upstream; within the
-// listing bounds (mcpfollow_bounds.go) it
-//   - deletes a tool the upstream no longer has,
-//   - registers a changed input schema or description as a new revision.
+// mcpFollower keeps the tools imported from upstream MCP servers (those
+// with an origin naming their upstream: an admin's tool is never followed)
+// in step with their upstreams: on an upstream's
+// notifications/tools/list_changed (a standing session per upstream
+// listens) it re-lists that upstream alone, at most once per mcpRelistGap
+// (relistPacer), and every interval (for an upstream that cannot notify,
+// or a lost notification) each upstream — each listing within the bounds
+// (mcpfollow_bounds.go) — and a changed definition
+// or a tool gone upstream becomes the tool's pending change, held for an
+// admin's approval unless the policy auto-approves it (definition
+// pinning: internal/mcppin, mcpfollow_pin.go).
 //
 // A tool new upstream is not added: which tools, under which prefix, is
 // the import's decision. A stdio server (a process the gateway runs) is
@@ -45,6 +48,8 @@ type mcpFollower struct {
 	stdio    stdioLister
 	log      *slog.Logger
 	interval time.Duration
+	// pinPolicy is the policy's mcp_upstreams.auto_approve now (nil: none).
+	pinPolicy func() mcppin.Policy
 	// bounds hold each listing; countOversized (nil: none) counts a tool
 	// over one, by bound. Set before run.
 	bounds         mcpimport.Bounds
@@ -108,8 +113,8 @@ func (f *mcpFollower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
 	out := map[mcpGroupKey]*mcpUpstreamGroup{}
 	for _, e := range f.reg.Snapshot().List() {
 		t := e.Tool
-		if t.Spec == nil || t.Spec.MCPTool == nil {
-			continue
+		if t.Spec == nil || t.Spec.MCPTool == nil || !t.ImportedFrom(t.Spec.MCPTool.URL) {
+			continue // an admin's tool: no upstream changes or deletes it
 		}
 		m := t.Spec.MCPTool
 		k := mcpGroupKey{url: m.URL, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
@@ -319,36 +324,7 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	for _, t := range listed {
 		upstream[t.Name] = t
 	}
-	held := f.skipOversized(ctx, g, oversized)
-	for name, t := range g.tools {
-		if held[name] {
-			continue
-		}
-		u, ok := upstream[name]
-		if !ok {
-			rev := t.Revision
-			f.write(ctx, "DeleteTool", t.Name, g.url, reasonUpstreamRemoved, func() (int64, error) {
-				return 0, f.reg.Delete(ctx, t.Name, &rev)
-			})
-			continue
-		}
-		next, err := mcpimport.Update(t, u)
-		if err != nil {
-			f.log.Warn("mcp upstream: a changed tool cannot be admitted; keeping the registered revision", "tool", t.Name, "url", g.url, "err", err)
-			continue
-		}
-		if next.Description == t.Description && proto.Equal(next.InputSchema, t.InputSchema) {
-			continue
-		}
-		rev := t.Revision
-		f.write(ctx, "RegisterTool", t.Name, g.url, reasonUpstreamChanged, func() (int64, error) {
-			e, err := f.reg.Register(ctx, next, registry.RegisterOptions{ExpectedRevision: &rev})
-			if err != nil {
-				return 0, err
-			}
-			return e.Tool.Revision, nil
-		})
-	}
+	f.follow(ctx, withoutHeld(g, f.skipOversized(ctx, g, oversized)), upstream)
 }
 
 // list is the upstream's tools within f.bounds, and those left out for
@@ -378,12 +354,6 @@ func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Too
 	return mcpimport.ListWithin(ctx, cs, f.bounds)
 }
 
-// The reasons on the audit lines of the follower's own writes.
-const (
-	reasonUpstreamRemoved = "mcp-upstream-removed"
-	reasonUpstreamChanged = "mcp-upstream-changed"
-)
-
 // followerCaller is who the follower's audit lines name: the gateway.
 var followerCaller = policy.Caller{Subject: "flowdrop-gateway", Method: policy.MethodInternal}
 
@@ -392,7 +362,7 @@ var followerCaller = policy.Caller{Subject: "flowdrop-gateway", Method: policy.M
 // while the log cannot be written (the next re-list tries again). A write
 // another writer got to first (an admin, another replica: revision
 // mismatch, already deleted) changed nothing and has no line.
-func (f *mcpFollower) write(ctx context.Context, op, tool, url, reason string, do func() (revision int64, err error)) {
+func (f *mcpFollower) write(ctx context.Context, op, tool, url, reason, what string, do func() (revision int64, err error)) {
 	if e := f.audit.BeginRegistryWrite(tool); e != nil {
 		f.log.Warn("mcp upstream: the audit log cannot be written; the tool is left as registered until the next re-list",
 			"tool", tool, "url", url, "reason", reason)
@@ -401,10 +371,6 @@ func (f *mcpFollower) write(ctx context.Context, op, tool, url, reason string, d
 	w := pipeline.RegistryWrite{Start: time.Now(), Caller: followerCaller, HasCaller: true, Operation: op, Tool: tool,
 		Decision: policy.DecisionAllow, Reason: reason}
 	rev, err := do()
-	what := "updated: the upstream changed it"
-	if op == "DeleteTool" {
-		what = "removed: the upstream no longer has it"
-	}
 	if f.logWrite(what, tool, url, err) {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -69,4 +70,20 @@ func (f *mcpFollower) skipOversized(ctx context.Context, g *mcpUpstreamGroup, ov
 		}
 	}
 	return skip
+}
+
+// withoutHeld is g less the tools held at their registered revision (not
+// followed this time: neither changed nor taken as gone).
+func withoutHeld(g *mcpUpstreamGroup, held map[string]bool) *mcpUpstreamGroup {
+	if len(held) == 0 {
+		return g
+	}
+	out := *g
+	out.tools = map[string]registry.Tool{}
+	for name, t := range g.tools {
+		if !held[name] {
+			out.tools[name] = t
+		}
+	}
+	return &out
 }

@@ -148,7 +148,8 @@ func TestMCPFollowerHoldsListingsToTheirBounds(t *testing.T) {
 	defer cancel()
 	up := startHostileUpstream(t, &mcp.Tool{Name: "echo", Description: "Echoes."}, &mcp.Tool{Name: "other", Description: "Other."})
 	p := server.DemoPolicy()
-	p.MCPUpstreams.RelistInterval = time.Hour // notifications alone
+	p.MCPUpstreams.RelistInterval = time.Hour            // notifications alone
+	p.MCPUpstreams.AutoApprove = []string{"description"} // applied, not held: what the test watches
 	p.MCPUpstreams.Bounds = mcpimport.Bounds{ListBytes: 256 << 10, DescriptionBytes: 1024}
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	p.Audit = server.AuditConfig{Path: auditPath}
@@ -247,7 +248,8 @@ func TestMCPFollowerPacesListChangedPerUpstream(t *testing.T) {
 	noisy := startHostileUpstream(t, &mcp.Tool{Name: "churn", Description: "v0"})
 	bystander := startHostileUpstream(t, &mcp.Tool{Name: "calm", Description: "Calm."})
 	p := server.DemoPolicy()
-	p.MCPUpstreams.RelistInterval = time.Hour // notifications alone
+	p.MCPUpstreams.RelistInterval = time.Hour            // notifications alone
+	p.MCPUpstreams.AutoApprove = []string{"description"} // applied, not held: what the test watches
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
 	importUpstream(t, ctx, env, noisy.url, "", "noisy.")
 	importUpstream(t, ctx, env, bystander.url, "", "calm.")

@@ -36,6 +36,7 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
 
@@ -292,16 +293,19 @@ func TestMCPUpstreamTools(t *testing.T) {
 
 // TestMCPUpstreamListChanged: the upstream removes a tool and changes
 // another's input schema, and says so (notifications/tools/list_changed):
-// the gateway's registry drops the first and stores the second as a new
-// revision, and the gateway's own MCP clients are told their list changed.
-// Both writes are on the audit log as the gateway's own. The re-list
-// interval is an hour: only the notification can do it.
+// with a policy that auto-approves every kind of change
+// (mcp_upstreams.auto_approve; by default each is held for an admin:
+// mcppin_e2e_test.go), the gateway's registry drops the first and stores
+// the second as a new revision, and the gateway's own MCP clients are told
+// their list changed. Both writes are on the audit log as the gateway's
+// own. The re-list interval is an hour: only the notification can do it.
 func TestMCPUpstreamListChanged(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	up := mcpupstreamtest.Start(t)
 	p := server.DemoPolicy()
 	p.MCPUpstreams.RelistInterval = time.Hour
+	p.MCPUpstreams.AutoApprove = registry.ChangeKindNames
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	p.Audit = server.AuditConfig{Path: auditPath}
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p))
@@ -381,8 +385,8 @@ func TestMCPUpstreamListChanged(t *testing.T) {
 		}
 	}
 	want := []map[string]any{
-		{"operation": "DeleteTool", "tool": "up.refuse", "decision": "allow", "reason": "mcp-upstream-removed", "caller_subject": "flowdrop-gateway"},
-		{"operation": "RegisterTool", "tool": "up.say_hello", "decision": "allow", "reason": "mcp-upstream-changed", "revision": float64(changedRevision)},
+		{"operation": "DeleteTool", "tool": "up.refuse", "decision": "allow", "reason": "mcp-upstream-auto-approved", "caller_subject": "flowdrop-gateway"},
+		{"operation": "RegisterTool", "tool": "up.say_hello", "decision": "allow", "reason": "mcp-upstream-auto-approved", "revision": float64(changedRevision)},
 	}
 	slices.SortFunc(own, func(a, b map[string]any) int {
 		return strings.Compare(fmt.Sprint(a["operation"]), fmt.Sprint(b["operation"]))

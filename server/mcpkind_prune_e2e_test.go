@@ -103,7 +103,8 @@ func TestMCPUpstreamSessionEndsWithItsLastTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tl := range []struct{ name, url string }{{"gone.a", gone.url}, {"gone.b", gone.url}, {"kept.a", kept.url}} {
-		tool := &gatewayv1.Tool{Name: tl.name, InputSchema: schema,
+		// Imported (an origin): followed, so each upstream has a listener.
+		tool := &gatewayv1.Tool{Name: tl.name, InputSchema: schema, Origin: &gatewayv1.ToolOrigin{McpUpstream: tl.url},
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: tl.url, Tool: "sleep"}}}}
 		if _, err := rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
 			t.Fatalf("register %s: %v", tl.name, err)

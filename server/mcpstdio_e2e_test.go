@@ -20,6 +20,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
 
@@ -154,6 +155,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 		"crashy": {Path: self, Env: map[string]string{stdioUpstreamEnv: "crash", stdioStartsEnv: crashed}},
 		"absent": {Path: dir + "/no-such-server"},
 	}
+	p.MCPUpstreams.AutoApprove = []string{registry.ChangeRemoval} // followed as imported tools, removals applied
 	var logs syncBuffer
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(&logs), gatewaytest.WithAdmin(),
 		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 64 << 10 }))
@@ -165,7 +167,7 @@ func TestMCPStdioUpstream(t *testing.T) {
 		{"s.crashy", "stdio://crashy", "echo"}, {"s.ghost", "stdio://nowhere", "echo"},
 	} {
 		schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
-		tool := &gatewayv1.Tool{Name: tl.name, InputSchema: schema,
+		tool := &gatewayv1.Tool{Name: tl.name, InputSchema: schema, Origin: &gatewayv1.ToolOrigin{McpUpstream: tl.url},
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: tl.url, Tool: tl.tool}}}}
 		if _, err := rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
 			t.Fatalf("register %s: %v", tl.name, err)
@@ -302,8 +304,9 @@ func TestMCPStdioUpstream(t *testing.T) {
 	}
 
 	// A running server is followed over the calls' own session: it drops
-	// a tool and says so, and the registry drops it (the re-list interval
-	// is the default 30 s: only the notification can do it in time).
+	// a tool and says so, and the registry drops it (the policy
+	// auto-approves removals; the re-list interval is the default 30 s:
+	// only the notification can do it in time).
 	if _, err := call("s.forget", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}

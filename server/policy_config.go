@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcppin"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -81,6 +82,12 @@ type MCPUpstreamsConfig struct {
 	// transport), by the name a tool's mcp_tool.url gives: stdio://NAME.
 	// Only this file says what runs; a registration only names one.
 	Stdio map[string]mcpupstream.Command
+	// AutoApprove are the kinds of upstream change (registry.ChangeKindNames)
+	// applied to an imported tool without an admin's approval, when the
+	// change has no other kind and no admin edited the tool; none (the
+	// default): every change is held (internal/mcppin). A reload changes
+	// it for the next re-list.
+	AutoApprove []string
 	// Bounds are what one listing of an upstream may hold (0: each
 	// default, mcpimport.DefaultBounds): max_list_bytes, max_tools,
 	// max_description_bytes, max_schema_bytes.
@@ -210,6 +217,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
+	}
+	if err := (mcppin.Policy{AutoApprove: c.MCPUpstreams.AutoApprove}).Check(); err != nil {
+		bad("mcp_upstreams.auto_approve: %v", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.MCPUpstreams.Stdio)) {
 		cmd := c.MCPUpstreams.Stdio[name]
@@ -405,6 +415,7 @@ type policyFile struct {
 	} `json:"credentials"`
 	MCPUpstreams struct {
 		RelistInterval      duration `json:"relist_interval"`
+		AutoApprove         []string `json:"auto_approve"`
 		MaxListBytes        int64    `json:"max_list_bytes"`
 		MaxTools            int      `json:"max_tools"`
 		MaxDescriptionBytes int      `json:"max_description_bytes"`
@@ -491,6 +502,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
+	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove
 	for _, cs := range f.Credentials {
 		c.Credentials = append(c.Credentials, policy.CredentialSource{Env: cs.Env, File: cs.File, Origins: cs.Origins})
 	}

@@ -23,6 +23,11 @@ func (g *Gateway) status() observe.Status {
 	}
 	counts := g.metrics.ToolCounts()
 	entries := g.reg.Snapshot().List()
+	for _, e := range entries {
+		if e.Tool.Pending != nil {
+			s.PendingChanges++
+		}
+	}
 	if len(entries) > observe.MaxStatusTools {
 		s.MoreTools = len(entries) - observe.MaxStatusTools
 		entries = entries[:observe.MaxStatusTools]
@@ -47,6 +52,11 @@ func (g *Gateway) status() observe.Status {
 			ts.Findings = append(ts.Findings, fmt.Sprintf("%s %s %s at %s", f.Profile, f.Severity, f.Rule, cmp.Or(f.Path, "/")))
 		}
 		ts.LastError, ts.LastErrorAt = g.metrics.LastError(t.Name)
+		if t.Pending != nil {
+			ts.Pending, _ = registry.ChangeKinds(t, *t.Pending)
+			ts.PendingSince = t.Pending.DetectedAt
+		}
+		ts.Edited = t.Edited()
 		s.Tools = append(s.Tools, ts)
 	}
 	return s

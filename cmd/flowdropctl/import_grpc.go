@@ -94,7 +94,7 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	if len(tools) == 0 {
 		return fail(1, "no method to import")
 	}
-	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, nil, stdout, stderr)
 }
 
 // importSkip is what an import left out, and why (method or operation).
@@ -109,10 +109,15 @@ func reportSkips(stderr io.Writer, skips []importSkip) {
 	}
 }
 
+// importGuard says whether an import may write t: the revision to write
+// it at (nil: any), or an error refusing it.
+type importGuard func(ctx context.Context, client gatewayv1.ToolRegistryServiceClient, t *gatewayv1.Tool) (*int64, error)
+
 // registerImported prints the tools as JSON (dryRun) or registers them in
-// order, stopping at the first refusal; skips (already reported on stderr)
-// is what --output json lists as skipped.
-func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips any, dryRun, requireCompat bool, stdout, stderr io.Writer) int {
+// order, each as guard allows (nil: any), stopping at the first refusal;
+// skips (already reported on stderr) is what --output json lists as
+// skipped.
+func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips any, dryRun, requireCompat bool, guard importGuard, stdout, stderr io.Writer) int {
 	if dryRun {
 		return printToolsJSON(stdout, stderr, tools)
 	}
@@ -123,7 +128,14 @@ func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Too
 	defer done()
 	registered := []string{}
 	for i, t := range tools {
-		_, err := client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: requireCompat})
+		var expected *int64
+		var err error
+		if guard != nil {
+			expected, err = guard(ctx, client, t)
+		}
+		if err == nil {
+			_, err = client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: t, RequireCompatible: requireCompat, ExpectedRevision: expected})
+		}
 		if err != nil && f.out.json {
 			writeJSON(stdout, map[string]any{"registered": registered, "skipped": skips, "error": newCallError(err),
 				"failed": t.GetName(), "not_sent": len(tools) - i - 1})

@@ -11,13 +11,16 @@ import (
 	"slices"
 	"time"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--max-description-bytes N] [--max-schema-bytes N] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
+const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--max-description-bytes N] [--max-schema-bytes N] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
 
 // toolsImportMCP registers one MCP-tool tool per tool of an upstream MCP
 // server (streamable HTTP). The credential's file path or environment
@@ -26,6 +29,10 @@ const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-en
 // --stdio NAME the server is one the gateway runs (its policy file's
 // mcp_upstreams.stdio.NAME): the command after -- runs it here, with this
 // shell's environment, only to list its tools; the tools name stdio://NAME.
+// Each tool carries its origin (the upstream), so the gateway holds the
+// upstream's later changes for approval; a tool of the same name that was
+// not imported from this upstream, or that an admin edited, is replaced
+// only with --replace.
 func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var command []string // after "--": the flag parser must not read its flags
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -41,6 +48,7 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	requireCompat := f.fs.Bool("require-compatible", false, "refuse re-importing a tool whose input schema changed incompatibly")
 	maxDesc := f.fs.Int("max-description-bytes", mcpimport.DefaultMaxDescriptionBytes, "skip an upstream tool whose description is longer (at most the registry's bound)")
 	maxSchema := f.fs.Int("max-schema-bytes", mcpimport.DefaultMaxSchemaBytes, "skip an upstream tool whose input or output schema, as JSON, is larger (at most the registry's bound)")
+	replace := f.fs.Bool("replace", false, "replace a tool of the same name that was not imported from this upstream, or that an admin edited")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
 	}
@@ -140,7 +148,43 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(tools) == 0 {
 		return fail(1, "no tool to import")
 	}
-	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
+	var guard importGuard
+	if !*replace {
+		guard = mcpImportGuard(*upstream)
+	}
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, guard, stdout, stderr)
+}
+
+// mcpImportGuard lets an import write a tool that does not exist, or one
+// imported from the same upstream and not edited by an admin; anything
+// else (an admin's tool, another upstream's, an edited one) is refused,
+// naming --replace. The write is pinned to the revision checked (0: must
+// not exist), so a tool written meanwhile is not replaced either.
+func mcpImportGuard(url string) importGuard {
+	return func(ctx context.Context, client gatewayv1.ToolRegistryServiceClient, t *gatewayv1.Tool) (*int64, error) {
+		resp, err := client.GetTool(ctx, &gatewayv1.GetToolRequest{Name: t.GetName()})
+		if status.Code(err) == codes.NotFound {
+			none := int64(0)
+			return &none, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur := resp.GetTool()
+		refuse := func(why string) error {
+			return status.Errorf(codes.AlreadyExists, "tool %s exists and %s; not replaced (--replace replaces it)", cur.GetName(), why)
+		}
+		switch o := cur.GetOrigin(); {
+		case o.GetMcpUpstream() == "":
+			return nil, refuse("was not imported (backend " + toolBackend(cur) + ")")
+		case o.GetMcpUpstream() != url:
+			return nil, refuse("was imported from another upstream")
+		case o.GetEdited():
+			return nil, refuse("an admin edited its definition")
+		}
+		rev := cur.GetRevision()
+		return &rev, nil
+	}
 }
 
 // redirectHint says what to do about a redirect, which the session did not

@@ -70,7 +70,7 @@ func toolsImportOpenAPI(ctx context.Context, args []string, stdout, stderr io.Wr
 	if len(tools) == 0 {
 		return fail(1, "no operation to import")
 	}
-	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, stdout, stderr)
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, nil, stdout, stderr)
 }
 
 // readSpec reads the document from a file or an http(s) URL, bounded.

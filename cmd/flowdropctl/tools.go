@@ -53,10 +53,19 @@ commands:
                    register one HTTP-operation tool per operation of an OpenAPI 3
                    (or Swagger 2.0) document; prints the names registered
   import mcp --url URL [--header-file F | --credential-env NAME] [--prefix P]
-             [--dry-run] [--require-compatible]
+             [--dry-run] [--require-compatible] [--replace]
                    register one tool per tool of an upstream MCP server
                    (streamable HTTP) with its input schema; the credential's
-                   file path or variable name is stored, never the credential
+                   file path or variable name is stored, never the credential;
+                   a tool of the same name not imported from that upstream (or
+                   edited by an admin) is replaced only with --replace
+  pending [--prefix P]
+                   list the upstream changes to imported tools awaiting approval
+  diff NAME        show a tool's pending upstream change against what it serves
+  approve NAME [--expected-revision N]
+                   serve the pending change (a removal deletes the tool)
+  reject NAME [--expected-revision N]
+                   drop the pending change; the served definition stays
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -67,7 +76,7 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 
 var toolsCommand = &command{
 	name:    "tools",
-	summary: "manage the gateway's tool registry: register, list, get, delete, watch, lint",
+	summary: "manage the gateway's tool registry: register, list, get, delete, watch, import, approve upstream changes, lint",
 	run:     interruptible(runTools),
 }
 
@@ -98,8 +107,16 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsImport(ctx, rest, stdout, stderr)
 	case "export":
 		return toolsExport(ctx, rest, stdout, stderr)
+	case "pending":
+		return toolsPending(ctx, rest, stdout, stderr)
+	case "diff":
+		return toolsDiff(ctx, rest, stdout, stderr)
+	case "approve":
+		return toolsApprove(ctx, rest, stdout, stderr)
+	case "reject":
+		return toolsReject(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, pending, diff, approve, reject or lint)\n", sub)
 	return 2
 }
 
@@ -514,11 +531,20 @@ func toolsWatch(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// watchLine is one event: "PUT name revision=N backend=... " or "DELETE name revision=N".
+// watchLine is one event: "PUT name revision=N backend=..." (with
+// " pending=KIND,..." while an upstream change awaits approval, and
+// " edited" for an imported tool an admin edited) or "DELETE name revision=N".
 func watchLine(ev *gatewayv1.WatchToolsResponse) string {
 	switch ev.GetType() {
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_PUT:
-		return fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), toolBackend(ev.GetTool()))
+		line := fmt.Sprintf("PUT %s revision=%d backend=%s", ev.GetTool().GetName(), ev.GetRevision(), toolBackend(ev.GetTool()))
+		if o := ev.GetTool().GetOrigin(); len(o.GetPending()) > 0 {
+			line += " pending=" + strings.Join(o.GetPending(), ",")
+		}
+		if ev.GetTool().GetOrigin().GetEdited() {
+			line += " edited"
+		}
+		return line
 	case gatewayv1.WatchToolsResponse_EVENT_TYPE_DELETE:
 		return fmt.Sprintf("DELETE %s revision=%d", ev.GetTool().GetName(), ev.GetRevision())
 	}

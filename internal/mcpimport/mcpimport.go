@@ -111,7 +111,11 @@ func Tools(upstream []*mcp.Tool, o Options) ([]*gatewayv1.Tool, []Skipped, error
 		tools = append(tools, &gatewayv1.Tool{Name: name, Description: t.Description, InputSchema: schema,
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
 				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}},
-			Annotations: annotations(t.Annotations), OutputSchema: outSchema})
+			Annotations: annotations(t.Annotations), OutputSchema: outSchema,
+			// The upstream may change the tool only through a pending change
+			// an admin approves (internal/mcppin); the registry computes the
+			// digest of the definition imported.
+			Origin: &gatewayv1.ToolOrigin{McpUpstream: o.URL}})
 	}
 	return tools, skipped, nil
 }
@@ -130,21 +134,6 @@ func inputSchema(s any) (*structpb.Struct, error) {
 		return nil, fmt.Errorf("its input schema is not a JSON object")
 	}
 	return out, nil
-}
-
-// Update is a registered tool t with its upstream tool u's current input
-// schema and description (everything else kept), admitted as the
-// registry would.
-func Update(t registry.Tool, u *mcp.Tool) (registry.Tool, error) {
-	schema, err := inputSchema(u.InputSchema)
-	if err != nil {
-		return registry.Tool{}, err
-	}
-	t.InputSchema, t.Description, t.Revision = schema, u.Description, 0
-	if _, err := registry.Compile(t); err != nil {
-		return registry.Tool{}, err
-	}
-	return t, nil
 }
 
 // annotations keeps the upstream tool's hints (the gateway retries a tool

@@ -29,6 +29,10 @@ func FromProto(p *gatewayv1.Tool) (registry.Tool, error) {
 		OutputSchema:    p.GetOutputSchema(),
 		OnInvalidOutput: p.GetOnInvalidOutput(),
 	}
+	// edited and pending are the registry's to say (output only).
+	if o := p.GetOrigin(); o != nil {
+		t.Origin = &registry.Origin{MCPUpstream: o.GetMcpUpstream(), UpstreamDigest: o.GetUpstreamDigest()}
+	}
 	if d := p.GetTimeout(); d != nil {
 		if err := d.CheckValid(); err != nil {
 			return registry.Tool{}, &registry.ToolError{Tool: t.Name, Field: "timeout", Reason: err.Error()}
@@ -56,6 +60,12 @@ func ToProto(t registry.Tool) *gatewayv1.Tool {
 	}
 	if t.Timeout != 0 {
 		p.Timeout = durationpb.New(t.Timeout)
+	}
+	if o := t.Origin; o != nil {
+		p.Origin = &gatewayv1.ToolOrigin{McpUpstream: o.MCPUpstream, UpstreamDigest: o.UpstreamDigest, Edited: t.Edited()}
+		if t.Pending != nil {
+			p.Origin.Pending, _ = registry.ChangeKinds(t, *t.Pending)
+		}
 	}
 	return p
 }

@@ -126,6 +126,14 @@ func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (regi
 	if t.Labels != nil {
 		t.Labels = maps.Clone(t.Labels)
 	}
+	if t.Origin != nil {
+		o := *t.Origin
+		t.Origin = &o
+	}
+	if t.Pending != nil {
+		p := *t.Pending
+		t.Pending = &p
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

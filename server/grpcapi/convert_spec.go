@@ -6,7 +6,7 @@ import (
 
 // hideSpecTarget clears a response tool's typed backend's target (an HTTP
 // operation's base URL, an upstream MCP tool's URL and credential
-// references) and its TLS file paths (the gateway's disk), for a caller
+// references, an imported tool's origin URL) and its TLS file paths (the gateway's disk), for a caller
 // who does not see backends (the spec is toolProto's own copy). That TLS
 // is required stays.
 func hideSpecTarget(p *gatewayv1.Tool) {
@@ -21,5 +21,8 @@ func hideSpecTarget(p *gatewayv1.Tool) {
 	}
 	if m := p.GetSpec().GetMcpTool(); m != nil {
 		m.Url, m.CredentialEnv, m.CredentialFile = "", "", ""
+	}
+	if o := p.GetOrigin(); o != nil { // the upstream's URL is a backend target
+		o.McpUpstream = ""
 	}
 }

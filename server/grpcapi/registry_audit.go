@@ -15,7 +15,8 @@ import (
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
-// registryWriteAudit gives every RegisterTool and DeleteTool an audit line
+// registryWriteAudit gives every RegisterTool, DeleteTool, ApprovePendingChange
+// and RejectPendingChange an audit line
 // (pipeline.AuditRecorder.RecordRegistryWrite): who, which tool, applied
 // or refused and why, the revision made. It runs outside authentication,
 // so a write refused for its credential is on record too (without a
@@ -30,6 +31,10 @@ func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 			op, tool = "RegisterTool", r.GetTool().GetName()
 		case *gatewayv1.DeleteToolRequest:
 			op, tool = "DeleteTool", r.GetName()
+		case *gatewayv1.ApprovePendingChangeRequest:
+			op, tool = "ApprovePendingChange", r.GetName()
+		case *gatewayv1.RejectPendingChangeRequest:
+			op, tool = "RejectPendingChange", r.GetName()
 		}
 		if op == "" || a == nil {
 			return h(ctx, req)
@@ -40,7 +45,12 @@ func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 			return resp, err // refused because no line can be written now
 		}
 		w.Decision, w.Reason = registryDecision(err)
-		if r, ok := resp.(*gatewayv1.RegisterToolResponse); ok && err == nil {
+		switch r := resp.(type) {
+		case *gatewayv1.RegisterToolResponse:
+			w.Revision = r.GetTool().GetRevision()
+		case *gatewayv1.ApprovePendingChangeResponse:
+			w.Revision = r.GetTool().GetRevision()
+		case *gatewayv1.RejectPendingChangeResponse:
 			w.Revision = r.GetTool().GetRevision()
 		}
 		if e := a.RecordRegistryWrite(ctx, w.RegistryWrite); e != nil {

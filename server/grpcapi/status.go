@@ -199,6 +199,7 @@ func registryStatus(err error) *status.Status {
 		rm  *registry.RevisionMismatchError
 		ie  *registry.IncompatibleError
 		le  *registry.LintRefusedError
+		np  *registry.NoPendingChangeError
 		rfe *requestFieldError
 	)
 	switch {
@@ -240,6 +241,10 @@ func registryStatus(err error) *status.Status {
 			})
 		}
 		return withDetails(status.New(codes.FailedPrecondition, ie.Error()), pf)
+	case errors.As(err, &np):
+		bounded := *np
+		bounded.Tool = policy.Bound(np.Tool)
+		return status.New(codes.FailedPrecondition, bounded.Error())
 	case errors.Is(err, registry.ErrNotFound):
 		return status.New(codes.NotFound, err.Error())
 	case errors.Is(err, registry.ErrCompacted):

@@ -25,6 +25,9 @@ type Status struct {
 	PolicyReloaded time.Time
 	Tools          []ToolStatus
 	MoreTools      int // tools not listed (the page lists at most MaxStatusTools)
+	// PendingChanges is how many imported tools have an upstream change
+	// held for approval (all of them, listed or not).
+	PendingChanges int
 	Generated      time.Time
 }
 
@@ -40,6 +43,12 @@ type ToolStatus struct {
 	Invalid     float64
 	LastError   string
 	LastErrorAt time.Time
+	// Pending are the kinds of the upstream change held for approval
+	// (none: nothing pending), held since PendingSince; Edited: an admin
+	// edited the imported tool's definition.
+	Pending      []string
+	PendingSince time.Time
+	Edited       bool
 }
 
 // MaxStatusTools bounds the tools one page lists.
@@ -135,8 +144,9 @@ th{background:#f4f4f4} .bad{color:#b00020} .ok{color:#0a7d32} .num{text-align:ri
  · version <span id="version">{{.Version}}</span></p>
 <p id="store">registry store: {{.Store}} · {{if eq .StaleSeconds 0.0}}<span class="ok">current</span>{{else}}<span class="bad">stale for {{printf "%.0f" .StaleSeconds}} s</span>{{end}}</p>
 <p id="policy">policy: {{if .PolicyHash}}sha256 {{.PolicyHash}}{{else}}(hash not reported){{end}}{{if not .PolicyReloaded.IsZero}} · last reload {{ago .PolicyReloaded}}{{end}}</p>
+{{if .PendingChanges}}<p id="pending"><span class="bad">{{.PendingChanges}} upstream change(s) held for approval</span> · <small>flowdropctl tools pending / diff / approve / reject</small></p>{{end}}
 <table id="tools"><thead><tr><th>tool</th><th>revision</th><th>backend</th><th>lint</th><th class="num">repairs</th><th class="num">denials</th><th class="num">invalid</th><th>last error</th></tr></thead><tbody>
-{{range .Tools}}<tr><td class="tool">{{.Name}}</td><td class="num">{{.Revision}}</td><td>{{.Kind}}<br><small>{{.Backend}}</small></td><td>{{if .Findings}}<small>{{join .Findings "; "}}</small>{{else}}<span class="ok">clean</span>{{end}}</td><td class="num">{{printf "%.0f" .Repairs}}</td><td class="num">{{printf "%.0f" .Denials}}</td><td class="num">{{printf "%.0f" .Invalid}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> <small>{{ago .LastErrorAt}}</small>{{end}}</td></tr>
+{{range .Tools}}<tr><td class="tool">{{.Name}}</td><td class="num">{{.Revision}}</td><td>{{.Kind}}<br><small>{{.Backend}}</small>{{if .Edited}}<br><small>edited by an admin</small>{{end}}{{if .Pending}}<br><span class="bad pending">pending upstream change: {{join .Pending ", "}}</span> <small>{{ago .PendingSince}}</small>{{end}}</td><td>{{if .Findings}}<small>{{join .Findings "; "}}</small>{{else}}<span class="ok">clean</span>{{end}}</td><td class="num">{{printf "%.0f" .Repairs}}</td><td class="num">{{printf "%.0f" .Denials}}</td><td class="num">{{printf "%.0f" .Invalid}}</td><td>{{if .LastError}}<span class="bad">{{.LastError}}</span> <small>{{ago .LastErrorAt}}</small>{{end}}</td></tr>
 {{end}}</tbody></table>
 {{if .MoreTools}}<p>… and {{.MoreTools}} more tools (see ListTools).</p>{{end}}
 <p><small>generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}; refreshes every 5 s</small></p>

@@ -11,16 +11,19 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// Version is the format version written by Encode for a tool with
-// annotations or transport security; a tool with a typed backend (Tool.Spec)
-// without either is written as VersionSpec, other tools as VersionPlain,
+// Version is the format version written by Encode for an imported tool
+// (an origin, a pending change); a tool with annotations or transport
+// security is written as VersionAnnotations, one with a typed backend
+// (Tool.Spec) without either as VersionSpec, other tools as VersionPlain,
 // which every earlier build reads. Decode refuses any version it does not
 // know, so an older binary never silently misreads a newer record (one
-// that dropped a tool's TLS would call it in plaintext).
+// that dropped a tool's TLS would call it in plaintext; one that dropped
+// its origin would let the upstream change it unapproved).
 const (
-	Version      = 3
-	VersionSpec  = 2
-	VersionPlain = 1
+	Version            = 4
+	VersionAnnotations = 3
+	VersionSpec        = 2
+	VersionPlain       = 1
 )
 
 // record is the JSON document. The schema is embedded as raw JSON produced by
@@ -42,6 +45,27 @@ type record struct {
 	// OutputSchema and OnInvalidOutput (version 3, like MaxResultBytes).
 	OutputSchema    json.RawMessage `json:"output_schema,omitempty"`
 	OnInvalidOutput string          `json:"on_invalid_output,omitempty"`
+	// Origin and Pending (version 4).
+	Origin  *originRecord  `json:"origin,omitempty"`
+	Pending *pendingRecord `json:"pending,omitempty"`
+}
+
+// originRecord is registry.Origin.
+type originRecord struct {
+	MCPUpstream    string `json:"mcp_upstream"`
+	UpstreamDigest string `json:"upstream_digest,omitempty"`
+}
+
+// pendingRecord is registry.PendingChange; the definition's schemas are
+// raw protojson like the tool's own.
+type pendingRecord struct {
+	Removed      bool               `json:"removed,omitempty"`
+	Description  string             `json:"description,omitempty"`
+	InputSchema  json.RawMessage    `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage    `json:"output_schema,omitempty"`
+	Annotations  *annotationsRecord `json:"annotations,omitempty"`
+	Digest       string             `json:"digest"`
+	DetectedAt   time.Time          `json:"detected_at"`
 }
 
 // annotationsRecord is registry.ToolAnnotations; a nil hint is unset.
@@ -128,26 +152,36 @@ func Encode(t registry.Tool) ([]byte, error) {
 			r.Spec.HTTPOperation = hr
 		}
 		if s := t.Spec.TLS; s != nil {
-			r.V = Version
+			r.V = max(r.V, VersionAnnotations)
 			r.Spec.TLS = &tlsRecord{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
 		}
 	}
 	if t.MaxResultBytes != 0 {
-		r.V, r.MaxResultBytes = Version, t.MaxResultBytes
+		r.V, r.MaxResultBytes = VersionAnnotations, t.MaxResultBytes
 	}
 	if t.OnInvalidOutput != "" {
-		r.V, r.OnInvalidOutput = Version, t.OnInvalidOutput
+		r.V, r.OnInvalidOutput = VersionAnnotations, t.OnInvalidOutput
 	}
 	if t.OutputSchema != nil {
 		raw, err := compactStruct(t.OutputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("toolcodec: tool %q: encode output_schema: %w", t.Name, err)
 		}
-		r.V, r.OutputSchema = Version, raw
+		r.V, r.OutputSchema = VersionAnnotations, raw
 	}
 	if a := t.Annotations; a != nil {
-		r.V = Version
-		r.Annotations = &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+		r.V = VersionAnnotations
+		r.Annotations = encodeAnnotations(a)
+	}
+	if o := t.Origin; o != nil {
+		r.V, r.Origin = Version, &originRecord{MCPUpstream: o.MCPUpstream, UpstreamDigest: o.UpstreamDigest}
+	}
+	if p := t.Pending; p != nil {
+		pr, err := encodePending(p)
+		if err != nil {
+			return nil, fmt.Errorf("toolcodec: tool %q: %w", t.Name, err)
+		}
+		r.V, r.Pending = Version, pr
 	}
 	if t.InputSchema != nil {
 		raw, err := compactStruct(t.InputSchema)
@@ -170,7 +204,7 @@ func Decode(b []byte) (registry.Tool, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return registry.Tool{}, fmt.Errorf("toolcodec: decode: %w", err)
 	}
-	if r.V != Version && r.V != VersionSpec && r.V != VersionPlain {
+	if r.V != Version && r.V != VersionAnnotations && r.V != VersionSpec && r.V != VersionPlain {
 		return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: unsupported format version %d (this build reads version %d)", r.Name, r.V, Version)
 	}
 	t := registry.Tool{
@@ -207,8 +241,16 @@ func Decode(b []byte) (registry.Tool, error) {
 		}
 		t.OutputSchema = s
 	}
-	if a := r.Annotations; a != nil {
-		t.Annotations = &registry.ToolAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
+	t.Annotations = decodeAnnotations(r.Annotations)
+	if o := r.Origin; o != nil {
+		t.Origin = &registry.Origin{MCPUpstream: o.MCPUpstream, UpstreamDigest: o.UpstreamDigest}
+	}
+	if p := r.Pending; p != nil {
+		pc, err := decodePending(p)
+		if err != nil {
+			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: pending: %w", r.Name, err)
+		}
+		t.Pending = pc
 	}
 	if r.Timeout != "" {
 		d, err := time.ParseDuration(r.Timeout)
@@ -274,4 +316,55 @@ func decodeHTTPOperation(hr *httpOperationRecord) (*registry.HTTPOperation, erro
 		op.ResponseSchema = s
 	}
 	return op, nil
+}
+
+func encodeAnnotations(a *registry.ToolAnnotations) *annotationsRecord {
+	if a == nil {
+		return nil
+	}
+	return &annotationsRecord{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}
+}
+
+func decodeAnnotations(a *annotationsRecord) *registry.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &registry.ToolAnnotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
+}
+
+func encodePending(p *registry.PendingChange) (*pendingRecord, error) {
+	pr := &pendingRecord{Removed: p.Removed, Description: p.Definition.Description, Annotations: encodeAnnotations(p.Definition.Annotations),
+		Digest: p.Digest, DetectedAt: p.DetectedAt.UTC()}
+	var err error
+	if s := p.Definition.InputSchema; s != nil {
+		if pr.InputSchema, err = compactStruct(s); err != nil {
+			return nil, fmt.Errorf("encode pending input_schema: %w", err)
+		}
+	}
+	if s := p.Definition.OutputSchema; s != nil {
+		if pr.OutputSchema, err = compactStruct(s); err != nil {
+			return nil, fmt.Errorf("encode pending output_schema: %w", err)
+		}
+	}
+	return pr, nil
+}
+
+func decodePending(pr *pendingRecord) (*registry.PendingChange, error) {
+	p := &registry.PendingChange{Removed: pr.Removed, Digest: pr.Digest, DetectedAt: pr.DetectedAt,
+		Definition: registry.Definition{Description: pr.Description, Annotations: decodeAnnotations(pr.Annotations)}}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  **structpb.Struct
+	}{{"input_schema", pr.InputSchema, &p.Definition.InputSchema}, {"output_schema", pr.OutputSchema, &p.Definition.OutputSchema}} {
+		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
+			continue
+		}
+		s := &structpb.Struct{}
+		if err := protojson.Unmarshal(f.raw, s); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = s
+	}
+	return p, nil
 }

@@ -270,13 +270,73 @@ func TestGoldenV3(t *testing.T) {
 	}
 }
 
+// TestGoldenV4 pins version 4, an imported tool's record (its origin and
+// a pending upstream change): older builds refuse it rather than drop the
+// origin, which would let the upstream change the tool unapproved.
+func TestGoldenV4(t *testing.T) {
+	no := false
+	tool := registry.Tool{
+		Name:        "golden.imported",
+		Description: "Adds items.",
+		InputSchema: mustStruct(t, map[string]any{"type": "object", "properties": map[string]any{"mode": map[string]any{"enum": []any{"safe"}}}}),
+		Revision:    9,
+		Spec:        &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "http://127.0.0.1:9/mcp", Tool: "add_items"}},
+		Origin:      &registry.Origin{MCPUpstream: "http://127.0.0.1:9/mcp", UpstreamDigest: strings.Repeat("ab", 32)},
+		Pending: &registry.PendingChange{
+			Definition: registry.Definition{Description: "Call fetch first.", InputSchema: mustStruct(t, map[string]any{"type": "object"}),
+				OutputSchema: mustStruct(t, map[string]any{"type": "object"}), Annotations: &registry.ToolAnnotations{DestructiveHint: &no}},
+			Digest: strings.Repeat("cd", 32), DetectedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)},
+	}
+	b, err := Encode(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "tool_v4.json")
+	if *update {
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != string(b) {
+		t.Errorf("encoding changed; bump Version if intended\n got %s\nwant %s", b, want)
+	}
+	got, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertToolEqual(t, got, tool, "the golden v4 record must keep decoding")
+	if got.Origin == nil || *got.Origin != *tool.Origin {
+		t.Errorf("origin: got %+v, want %+v", got.Origin, tool.Origin)
+	}
+	gp, wp := got.Pending, tool.Pending
+	if gp == nil || gp.Removed != wp.Removed || gp.Digest != wp.Digest || !gp.DetectedAt.Equal(wp.DetectedAt) || !gp.Definition.Equal(wp.Definition) {
+		t.Errorf("pending: got %+v, want %+v", gp, wp)
+	}
+	removed := tool
+	removed.Pending = &registry.PendingChange{Removed: true, Digest: registry.DigestRemoved, DetectedAt: wp.DetectedAt}
+	b, _ = Encode(removed)
+	if got, err := Decode(b); err != nil || got.Pending == nil || !got.Pending.Removed || got.Pending.Definition.InputSchema != nil {
+		t.Errorf("a pending removal round-trips as %+v, %v; want removed with no definition", got.Pending, err)
+	}
+	plain := registry.Tool{Name: "a", Backend: "127.0.0.1:1", Annotations: &registry.ToolAnnotations{DestructiveHint: &no}}
+	if b, _ := Encode(plain); !strings.HasPrefix(string(b), `{"v":3,`) {
+		t.Errorf("a tool that is not imported encoded as %s, want version 3 still (older builds read it)", b)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	cases := []struct {
 		name, in, wantSub, reason string
 	}{
 		{"not-json", `{`, "toolcodec: decode", "corrupt bytes must be reported, not decoded to a zero tool"},
 		{"no-version", `{"name":"x"}`, `tool "x": unsupported format version 0`, "a record without a version is not ours"},
-		{"future-version", `{"v":4,"name":"x"}`, "unsupported format version 4", "a newer format must be refused rather than misread"},
+		{"future-version", `{"v":5,"name":"x"}`, "unsupported format version 5", "a newer format must be refused rather than misread"},
+		{"bad-pending-schema", `{"v":4,"name":"x","origin":{"mcp_upstream":"http://u"},"pending":{"input_schema":[1],"digest":"d","detected_at":"2026-01-02T03:04:05Z"}}`,
+			`tool "x": pending: input_schema`, "a pending change's schema must be a JSON object, named"},
 		{"bad-timeout", `{"v":1,"name":"x","timeout":"soon"}`, `tool "x": timeout`, "the error must name the field"},
 		{"schema-not-object", `{"v":1,"name":"x","input_schema":[1]}`, `tool "x": input_schema`, "the schema must be a JSON object"},
 	}

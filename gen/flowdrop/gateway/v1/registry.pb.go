@@ -9,6 +9,7 @@ package gatewayv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -67,7 +68,530 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23, 0}
+}
+
+type ListPendingChangesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only tools whose name starts with this.
+	NamePrefix string `protobuf:"bytes,1,opt,name=name_prefix,json=namePrefix,proto3" json:"name_prefix,omitempty"`
+	// At most this many changes per page (0: 100; at most 1000).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A previous page's next_page_token: the page after it.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingChangesRequest) Reset() {
+	*x = ListPendingChangesRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingChangesRequest) ProtoMessage() {}
+
+func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingChangesRequest.ProtoReflect.Descriptor instead.
+func (*ListPendingChangesRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListPendingChangesRequest) GetNamePrefix() string {
+	if x != nil {
+		return x.NamePrefix
+	}
+	return ""
+}
+
+func (x *ListPendingChangesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPendingChangesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListPendingChangesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Changes       []*PendingChange       `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingChangesResponse) Reset() {
+	*x = ListPendingChangesResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingChangesResponse) ProtoMessage() {}
+
+func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingChangesResponse.ProtoReflect.Descriptor instead.
+func (*ListPendingChangesResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListPendingChangesResponse) GetChanges() []*PendingChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *ListPendingChangesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// PendingChange is an upstream change to an imported tool held for an
+// admin's approval.
+type PendingChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool as served now; its revision is the expected_revision that
+	// approves or rejects exactly this change.
+	Tool *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// What the change changes: "description", "compatible-schema" (the
+	// input schema; the compatibility engine finds no note),
+	// "incompatible-schema", "output-schema", "annotations", "removal".
+	Kinds []string `protobuf:"bytes,2,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The tool as it would be served once approved; unset for a removal.
+	Proposed *Tool `protobuf:"bytes,3,opt,name=proposed,proto3" json:"proposed,omitempty"`
+	// The compatibility engine's notes on the proposed input schema against
+	// the served one.
+	CompatibilityNotes []*CompatibilityNote `protobuf:"bytes,4,rep,name=compatibility_notes,json=compatibilityNotes,proto3" json:"compatibility_notes,omitempty"`
+	// When the gateway held the change.
+	DetectedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=detected_at,json=detectedAt,proto3" json:"detected_at,omitempty"`
+	// Why it was not applied: "policy" (mcp_upstreams.auto_approve does not
+	// name every kind) or "edited" (an admin's definition is never replaced
+	// automatically).
+	HeldBecause   string `protobuf:"bytes,6,opt,name=held_because,json=heldBecause,proto3" json:"held_because,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingChange) Reset() {
+	*x = PendingChange{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingChange) ProtoMessage() {}
+
+func (x *PendingChange) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
+func (*PendingChange) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PendingChange) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *PendingChange) GetKinds() []string {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *PendingChange) GetProposed() *Tool {
+	if x != nil {
+		return x.Proposed
+	}
+	return nil
+}
+
+func (x *PendingChange) GetCompatibilityNotes() []*CompatibilityNote {
+	if x != nil {
+		return x.CompatibilityNotes
+	}
+	return nil
+}
+
+func (x *PendingChange) GetDetectedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DetectedAt
+	}
+	return nil
+}
+
+func (x *PendingChange) GetHeldBecause() string {
+	if x != nil {
+		return x.HeldBecause
+	}
+	return ""
+}
+
+type GetPendingChangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPendingChangeRequest) Reset() {
+	*x = GetPendingChangeRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPendingChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPendingChangeRequest) ProtoMessage() {}
+
+func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPendingChangeRequest.ProtoReflect.Descriptor instead.
+func (*GetPendingChangeRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetPendingChangeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetPendingChangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Change        *PendingChange         `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPendingChangeResponse) Reset() {
+	*x = GetPendingChangeResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPendingChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPendingChangeResponse) ProtoMessage() {}
+
+func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPendingChangeResponse.ProtoReflect.Descriptor instead.
+func (*GetPendingChangeResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetPendingChangeResponse) GetChange() *PendingChange {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+type ApprovePendingChangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// When set, approve only if the tool's revision is this one (the
+	// PendingChange.tool.revision reviewed); otherwise Aborted.
+	ExpectedRevision *int64 `protobuf:"varint,2,opt,name=expected_revision,json=expectedRevision,proto3,oneof" json:"expected_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ApprovePendingChangeRequest) Reset() {
+	*x = ApprovePendingChangeRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovePendingChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovePendingChangeRequest) ProtoMessage() {}
+
+func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovePendingChangeRequest.ProtoReflect.Descriptor instead.
+func (*ApprovePendingChangeRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ApprovePendingChangeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ApprovePendingChangeRequest) GetExpectedRevision() int64 {
+	if x != nil && x.ExpectedRevision != nil {
+		return *x.ExpectedRevision
+	}
+	return 0
+}
+
+type ApprovePendingChangeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool as now served; unset when the change was its removal.
+	Tool *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The change was the tool's removal: the tool is deleted.
+	Deleted            bool                 `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	CompatibilityNotes []*CompatibilityNote `protobuf:"bytes,3,rep,name=compatibility_notes,json=compatibilityNotes,proto3" json:"compatibility_notes,omitempty"`
+	LintFindings       []*LintFinding       `protobuf:"bytes,4,rep,name=lint_findings,json=lintFindings,proto3" json:"lint_findings,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ApprovePendingChangeResponse) Reset() {
+	*x = ApprovePendingChangeResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovePendingChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovePendingChangeResponse) ProtoMessage() {}
+
+func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovePendingChangeResponse.ProtoReflect.Descriptor instead.
+func (*ApprovePendingChangeResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApprovePendingChangeResponse) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *ApprovePendingChangeResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+func (x *ApprovePendingChangeResponse) GetCompatibilityNotes() []*CompatibilityNote {
+	if x != nil {
+		return x.CompatibilityNotes
+	}
+	return nil
+}
+
+func (x *ApprovePendingChangeResponse) GetLintFindings() []*LintFinding {
+	if x != nil {
+		return x.LintFindings
+	}
+	return nil
+}
+
+type RejectPendingChangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// As for ApprovePendingChangeRequest.
+	ExpectedRevision *int64 `protobuf:"varint,2,opt,name=expected_revision,json=expectedRevision,proto3,oneof" json:"expected_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RejectPendingChangeRequest) Reset() {
+	*x = RejectPendingChangeRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectPendingChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectPendingChangeRequest) ProtoMessage() {}
+
+func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectPendingChangeRequest.ProtoReflect.Descriptor instead.
+func (*RejectPendingChangeRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RejectPendingChangeRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RejectPendingChangeRequest) GetExpectedRevision() int64 {
+	if x != nil && x.ExpectedRevision != nil {
+		return *x.ExpectedRevision
+	}
+	return 0
+}
+
+type RejectPendingChangeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool as served (unchanged but for its origin).
+	Tool          *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectPendingChangeResponse) Reset() {
+	*x = RejectPendingChangeResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectPendingChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectPendingChangeResponse) ProtoMessage() {}
+
+func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectPendingChangeResponse.ProtoReflect.Descriptor instead.
+func (*RejectPendingChangeResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RejectPendingChangeResponse) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
 }
 
 type ExportToolsRequest struct {
@@ -87,7 +611,7 @@ type ExportToolsRequest struct {
 
 func (x *ExportToolsRequest) Reset() {
 	*x = ExportToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -99,7 +623,7 @@ func (x *ExportToolsRequest) String() string {
 func (*ExportToolsRequest) ProtoMessage() {}
 
 func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -112,7 +636,7 @@ func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExportToolsRequest) GetFormat() string {
@@ -161,7 +685,7 @@ type ExportToolsResponse struct {
 
 func (x *ExportToolsResponse) Reset() {
 	*x = ExportToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +697,7 @@ func (x *ExportToolsResponse) String() string {
 func (*ExportToolsResponse) ProtoMessage() {}
 
 func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +710,7 @@ func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExportToolsResponse) GetToolsJson() string {
@@ -227,7 +751,7 @@ type LeftOutTool struct {
 
 func (x *LeftOutTool) Reset() {
 	*x = LeftOutTool{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +763,7 @@ func (x *LeftOutTool) String() string {
 func (*LeftOutTool) ProtoMessage() {}
 
 func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +776,7 @@ func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
 func (*LeftOutTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeftOutTool) GetName() string {
@@ -285,7 +809,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +821,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +834,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -355,7 +879,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +891,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +904,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -420,7 +944,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +956,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +969,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -488,7 +1012,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +1024,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +1037,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -553,7 +1077,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +1089,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +1102,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -597,7 +1121,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +1133,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +1146,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -645,7 +1169,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +1181,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +1194,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -711,7 +1235,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +1247,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +1260,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -763,7 +1287,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +1299,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +1312,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -813,7 +1337,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +1349,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +1362,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 type WatchToolsRequest struct {
@@ -851,7 +1375,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1387,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +1400,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -898,7 +1422,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1434,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1447,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -951,7 +1475,43 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\"h\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
+	"\x19ListPendingChangesRequest\x12\x1f\n" +
+	"\vname_prefix\x18\x01 \x01(\tR\n" +
+	"namePrefix\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\x82\x01\n" +
+	"\x1aListPendingChangesResponse\x12<\n" +
+	"\achanges\x18\x01 \x03(\v2\".flowdrop.gateway.v1.PendingChangeR\achanges\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc4\x02\n" +
+	"\rPendingChange\x12-\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x14\n" +
+	"\x05kinds\x18\x02 \x03(\tR\x05kinds\x125\n" +
+	"\bproposed\x18\x03 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\bproposed\x12W\n" +
+	"\x13compatibility_notes\x18\x04 \x03(\v2&.flowdrop.gateway.v1.CompatibilityNoteR\x12compatibilityNotes\x12;\n" +
+	"\vdetected_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"detectedAt\x12!\n" +
+	"\fheld_because\x18\x06 \x01(\tR\vheldBecause\"-\n" +
+	"\x17GetPendingChangeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"V\n" +
+	"\x18GetPendingChangeResponse\x12:\n" +
+	"\x06change\x18\x01 \x01(\v2\".flowdrop.gateway.v1.PendingChangeR\x06change\"y\n" +
+	"\x1bApprovePendingChangeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
+	"\x12_expected_revision\"\x87\x02\n" +
+	"\x1cApprovePendingChangeResponse\x12-\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\x12W\n" +
+	"\x13compatibility_notes\x18\x03 \x03(\v2&.flowdrop.gateway.v1.CompatibilityNoteR\x12compatibilityNotes\x12E\n" +
+	"\rlint_findings\x18\x04 \x03(\v2 .flowdrop.gateway.v1.LintFindingR\flintFindings\"x\n" +
+	"\x1aRejectPendingChangeRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
+	"\x12_expected_revision\"L\n" +
+	"\x1bRejectPendingChangeResponse\x12-\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"h\n" +
 	"\x12ExportToolsRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1018,7 +1578,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xce\x04\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xad\b\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -1027,7 +1587,11 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"DeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n" +
 	"\n" +
 	"WatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n" +
-	"\vExportTools\x12'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\vExportTools\x12'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponse\x12u\n" +
+	"\x12ListPendingChanges\x12..flowdrop.gateway.v1.ListPendingChangesRequest\x1a/.flowdrop.gateway.v1.ListPendingChangesResponse\x12o\n" +
+	"\x10GetPendingChange\x12,.flowdrop.gateway.v1.GetPendingChangeRequest\x1a-.flowdrop.gateway.v1.GetPendingChangeResponse\x12{\n" +
+	"\x14ApprovePendingChange\x120.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a1.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n" +
+	"\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a0.flowdrop.gateway.v1.RejectPendingChangeResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -1042,56 +1606,84 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
-	(WatchToolsResponse_EventType)(0), // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*ExportToolsRequest)(nil),        // 1: flowdrop.gateway.v1.ExportToolsRequest
-	(*ExportToolsResponse)(nil),       // 2: flowdrop.gateway.v1.ExportToolsResponse
-	(*LeftOutTool)(nil),               // 3: flowdrop.gateway.v1.LeftOutTool
-	(*RegisterToolRequest)(nil),       // 4: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),         // 5: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),               // 6: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),      // 7: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),            // 8: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),           // 9: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),          // 10: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),         // 11: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),         // 12: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),        // 13: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),         // 14: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),        // 15: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                               // 16: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                      // 17: flowdrop.gateway.v1.Tool
+	(WatchToolsResponse_EventType)(0),    // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
+	(*ListPendingChangesRequest)(nil),    // 1: flowdrop.gateway.v1.ListPendingChangesRequest
+	(*ListPendingChangesResponse)(nil),   // 2: flowdrop.gateway.v1.ListPendingChangesResponse
+	(*PendingChange)(nil),                // 3: flowdrop.gateway.v1.PendingChange
+	(*GetPendingChangeRequest)(nil),      // 4: flowdrop.gateway.v1.GetPendingChangeRequest
+	(*GetPendingChangeResponse)(nil),     // 5: flowdrop.gateway.v1.GetPendingChangeResponse
+	(*ApprovePendingChangeRequest)(nil),  // 6: flowdrop.gateway.v1.ApprovePendingChangeRequest
+	(*ApprovePendingChangeResponse)(nil), // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse
+	(*RejectPendingChangeRequest)(nil),   // 8: flowdrop.gateway.v1.RejectPendingChangeRequest
+	(*RejectPendingChangeResponse)(nil),  // 9: flowdrop.gateway.v1.RejectPendingChangeResponse
+	(*ExportToolsRequest)(nil),           // 10: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),          // 11: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),                  // 12: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),          // 13: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),            // 14: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),                  // 15: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),         // 16: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),               // 17: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),              // 18: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),             // 19: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),            // 20: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),            // 21: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),           // 22: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),            // 23: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),           // 24: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                                  // 25: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*Tool)(nil),                         // 26: flowdrop.gateway.v1.Tool
+	(*timestamppb.Timestamp)(nil),        // 27: google.protobuf.Timestamp
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	3,  // 0: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
-	6,  // 1: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
-	17, // 2: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	17, // 3: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	5,  // 4: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	6,  // 5: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	17, // 6: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	16, // 7: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	17, // 8: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 9: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	17, // 10: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	4,  // 11: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	8,  // 12: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	10, // 13: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	12, // 14: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	14, // 15: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	1,  // 16: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
-	7,  // 17: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	9,  // 18: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	11, // 19: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	13, // 20: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	15, // 21: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	2,  // 22: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 0: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
+	26, // 1: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
+	26, // 2: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
+	14, // 3: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	27, // 4: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
+	3,  // 5: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
+	26, // 6: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	14, // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	15, // 8: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	26, // 9: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	12, // 10: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	15, // 11: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	26, // 12: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	26, // 13: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	14, // 14: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	15, // 15: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	26, // 16: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	25, // 17: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	26, // 18: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 19: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	26, // 20: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	13, // 21: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	17, // 22: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	19, // 23: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	21, // 24: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	23, // 25: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	10, // 26: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	1,  // 27: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
+	4,  // 28: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
+	6,  // 29: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
+	8,  // 30: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
+	16, // 31: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	18, // 32: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	20, // 33: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	22, // 34: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	24, // 35: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	11, // 36: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	2,  // 37: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	5,  // 38: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	7,  // 39: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	9,  // 40: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	31, // [31:41] is the sub-list for method output_type
+	21, // [21:31] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -1100,15 +1692,17 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 		return
 	}
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[3].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[11].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[5].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[7].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[12].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolRegistryService_RegisterTool_FullMethodName = "/flowdrop.gateway.v1.ToolRegistryService/RegisterTool"
-	ToolRegistryService_GetTool_FullMethodName      = "/flowdrop.gateway.v1.ToolRegistryService/GetTool"
-	ToolRegistryService_ListTools_FullMethodName    = "/flowdrop.gateway.v1.ToolRegistryService/ListTools"
-	ToolRegistryService_DeleteTool_FullMethodName   = "/flowdrop.gateway.v1.ToolRegistryService/DeleteTool"
-	ToolRegistryService_WatchTools_FullMethodName   = "/flowdrop.gateway.v1.ToolRegistryService/WatchTools"
-	ToolRegistryService_ExportTools_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/ExportTools"
+	ToolRegistryService_RegisterTool_FullMethodName         = "/flowdrop.gateway.v1.ToolRegistryService/RegisterTool"
+	ToolRegistryService_GetTool_FullMethodName              = "/flowdrop.gateway.v1.ToolRegistryService/GetTool"
+	ToolRegistryService_ListTools_FullMethodName            = "/flowdrop.gateway.v1.ToolRegistryService/ListTools"
+	ToolRegistryService_DeleteTool_FullMethodName           = "/flowdrop.gateway.v1.ToolRegistryService/DeleteTool"
+	ToolRegistryService_WatchTools_FullMethodName           = "/flowdrop.gateway.v1.ToolRegistryService/WatchTools"
+	ToolRegistryService_ExportTools_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/ExportTools"
+	ToolRegistryService_ListPendingChanges_FullMethodName   = "/flowdrop.gateway.v1.ToolRegistryService/ListPendingChanges"
+	ToolRegistryService_GetPendingChange_FullMethodName     = "/flowdrop.gateway.v1.ToolRegistryService/GetPendingChange"
+	ToolRegistryService_ApprovePendingChange_FullMethodName = "/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange"
+	ToolRegistryService_RejectPendingChange_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -43,6 +47,17 @@ type ToolRegistryServiceClient interface {
 	// Returns the tools the caller may invoke in a model API's
 	// tool-definition format, ready to hand to that API.
 	ExportTools(ctx context.Context, in *ExportToolsRequest, opts ...grpc.CallOption) (*ExportToolsResponse, error)
+	// Lists the upstream changes to imported tools awaiting approval.
+	ListPendingChanges(ctx context.Context, in *ListPendingChangesRequest, opts ...grpc.CallOption) (*ListPendingChangesResponse, error)
+	// Returns one tool's pending upstream change (NotFound: no such tool;
+	// FailedPrecondition: none pending).
+	GetPendingChange(ctx context.Context, in *GetPendingChangeRequest, opts ...grpc.CallOption) (*GetPendingChangeResponse, error)
+	// Serves a tool's pending upstream change: its definition replaces the
+	// served one, or, for the tool's removal upstream, the tool is deleted.
+	ApprovePendingChange(ctx context.Context, in *ApprovePendingChangeRequest, opts ...grpc.CallOption) (*ApprovePendingChangeResponse, error)
+	// Drops a tool's pending upstream change: the served definition stays
+	// and that upstream definition is not proposed again.
+	RejectPendingChange(ctx context.Context, in *RejectPendingChangeRequest, opts ...grpc.CallOption) (*RejectPendingChangeResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -122,6 +137,46 @@ func (c *toolRegistryServiceClient) ExportTools(ctx context.Context, in *ExportT
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) ListPendingChanges(ctx context.Context, in *ListPendingChangesRequest, opts ...grpc.CallOption) (*ListPendingChangesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPendingChangesResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_ListPendingChanges_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) GetPendingChange(ctx context.Context, in *GetPendingChangeRequest, opts ...grpc.CallOption) (*GetPendingChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPendingChangeResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_GetPendingChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) ApprovePendingChange(ctx context.Context, in *ApprovePendingChangeRequest, opts ...grpc.CallOption) (*ApprovePendingChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApprovePendingChangeResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_ApprovePendingChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) RejectPendingChange(ctx context.Context, in *RejectPendingChangeRequest, opts ...grpc.CallOption) (*RejectPendingChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RejectPendingChangeResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_RejectPendingChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -138,6 +193,17 @@ type ToolRegistryServiceServer interface {
 	// Returns the tools the caller may invoke in a model API's
 	// tool-definition format, ready to hand to that API.
 	ExportTools(context.Context, *ExportToolsRequest) (*ExportToolsResponse, error)
+	// Lists the upstream changes to imported tools awaiting approval.
+	ListPendingChanges(context.Context, *ListPendingChangesRequest) (*ListPendingChangesResponse, error)
+	// Returns one tool's pending upstream change (NotFound: no such tool;
+	// FailedPrecondition: none pending).
+	GetPendingChange(context.Context, *GetPendingChangeRequest) (*GetPendingChangeResponse, error)
+	// Serves a tool's pending upstream change: its definition replaces the
+	// served one, or, for the tool's removal upstream, the tool is deleted.
+	ApprovePendingChange(context.Context, *ApprovePendingChangeRequest) (*ApprovePendingChangeResponse, error)
+	// Drops a tool's pending upstream change: the served definition stays
+	// and that upstream definition is not proposed again.
+	RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -165,6 +231,18 @@ func (UnimplementedToolRegistryServiceServer) WatchTools(*WatchToolsRequest, grp
 }
 func (UnimplementedToolRegistryServiceServer) ExportTools(context.Context, *ExportToolsRequest) (*ExportToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportTools not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) ListPendingChanges(context.Context, *ListPendingChangesRequest) (*ListPendingChangesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPendingChanges not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) GetPendingChange(context.Context, *GetPendingChangeRequest) (*GetPendingChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPendingChange not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) ApprovePendingChange(context.Context, *ApprovePendingChangeRequest) (*ApprovePendingChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApprovePendingChange not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RejectPendingChange not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -288,6 +366,78 @@ func _ToolRegistryService_ExportTools_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_ListPendingChanges_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPendingChangesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).ListPendingChanges(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_ListPendingChanges_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).ListPendingChanges(ctx, req.(*ListPendingChangesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_GetPendingChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPendingChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).GetPendingChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_GetPendingChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).GetPendingChange(ctx, req.(*GetPendingChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_ApprovePendingChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApprovePendingChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).ApprovePendingChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_ApprovePendingChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).ApprovePendingChange(ctx, req.(*ApprovePendingChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_RejectPendingChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RejectPendingChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).RejectPendingChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_RejectPendingChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).RejectPendingChange(ctx, req.(*RejectPendingChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -314,6 +464,22 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExportTools",
 			Handler:    _ToolRegistryService_ExportTools_Handler,
+		},
+		{
+			MethodName: "ListPendingChanges",
+			Handler:    _ToolRegistryService_ListPendingChanges_Handler,
+		},
+		{
+			MethodName: "GetPendingChange",
+			Handler:    _ToolRegistryService_GetPendingChange_Handler,
+		},
+		{
+			MethodName: "ApprovePendingChange",
+			Handler:    _ToolRegistryService_ApprovePendingChange_Handler,
+		},
+		{
+			MethodName: "RejectPendingChange",
+			Handler:    _ToolRegistryService_RejectPendingChange_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -181,8 +181,14 @@ type Tool struct {
 	// empty: a tool error naming the violations) or "pass" (forwarded;
 	// counted and logged either way).
 	OnInvalidOutput string `protobuf:"bytes,12,opt,name=on_invalid_output,json=onInvalidOutput,proto3" json:"on_invalid_output,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Origin is set on a tool imported from an upstream MCP server (by
+	// `flowdropctl tools import mcp`); unset: an admin wrote the tool, and
+	// no upstream changes or deletes it. An update that sets no origin and
+	// keeps calling the same upstream keeps the stored one (an admin's edit
+	// of an imported tool pins its definition; see ToolOrigin.edited).
+	Origin        *ToolOrigin `protobuf:"bytes,13,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -299,6 +305,97 @@ func (x *Tool) GetOnInvalidOutput() string {
 	return ""
 }
 
+func (x *Tool) GetOrigin() *ToolOrigin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// ToolOrigin says a tool was imported from an upstream MCP server. The
+// upstream's later changes to the tool (description, schemas, annotations,
+// its removal) are held as a pending change until an admin approves it
+// (ToolRegistryService.ApprovePendingChange), or the gateway's policy
+// auto-approves every kind of change it makes (mcp_upstreams.auto_approve)
+// and the tool is not edited.
+type ToolOrigin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The upstream's URL; must equal spec.mcp_tool.url.
+	McpUpstream string `protobuf:"bytes,1,opt,name=mcp_upstream,json=mcpUpstream,proto3" json:"mcp_upstream,omitempty"`
+	// Hex SHA-256 of the upstream's definition as last accepted (imported,
+	// approved or rejected), or "removed" after a rejected removal. Empty
+	// in a request: the registry computes it from the request's definition.
+	UpstreamDigest string `protobuf:"bytes,2,opt,name=upstream_digest,json=upstreamDigest,proto3" json:"upstream_digest,omitempty"`
+	// Output only. The served definition is not the upstream's last
+	// accepted one (an admin edited it, or rejected an upstream change): no
+	// upstream change is ever auto-approved over it.
+	Edited bool `protobuf:"varint,3,opt,name=edited,proto3" json:"edited,omitempty"`
+	// Output only. The kinds of the upstream change awaiting approval:
+	// "description", "compatible-schema", "incompatible-schema",
+	// "output-schema", "annotations", "removal". Empty: none.
+	Pending       []string `protobuf:"bytes,4,rep,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOrigin) Reset() {
+	*x = ToolOrigin{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOrigin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOrigin) ProtoMessage() {}
+
+func (x *ToolOrigin) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOrigin.ProtoReflect.Descriptor instead.
+func (*ToolOrigin) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ToolOrigin) GetMcpUpstream() string {
+	if x != nil {
+		return x.McpUpstream
+	}
+	return ""
+}
+
+func (x *ToolOrigin) GetUpstreamDigest() string {
+	if x != nil {
+		return x.UpstreamDigest
+	}
+	return ""
+}
+
+func (x *ToolOrigin) GetEdited() bool {
+	if x != nil {
+		return x.Edited
+	}
+	return false
+}
+
+func (x *ToolOrigin) GetPending() []string {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
 // ToolAnnotations are MCP's tool annotations; unset means MCP's default.
 type ToolAnnotations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -318,7 +415,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +427,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +440,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ToolAnnotations) GetReadOnlyHint() bool {
@@ -392,7 +489,7 @@ type BackendSpec struct {
 
 func (x *BackendSpec) Reset() {
 	*x = BackendSpec{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +501,7 @@ func (x *BackendSpec) String() string {
 func (*BackendSpec) ProtoMessage() {}
 
 func (x *BackendSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +514,7 @@ func (x *BackendSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendSpec.ProtoReflect.Descriptor instead.
 func (*BackendSpec) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BackendSpec) GetKind() isBackendSpec_Kind {
@@ -508,7 +605,7 @@ type TransportSecurity struct {
 
 func (x *TransportSecurity) Reset() {
 	*x = TransportSecurity{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +617,7 @@ func (x *TransportSecurity) String() string {
 func (*TransportSecurity) ProtoMessage() {}
 
 func (x *TransportSecurity) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +630,7 @@ func (x *TransportSecurity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportSecurity.ProtoReflect.Descriptor instead.
 func (*TransportSecurity) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TransportSecurity) GetCaFile() string {
@@ -591,7 +688,7 @@ type GrpcMethod struct {
 
 func (x *GrpcMethod) Reset() {
 	*x = GrpcMethod{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +700,7 @@ func (x *GrpcMethod) String() string {
 func (*GrpcMethod) ProtoMessage() {}
 
 func (x *GrpcMethod) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +713,7 @@ func (x *GrpcMethod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrpcMethod.ProtoReflect.Descriptor instead.
 func (*GrpcMethod) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GrpcMethod) GetTarget() string {
@@ -669,7 +766,7 @@ type HttpOperation struct {
 
 func (x *HttpOperation) Reset() {
 	*x = HttpOperation{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +778,7 @@ func (x *HttpOperation) String() string {
 func (*HttpOperation) ProtoMessage() {}
 
 func (x *HttpOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +791,7 @@ func (x *HttpOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpOperation.ProtoReflect.Descriptor instead.
 func (*HttpOperation) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HttpOperation) GetBaseUrl() string {
@@ -752,7 +849,7 @@ type HttpParameter struct {
 
 func (x *HttpParameter) Reset() {
 	*x = HttpParameter{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -764,7 +861,7 @@ func (x *HttpParameter) String() string {
 func (*HttpParameter) ProtoMessage() {}
 
 func (x *HttpParameter) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -777,7 +874,7 @@ func (x *HttpParameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpParameter.ProtoReflect.Descriptor instead.
 func (*HttpParameter) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HttpParameter) GetName() string {
@@ -821,7 +918,7 @@ type McpTool struct {
 
 func (x *McpTool) Reset() {
 	*x = McpTool{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +930,7 @@ func (x *McpTool) String() string {
 func (*McpTool) ProtoMessage() {}
 
 func (x *McpTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +943,7 @@ func (x *McpTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTool.ProtoReflect.Descriptor instead.
 func (*McpTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpTool) GetUrl() string {
@@ -893,7 +990,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1002,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1015,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Repair) GetPath() string {
@@ -963,7 +1060,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1072,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1085,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Caller) GetSubject() string {
@@ -1016,7 +1113,7 @@ var File_flowdrop_gateway_v1_tool_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\n" +
-	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xef\x04\n" +
+	"\x1eflowdrop/gateway/v1/tool.proto\x12\x13flowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x05\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
@@ -1030,10 +1127,17 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x10max_result_bytes\x18\n" +
 	" \x01(\x03R\x0emaxResultBytes\x12<\n" +
 	"\routput_schema\x18\v \x01(\v2\x17.google.protobuf.StructR\foutputSchema\x12*\n" +
-	"\x11on_invalid_output\x18\f \x01(\tR\x0fonInvalidOutput\x1a9\n" +
+	"\x11on_invalid_output\x18\f \x01(\tR\x0fonInvalidOutput\x127\n" +
+	"\x06origin\x18\r \x01(\v2\x1f.flowdrop.gateway.v1.ToolOriginR\x06origin\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +
+	"\n" +
+	"ToolOrigin\x12!\n" +
+	"\fmcp_upstream\x18\x01 \x01(\tR\vmcpUpstream\x12'\n" +
+	"\x0fupstream_digest\x18\x02 \x01(\tR\x0eupstreamDigest\x12\x16\n" +
+	"\x06edited\x18\x03 \x01(\bR\x06edited\x12\x18\n" +
+	"\apending\x18\x04 \x03(\tR\apending\"\x97\x02\n" +
 	"\x0fToolAnnotations\x12)\n" +
 	"\x0eread_only_hint\x18\x01 \x01(\bH\x00R\freadOnlyHint\x88\x01\x01\x12.\n" +
 	"\x10destructive_hint\x18\x02 \x01(\bH\x01R\x0fdestructiveHint\x88\x01\x01\x12,\n" +
@@ -1114,44 +1218,46 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(HttpParameterIn)(0),        // 0: flowdrop.gateway.v1.HttpParameterIn
 	(RepairKind)(0),             // 1: flowdrop.gateway.v1.RepairKind
 	(*Tool)(nil),                // 2: flowdrop.gateway.v1.Tool
-	(*ToolAnnotations)(nil),     // 3: flowdrop.gateway.v1.ToolAnnotations
-	(*BackendSpec)(nil),         // 4: flowdrop.gateway.v1.BackendSpec
-	(*TransportSecurity)(nil),   // 5: flowdrop.gateway.v1.TransportSecurity
-	(*GrpcMethod)(nil),          // 6: flowdrop.gateway.v1.GrpcMethod
-	(*HttpOperation)(nil),       // 7: flowdrop.gateway.v1.HttpOperation
-	(*HttpParameter)(nil),       // 8: flowdrop.gateway.v1.HttpParameter
-	(*McpTool)(nil),             // 9: flowdrop.gateway.v1.McpTool
-	(*Repair)(nil),              // 10: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 11: flowdrop.gateway.v1.Caller
-	nil,                         // 12: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 13: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*ToolOrigin)(nil),          // 3: flowdrop.gateway.v1.ToolOrigin
+	(*ToolAnnotations)(nil),     // 4: flowdrop.gateway.v1.ToolAnnotations
+	(*BackendSpec)(nil),         // 5: flowdrop.gateway.v1.BackendSpec
+	(*TransportSecurity)(nil),   // 6: flowdrop.gateway.v1.TransportSecurity
+	(*GrpcMethod)(nil),          // 7: flowdrop.gateway.v1.GrpcMethod
+	(*HttpOperation)(nil),       // 8: flowdrop.gateway.v1.HttpOperation
+	(*HttpParameter)(nil),       // 9: flowdrop.gateway.v1.HttpParameter
+	(*McpTool)(nil),             // 10: flowdrop.gateway.v1.McpTool
+	(*Repair)(nil),              // 11: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 12: flowdrop.gateway.v1.Caller
+	nil,                         // 13: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 14: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 15: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	13, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	14, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	12, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
-	4,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
-	3,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
-	13, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	6,  // 6: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	7,  // 7: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
-	9,  // 8: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
-	5,  // 9: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	8,  // 10: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
-	13, // 11: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
-	0,  // 12: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
-	1,  // 13: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	15, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	13, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	5,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
+	4,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
+	14, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	3,  // 6: flowdrop.gateway.v1.Tool.origin:type_name -> flowdrop.gateway.v1.ToolOrigin
+	7,  // 7: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	8,  // 8: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
+	10, // 9: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
+	6,  // 10: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	9,  // 11: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	14, // 12: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	0,  // 13: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
+	1,  // 14: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -1159,8 +1265,8 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 	if File_flowdrop_gateway_v1_tool_proto != nil {
 		return
 	}
-	file_flowdrop_gateway_v1_tool_proto_msgTypes[1].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_tool_proto_msgTypes[2].OneofWrappers = []any{
+	file_flowdrop_gateway_v1_tool_proto_msgTypes[2].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_tool_proto_msgTypes[3].OneofWrappers = []any{
 		(*BackendSpec_GrpcMethod)(nil),
 		(*BackendSpec_HttpOperation)(nil),
 		(*BackendSpec_McpTool)(nil),
@@ -1171,7 +1277,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

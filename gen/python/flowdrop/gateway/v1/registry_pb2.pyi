@@ -1,4 +1,5 @@
 from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -6,6 +7,26 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class ApprovePendingChangeRequest(_message.Message):
+    __slots__ = ["expected_revision", "name"]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    expected_revision: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class ApprovePendingChangeResponse(_message.Message):
+    __slots__ = ["compatibility_notes", "deleted", "lint_findings", "tool"]
+    COMPATIBILITY_NOTES_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    LINT_FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    compatibility_notes: _containers.RepeatedCompositeFieldContainer[CompatibilityNote]
+    deleted: bool
+    lint_findings: _containers.RepeatedCompositeFieldContainer[LintFinding]
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., deleted: bool = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., lint_findings: _Optional[_Iterable[_Union[LintFinding, _Mapping]]] = ...) -> None: ...
 
 class CompatibilityNote(_message.Message):
     __slots__ = ["kind", "message", "path"]
@@ -51,6 +72,18 @@ class ExportToolsResponse(_message.Message):
     tools_json: str
     def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., optional_nulls_refused: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class GetPendingChangeRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetPendingChangeResponse(_message.Message):
+    __slots__ = ["change"]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    change: PendingChange
+    def __init__(self, change: _Optional[_Union[PendingChange, _Mapping]] = ...) -> None: ...
+
 class GetToolRequest(_message.Message):
     __slots__ = ["name"]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +116,24 @@ class LintFinding(_message.Message):
     severity: str
     def __init__(self, profile: _Optional[str] = ..., path: _Optional[str] = ..., message: _Optional[str] = ..., severity: _Optional[str] = ...) -> None: ...
 
+class ListPendingChangesRequest(_message.Message):
+    __slots__ = ["name_prefix", "page_size", "page_token"]
+    NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name_prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, name_prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListPendingChangesResponse(_message.Message):
+    __slots__ = ["changes", "next_page_token"]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    changes: _containers.RepeatedCompositeFieldContainer[PendingChange]
+    next_page_token: str
+    def __init__(self, changes: _Optional[_Iterable[_Union[PendingChange, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class ListToolsRequest(_message.Message):
     __slots__ = ["labels", "name_prefix", "page_size", "page_token"]
     class LabelsEntry(_message.Message):
@@ -110,6 +161,22 @@ class ListToolsResponse(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.Tool]
     def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.Tool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class PendingChange(_message.Message):
+    __slots__ = ["compatibility_notes", "detected_at", "held_because", "kinds", "proposed", "tool"]
+    COMPATIBILITY_NOTES_FIELD_NUMBER: _ClassVar[int]
+    DETECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    HELD_BECAUSE_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    PROPOSED_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    compatibility_notes: _containers.RepeatedCompositeFieldContainer[CompatibilityNote]
+    detected_at: _timestamp_pb2.Timestamp
+    held_because: str
+    kinds: _containers.RepeatedScalarFieldContainer[str]
+    proposed: _tool_pb2.Tool
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., kinds: _Optional[_Iterable[str]] = ..., proposed: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., detected_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., held_because: _Optional[str] = ...) -> None: ...
+
 class RegisterToolRequest(_message.Message):
     __slots__ = ["expected_revision", "require_compatible", "strict_lint", "tool"]
     EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +200,20 @@ class RegisterToolResponse(_message.Message):
     lint_findings: _containers.RepeatedCompositeFieldContainer[LintFinding]
     tool: _tool_pb2.Tool
     def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., created: bool = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., lint_findings: _Optional[_Iterable[_Union[LintFinding, _Mapping]]] = ...) -> None: ...
+
+class RejectPendingChangeRequest(_message.Message):
+    __slots__ = ["expected_revision", "name"]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    expected_revision: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class RejectPendingChangeResponse(_message.Message):
+    __slots__ = ["tool"]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    tool: _tool_pb2.Tool
+    def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ...) -> None: ...
 
 class WatchToolsRequest(_message.Message):
     __slots__ = ["start_revision"]

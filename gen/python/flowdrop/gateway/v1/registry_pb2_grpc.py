@@ -45,6 +45,26 @@ class ToolRegistryServiceStub(object):
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsResponse.FromString,
                 )
+        self.ListPendingChanges = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/ListPendingChanges',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesResponse.FromString,
+                )
+        self.GetPendingChange = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/GetPendingChange',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeResponse.FromString,
+                )
+        self.ApprovePendingChange = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeResponse.FromString,
+                )
+        self.RejectPendingChange = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.FromString,
+                )
 
 
 class ToolRegistryServiceServicer(object):
@@ -91,6 +111,37 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPendingChanges(self, request, context):
+        """Lists the upstream changes to imported tools awaiting approval.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPendingChange(self, request, context):
+        """Returns one tool's pending upstream change (NotFound: no such tool;
+        FailedPrecondition: none pending).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApprovePendingChange(self, request, context):
+        """Serves a tool's pending upstream change: its definition replaces the
+        served one, or, for the tool's removal upstream, the tool is deleted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RejectPendingChange(self, request, context):
+        """Drops a tool's pending upstream change: the served definition stays
+        and that upstream definition is not proposed again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +174,26 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.ExportTools,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsResponse.SerializeToString,
+            ),
+            'ListPendingChanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPendingChanges,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesResponse.SerializeToString,
+            ),
+            'GetPendingChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPendingChange,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeResponse.SerializeToString,
+            ),
+            'ApprovePendingChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApprovePendingChange,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeResponse.SerializeToString,
+            ),
+            'RejectPendingChange': grpc.unary_unary_rpc_method_handler(
+                    servicer.RejectPendingChange,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -234,5 +305,73 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/ExportTools',
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ExportToolsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListPendingChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/ListPendingChanges',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListPendingChangesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetPendingChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/GetPendingChange',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetPendingChangeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ApprovePendingChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ApprovePendingChangeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RejectPendingChange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

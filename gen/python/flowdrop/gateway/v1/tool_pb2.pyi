@@ -97,7 +97,7 @@ class Repair(_message.Message):
     def __init__(self, path: _Optional[str] = ..., kind: _Optional[_Union[RepairKind, str]] = ..., passes: _Optional[int] = ..., bound_hit: bool = ...) -> None: ...
 
 class Tool(_message.Message):
-    __slots__ = ["annotations", "backend", "description", "input_schema", "labels", "max_result_bytes", "name", "on_invalid_output", "output_schema", "revision", "spec", "timeout"]
+    __slots__ = ["annotations", "backend", "description", "input_schema", "labels", "max_result_bytes", "name", "on_invalid_output", "origin", "output_schema", "revision", "spec", "timeout"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +113,7 @@ class Tool(_message.Message):
     MAX_RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ON_INVALID_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
@@ -125,11 +126,12 @@ class Tool(_message.Message):
     max_result_bytes: int
     name: str
     on_invalid_output: str
+    origin: ToolOrigin
     output_schema: _struct_pb2.Struct
     revision: int
     spec: BackendSpec
     timeout: _duration_pb2.Duration
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., backend: _Optional[str] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[BackendSpec, _Mapping]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., max_result_bytes: _Optional[int] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., on_invalid_output: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., backend: _Optional[str] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[BackendSpec, _Mapping]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., max_result_bytes: _Optional[int] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., on_invalid_output: _Optional[str] = ..., origin: _Optional[_Union[ToolOrigin, _Mapping]] = ...) -> None: ...
 
 class ToolAnnotations(_message.Message):
     __slots__ = ["destructive_hint", "idempotent_hint", "open_world_hint", "read_only_hint"]
@@ -142,6 +144,18 @@ class ToolAnnotations(_message.Message):
     open_world_hint: bool
     read_only_hint: bool
     def __init__(self, read_only_hint: bool = ..., destructive_hint: bool = ..., idempotent_hint: bool = ..., open_world_hint: bool = ...) -> None: ...
+
+class ToolOrigin(_message.Message):
+    __slots__ = ["edited", "mcp_upstream", "pending", "upstream_digest"]
+    EDITED_FIELD_NUMBER: _ClassVar[int]
+    MCP_UPSTREAM_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    edited: bool
+    mcp_upstream: str
+    pending: _containers.RepeatedScalarFieldContainer[str]
+    upstream_digest: str
+    def __init__(self, mcp_upstream: _Optional[str] = ..., upstream_digest: _Optional[str] = ..., edited: bool = ..., pending: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TransportSecurity(_message.Message):
     __slots__ = ["ca_file", "cert_file", "key_file", "require", "server_name"]

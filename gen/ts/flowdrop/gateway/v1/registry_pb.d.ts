@@ -5,11 +5,259 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Tool } from "./tool_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file flowdrop/gateway/v1/registry.proto.
  */
 export declare const file_flowdrop_gateway_v1_registry: GenFile;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ListPendingChangesRequest
+ */
+export declare type ListPendingChangesRequest = Message<"flowdrop.gateway.v1.ListPendingChangesRequest"> & {
+  /**
+   * Only tools whose name starts with this.
+   *
+   * @generated from field: string name_prefix = 1;
+   */
+  namePrefix: string;
+
+  /**
+   * At most this many changes per page (0: 100; at most 1000).
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * A previous page's next_page_token: the page after it.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListPendingChangesRequest.
+ * Use `create(ListPendingChangesRequestSchema)` to create a new message.
+ */
+export declare const ListPendingChangesRequestSchema: GenMessage<ListPendingChangesRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ListPendingChangesResponse
+ */
+export declare type ListPendingChangesResponse = Message<"flowdrop.gateway.v1.ListPendingChangesResponse"> & {
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.PendingChange changes = 1;
+   */
+  changes: PendingChange[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListPendingChangesResponse.
+ * Use `create(ListPendingChangesResponseSchema)` to create a new message.
+ */
+export declare const ListPendingChangesResponseSchema: GenMessage<ListPendingChangesResponse>;
+
+/**
+ * PendingChange is an upstream change to an imported tool held for an
+ * admin's approval.
+ *
+ * @generated from message flowdrop.gateway.v1.PendingChange
+ */
+export declare type PendingChange = Message<"flowdrop.gateway.v1.PendingChange"> & {
+  /**
+   * The tool as served now; its revision is the expected_revision that
+   * approves or rejects exactly this change.
+   *
+   * @generated from field: flowdrop.gateway.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+
+  /**
+   * What the change changes: "description", "compatible-schema" (the
+   * input schema; the compatibility engine finds no note),
+   * "incompatible-schema", "output-schema", "annotations", "removal".
+   *
+   * @generated from field: repeated string kinds = 2;
+   */
+  kinds: string[];
+
+  /**
+   * The tool as it would be served once approved; unset for a removal.
+   *
+   * @generated from field: flowdrop.gateway.v1.Tool proposed = 3;
+   */
+  proposed?: Tool | undefined;
+
+  /**
+   * The compatibility engine's notes on the proposed input schema against
+   * the served one.
+   *
+   * @generated from field: repeated flowdrop.gateway.v1.CompatibilityNote compatibility_notes = 4;
+   */
+  compatibilityNotes: CompatibilityNote[];
+
+  /**
+   * When the gateway held the change.
+   *
+   * @generated from field: google.protobuf.Timestamp detected_at = 5;
+   */
+  detectedAt?: Timestamp | undefined;
+
+  /**
+   * Why it was not applied: "policy" (mcp_upstreams.auto_approve does not
+   * name every kind) or "edited" (an admin's definition is never replaced
+   * automatically).
+   *
+   * @generated from field: string held_because = 6;
+   */
+  heldBecause: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.PendingChange.
+ * Use `create(PendingChangeSchema)` to create a new message.
+ */
+export declare const PendingChangeSchema: GenMessage<PendingChange>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetPendingChangeRequest
+ */
+export declare type GetPendingChangeRequest = Message<"flowdrop.gateway.v1.GetPendingChangeRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetPendingChangeRequest.
+ * Use `create(GetPendingChangeRequestSchema)` to create a new message.
+ */
+export declare const GetPendingChangeRequestSchema: GenMessage<GetPendingChangeRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetPendingChangeResponse
+ */
+export declare type GetPendingChangeResponse = Message<"flowdrop.gateway.v1.GetPendingChangeResponse"> & {
+  /**
+   * @generated from field: flowdrop.gateway.v1.PendingChange change = 1;
+   */
+  change?: PendingChange | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetPendingChangeResponse.
+ * Use `create(GetPendingChangeResponseSchema)` to create a new message.
+ */
+export declare const GetPendingChangeResponseSchema: GenMessage<GetPendingChangeResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ApprovePendingChangeRequest
+ */
+export declare type ApprovePendingChangeRequest = Message<"flowdrop.gateway.v1.ApprovePendingChangeRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * When set, approve only if the tool's revision is this one (the
+   * PendingChange.tool.revision reviewed); otherwise Aborted.
+   *
+   * @generated from field: optional int64 expected_revision = 2;
+   */
+  expectedRevision?: bigint | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ApprovePendingChangeRequest.
+ * Use `create(ApprovePendingChangeRequestSchema)` to create a new message.
+ */
+export declare const ApprovePendingChangeRequestSchema: GenMessage<ApprovePendingChangeRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ApprovePendingChangeResponse
+ */
+export declare type ApprovePendingChangeResponse = Message<"flowdrop.gateway.v1.ApprovePendingChangeResponse"> & {
+  /**
+   * The tool as now served; unset when the change was its removal.
+   *
+   * @generated from field: flowdrop.gateway.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+
+  /**
+   * The change was the tool's removal: the tool is deleted.
+   *
+   * @generated from field: bool deleted = 2;
+   */
+  deleted: boolean;
+
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.CompatibilityNote compatibility_notes = 3;
+   */
+  compatibilityNotes: CompatibilityNote[];
+
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.LintFinding lint_findings = 4;
+   */
+  lintFindings: LintFinding[];
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ApprovePendingChangeResponse.
+ * Use `create(ApprovePendingChangeResponseSchema)` to create a new message.
+ */
+export declare const ApprovePendingChangeResponseSchema: GenMessage<ApprovePendingChangeResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.RejectPendingChangeRequest
+ */
+export declare type RejectPendingChangeRequest = Message<"flowdrop.gateway.v1.RejectPendingChangeRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * As for ApprovePendingChangeRequest.
+   *
+   * @generated from field: optional int64 expected_revision = 2;
+   */
+  expectedRevision?: bigint | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.RejectPendingChangeRequest.
+ * Use `create(RejectPendingChangeRequestSchema)` to create a new message.
+ */
+export declare const RejectPendingChangeRequestSchema: GenMessage<RejectPendingChangeRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.RejectPendingChangeResponse
+ */
+export declare type RejectPendingChangeResponse = Message<"flowdrop.gateway.v1.RejectPendingChangeResponse"> & {
+  /**
+   * The tool as served (unchanged but for its origin).
+   *
+   * @generated from field: flowdrop.gateway.v1.Tool tool = 1;
+   */
+  tool?: Tool | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.RejectPendingChangeResponse.
+ * Use `create(RejectPendingChangeResponseSchema)` to create a new message.
+ */
+export declare const RejectPendingChangeResponseSchema: GenMessage<RejectPendingChangeResponse>;
 
 /**
  * @generated from message flowdrop.gateway.v1.ExportToolsRequest
@@ -505,6 +753,49 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof ExportToolsRequestSchema;
     output: typeof ExportToolsResponseSchema;
+  },
+  /**
+   * Lists the upstream changes to imported tools awaiting approval.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges
+   */
+  listPendingChanges: {
+    methodKind: "unary";
+    input: typeof ListPendingChangesRequestSchema;
+    output: typeof ListPendingChangesResponseSchema;
+  },
+  /**
+   * Returns one tool's pending upstream change (NotFound: no such tool;
+   * FailedPrecondition: none pending).
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.GetPendingChange
+   */
+  getPendingChange: {
+    methodKind: "unary";
+    input: typeof GetPendingChangeRequestSchema;
+    output: typeof GetPendingChangeResponseSchema;
+  },
+  /**
+   * Serves a tool's pending upstream change: its definition replaces the
+   * served one, or, for the tool's removal upstream, the tool is deleted.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange
+   */
+  approvePendingChange: {
+    methodKind: "unary";
+    input: typeof ApprovePendingChangeRequestSchema;
+    output: typeof ApprovePendingChangeResponseSchema;
+  },
+  /**
+   * Drops a tool's pending upstream change: the served definition stays
+   * and that upstream definition is not proposed again.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange
+   */
+  rejectPendingChange: {
+    methodKind: "unary";
+    input: typeof RejectPendingChangeRequestSchema;
+    output: typeof RejectPendingChangeResponseSchema;
   },
 }>;
 

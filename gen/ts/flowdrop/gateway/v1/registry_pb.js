@@ -4,123 +4,187 @@
 
 import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/protobuf/codegenv2";
 import { file_flowdrop_gateway_v1_tool } from "./tool_pb.js";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file flowdrop/gateway/v1/registry.proto.
  */
 export const file_flowdrop_gateway_v1_registry = /*@__PURE__*/
-  fileDesc("CiJmbG93ZHJvcC9nYXRld2F5L3YxL3JlZ2lzdHJ5LnByb3RvEhNmbG93ZHJvcC5nYXRld2F5LnYxIksKEkV4cG9ydFRvb2xzUmVxdWVzdBIOCgZmb3JtYXQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkilgEKE0V4cG9ydFRvb2xzUmVzcG9uc2USEgoKdG9vbHNfanNvbhgBIAEoCRIyCghsZWZ0X291dBgCIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGVmdE91dFRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAMgASgJEh4KFm9wdGlvbmFsX251bGxzX3JlZnVzZWQYBCADKAkiTwoLTGVmdE91dFRvb2wSDAoEbmFtZRgBIAEoCRIyCghmaW5kaW5ncxgCIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGludEZpbmRpbmcipQEKE1JlZ2lzdGVyVG9vbFJlcXVlc3QSJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBEhoKEnJlcXVpcmVfY29tcGF0aWJsZRgDIAEoCBITCgtzdHJpY3RfbGludBgEIAEoCEIUChJfZXhwZWN0ZWRfcmV2aXNpb24iQAoRQ29tcGF0aWJpbGl0eU5vdGUSDAoEcGF0aBgBIAEoCRIMCgRraW5kGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiTwoLTGludEZpbmRpbmcSDwoHcHJvZmlsZRgBIAEoCRIMCgRwYXRoGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEAoIc2V2ZXJpdHkYBCABKAkizgEKFFJlZ2lzdGVyVG9vbFJlc3BvbnNlEicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSDwoHY3JlYXRlZBgCIAEoCBJDChNjb21wYXRpYmlsaXR5X25vdGVzGAMgAygLMiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Db21wYXRpYmlsaXR5Tm90ZRI3Cg1saW50X2ZpbmRpbmdzGAQgAygLMiAuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaW50RmluZGluZyIeCg5HZXRUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjoKD0dldFRvb2xSZXNwb25zZRInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sIsABChBMaXN0VG9vbHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhMKC25hbWVfcHJlZml4GAMgASgJEkEKBmxhYmVscxgEIAMoCzIxLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVxdWVzdC5MYWJlbHNFbnRyeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlYKEUxpc3RUb29sc1Jlc3BvbnNlEigKBXRvb2xzGAEgAygLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJXChFEZWxldGVUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAIgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIhQKEkRlbGV0ZVRvb2xSZXNwb25zZSIrChFXYXRjaFRvb2xzUmVxdWVzdBIWCg5zdGFydF9yZXZpc2lvbhgBIAEoAyLkAQoSV2F0Y2hUb29sc1Jlc3BvbnNlEj8KBHR5cGUYASABKA4yMS5mbG93ZHJvcC5nYXRld2F5LnYxLldhdGNoVG9vbHNSZXNwb25zZS5FdmVudFR5cGUSJwoEdG9vbBgCIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIQCghyZXZpc2lvbhgDIAEoAyJSCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhIKDkVWRU5UX1RZUEVfUFVUEAESFQoRRVZFTlRfVFlQRV9ERUxFVEUQAjLOBAoTVG9vbFJlZ2lzdHJ5U2VydmljZRJjCgxSZWdpc3RlclRvb2wSKC5mbG93ZHJvcC5nYXRld2F5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKS5mbG93ZHJvcC5nYXRld2F5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlElQKB0dldFRvb2wSIy5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFRvb2xSZXF1ZXN0GiQuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRUb29sUmVzcG9uc2USWgoJTGlzdFRvb2xzEiUuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VG9vbHNSZXF1ZXN0GiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VG9vbHNSZXNwb25zZRJdCgpEZWxldGVUb29sEiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5EZWxldGVUb29sUmVxdWVzdBonLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlVG9vbFJlc3BvbnNlEl8KCldhdGNoVG9vbHMSJi5mbG93ZHJvcC5nYXRld2F5LnYxLldhdGNoVG9vbHNSZXF1ZXN0GicuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVzcG9uc2UwARJgCgtFeHBvcnRUb29scxInLmZsb3dkcm9wLmdhdGV3YXkudjEuRXhwb3J0VG9vbHNSZXF1ZXN0GiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5FeHBvcnRUb29sc1Jlc3BvbnNlQj9aPWdpdGh1Yi5jb20vZmxvd2Ryb3AvZ2F0ZXdheS9nZW4vZmxvd2Ryb3AvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw", [file_flowdrop_gateway_v1_tool]);
+  fileDesc("CiJmbG93ZHJvcC9nYXRld2F5L3YxL3JlZ2lzdHJ5LnByb3RvEhNmbG93ZHJvcC5nYXRld2F5LnYxIlcKGUxpc3RQZW5kaW5nQ2hhbmdlc1JlcXVlc3QSEwoLbmFtZV9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiagoaTGlzdFBlbmRpbmdDaGFuZ2VzUmVzcG9uc2USMwoHY2hhbmdlcxgBIAMoCzIiLmZsb3dkcm9wLmdhdGV3YXkudjEuUGVuZGluZ0NoYW5nZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigAIKDVBlbmRpbmdDaGFuZ2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBINCgVraW5kcxgCIAMoCRIrCghwcm9wb3NlZBgDIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBJDChNjb21wYXRpYmlsaXR5X25vdGVzGAQgAygLMiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Db21wYXRpYmlsaXR5Tm90ZRIvCgtkZXRlY3RlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMaGVsZF9iZWNhdXNlGAYgASgJIicKF0dldFBlbmRpbmdDaGFuZ2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiTgoYR2V0UGVuZGluZ0NoYW5nZVJlc3BvbnNlEjIKBmNoYW5nZRgBIAEoCzIiLmZsb3dkcm9wLmdhdGV3YXkudjEuUGVuZGluZ0NoYW5nZSJhChtBcHByb3ZlUGVuZGluZ0NoYW5nZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiLWAQocQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXNwb25zZRInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEg8KB2RlbGV0ZWQYAiABKAgSQwoTY29tcGF0aWJpbGl0eV9ub3RlcxgDIAMoCzImLmZsb3dkcm9wLmdhdGV3YXkudjEuQ29tcGF0aWJpbGl0eU5vdGUSNwoNbGludF9maW5kaW5ncxgEIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGludEZpbmRpbmciYAoaUmVqZWN0UGVuZGluZ0NoYW5nZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiJGChtSZWplY3RQZW5kaW5nQ2hhbmdlUmVzcG9uc2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbCJLChJFeHBvcnRUb29sc1JlcXVlc3QSDgoGZm9ybWF0GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIpYBChNFeHBvcnRUb29sc1Jlc3BvbnNlEhIKCnRvb2xzX2pzb24YASABKAkSMgoIbGVmdF9vdXQYAiADKAsyIC5mbG93ZHJvcC5nYXRld2F5LnYxLkxlZnRPdXRUb29sEhcKD25leHRfcGFnZV90b2tlbhgDIAEoCRIeChZvcHRpb25hbF9udWxsc19yZWZ1c2VkGAQgAygJIk8KC0xlZnRPdXRUb29sEgwKBG5hbWUYASABKAkSMgoIZmluZGluZ3MYAiADKAsyIC5mbG93ZHJvcC5nYXRld2F5LnYxLkxpbnRGaW5kaW5nIqUBChNSZWdpc3RlclRvb2xSZXF1ZXN0EicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBARIaChJyZXF1aXJlX2NvbXBhdGlibGUYAyABKAgSEwoLc3RyaWN0X2xpbnQYBCABKAhCFAoSX2V4cGVjdGVkX3JldmlzaW9uIkAKEUNvbXBhdGliaWxpdHlOb3RlEgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIk8KC0xpbnRGaW5kaW5nEg8KB3Byb2ZpbGUYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEhAKCHNldmVyaXR5GAQgASgJIs4BChRSZWdpc3RlclRvb2xSZXNwb25zZRInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEg8KB2NyZWF0ZWQYAiABKAgSQwoTY29tcGF0aWJpbGl0eV9ub3RlcxgDIAMoCzImLmZsb3dkcm9wLmdhdGV3YXkudjEuQ29tcGF0aWJpbGl0eU5vdGUSNwoNbGludF9maW5kaW5ncxgEIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGludEZpbmRpbmciHgoOR2V0VG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCSI6Cg9HZXRUb29sUmVzcG9uc2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbCLAAQoQTGlzdFRvb2xzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRITCgtuYW1lX3ByZWZpeBgDIAEoCRJBCgZsYWJlbHMYBCADKAsyMS5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RUb29sc1JlcXVlc3QuTGFiZWxzRW50cnkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJWChFMaXN0VG9vbHNSZXNwb25zZRIoCgV0b29scxgBIAMoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVwoRRGVsZXRlVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiIUChJEZWxldGVUb29sUmVzcG9uc2UiKwoRV2F0Y2hUb29sc1JlcXVlc3QSFgoOc3RhcnRfcmV2aXNpb24YASABKAMi5AEKEldhdGNoVG9vbHNSZXNwb25zZRI/CgR0eXBlGAEgASgOMjEuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVzcG9uc2UuRXZlbnRUeXBlEicKBHRvb2wYAiABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSEAoIcmV2aXNpb24YAyABKAMiUgoJRXZlbnRUeXBlEhoKFkVWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABISCg5FVkVOVF9UWVBFX1BVVBABEhUKEUVWRU5UX1RZUEVfREVMRVRFEAIyrQgKE1Rvb2xSZWdpc3RyeVNlcnZpY2USYwoMUmVnaXN0ZXJUb29sEiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GikuZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJUCgdHZXRUb29sEiMuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRUb29sUmVxdWVzdBokLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0VG9vbFJlc3BvbnNlEloKCUxpc3RUb29scxIlLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVxdWVzdBomLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVzcG9uc2USXQoKRGVsZXRlVG9vbBImLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlVG9vbFJlcXVlc3QaJy5mbG93ZHJvcC5nYXRld2F5LnYxLkRlbGV0ZVRvb2xSZXNwb25zZRJfCgpXYXRjaFRvb2xzEiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVxdWVzdBonLmZsb3dkcm9wLmdhdGV3YXkudjEuV2F0Y2hUb29sc1Jlc3BvbnNlMAESYAoLRXhwb3J0VG9vbHMSJy5mbG93ZHJvcC5nYXRld2F5LnYxLkV4cG9ydFRvb2xzUmVxdWVzdBooLmZsb3dkcm9wLmdhdGV3YXkudjEuRXhwb3J0VG9vbHNSZXNwb25zZRJ1ChJMaXN0UGVuZGluZ0NoYW5nZXMSLi5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RQZW5kaW5nQ2hhbmdlc1JlcXVlc3QaLy5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RQZW5kaW5nQ2hhbmdlc1Jlc3BvbnNlEm8KEEdldFBlbmRpbmdDaGFuZ2USLC5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFBlbmRpbmdDaGFuZ2VSZXF1ZXN0Gi0uZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRQZW5kaW5nQ2hhbmdlUmVzcG9uc2USewoUQXBwcm92ZVBlbmRpbmdDaGFuZ2USMC5mbG93ZHJvcC5nYXRld2F5LnYxLkFwcHJvdmVQZW5kaW5nQ2hhbmdlUmVxdWVzdBoxLmZsb3dkcm9wLmdhdGV3YXkudjEuQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXNwb25zZRJ4ChNSZWplY3RQZW5kaW5nQ2hhbmdlEi8uZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWplY3RQZW5kaW5nQ2hhbmdlUmVxdWVzdBowLmZsb3dkcm9wLmdhdGV3YXkudjEuUmVqZWN0UGVuZGluZ0NoYW5nZVJlc3BvbnNlQj9aPWdpdGh1Yi5jb20vZmxvd2Ryb3AvZ2F0ZXdheS9nZW4vZmxvd2Ryb3AvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw", [file_flowdrop_gateway_v1_tool, file_google_protobuf_timestamp]);
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListPendingChangesRequest.
+ * Use `create(ListPendingChangesRequestSchema)` to create a new message.
+ */
+export const ListPendingChangesRequestSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 0);
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListPendingChangesResponse.
+ * Use `create(ListPendingChangesResponseSchema)` to create a new message.
+ */
+export const ListPendingChangesResponseSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 1);
+
+/**
+ * Describes the message flowdrop.gateway.v1.PendingChange.
+ * Use `create(PendingChangeSchema)` to create a new message.
+ */
+export const PendingChangeSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 2);
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetPendingChangeRequest.
+ * Use `create(GetPendingChangeRequestSchema)` to create a new message.
+ */
+export const GetPendingChangeRequestSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 3);
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetPendingChangeResponse.
+ * Use `create(GetPendingChangeResponseSchema)` to create a new message.
+ */
+export const GetPendingChangeResponseSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 4);
+
+/**
+ * Describes the message flowdrop.gateway.v1.ApprovePendingChangeRequest.
+ * Use `create(ApprovePendingChangeRequestSchema)` to create a new message.
+ */
+export const ApprovePendingChangeRequestSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 5);
+
+/**
+ * Describes the message flowdrop.gateway.v1.ApprovePendingChangeResponse.
+ * Use `create(ApprovePendingChangeResponseSchema)` to create a new message.
+ */
+export const ApprovePendingChangeResponseSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 6);
+
+/**
+ * Describes the message flowdrop.gateway.v1.RejectPendingChangeRequest.
+ * Use `create(RejectPendingChangeRequestSchema)` to create a new message.
+ */
+export const RejectPendingChangeRequestSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 7);
+
+/**
+ * Describes the message flowdrop.gateway.v1.RejectPendingChangeResponse.
+ * Use `create(RejectPendingChangeResponseSchema)` to create a new message.
+ */
+export const RejectPendingChangeResponseSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 8);
 
 /**
  * Describes the message flowdrop.gateway.v1.ExportToolsRequest.
  * Use `create(ExportToolsRequestSchema)` to create a new message.
  */
 export const ExportToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 0);
+  messageDesc(file_flowdrop_gateway_v1_registry, 9);
 
 /**
  * Describes the message flowdrop.gateway.v1.ExportToolsResponse.
  * Use `create(ExportToolsResponseSchema)` to create a new message.
  */
 export const ExportToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 1);
+  messageDesc(file_flowdrop_gateway_v1_registry, 10);
 
 /**
  * Describes the message flowdrop.gateway.v1.LeftOutTool.
  * Use `create(LeftOutToolSchema)` to create a new message.
  */
 export const LeftOutToolSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 2);
+  messageDesc(file_flowdrop_gateway_v1_registry, 11);
 
 /**
  * Describes the message flowdrop.gateway.v1.RegisterToolRequest.
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 3);
+  messageDesc(file_flowdrop_gateway_v1_registry, 12);
 
 /**
  * Describes the message flowdrop.gateway.v1.CompatibilityNote.
  * Use `create(CompatibilityNoteSchema)` to create a new message.
  */
 export const CompatibilityNoteSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 4);
+  messageDesc(file_flowdrop_gateway_v1_registry, 13);
 
 /**
  * Describes the message flowdrop.gateway.v1.LintFinding.
  * Use `create(LintFindingSchema)` to create a new message.
  */
 export const LintFindingSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 5);
+  messageDesc(file_flowdrop_gateway_v1_registry, 14);
 
 /**
  * Describes the message flowdrop.gateway.v1.RegisterToolResponse.
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 6);
+  messageDesc(file_flowdrop_gateway_v1_registry, 15);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetToolRequest.
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 7);
+  messageDesc(file_flowdrop_gateway_v1_registry, 16);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetToolResponse.
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 8);
+  messageDesc(file_flowdrop_gateway_v1_registry, 17);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListToolsRequest.
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 9);
+  messageDesc(file_flowdrop_gateway_v1_registry, 18);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListToolsResponse.
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 10);
+  messageDesc(file_flowdrop_gateway_v1_registry, 19);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteToolRequest.
  * Use `create(DeleteToolRequestSchema)` to create a new message.
  */
 export const DeleteToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 11);
+  messageDesc(file_flowdrop_gateway_v1_registry, 20);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteToolResponse.
  * Use `create(DeleteToolResponseSchema)` to create a new message.
  */
 export const DeleteToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 12);
+  messageDesc(file_flowdrop_gateway_v1_registry, 21);
 
 /**
  * Describes the message flowdrop.gateway.v1.WatchToolsRequest.
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 13);
+  messageDesc(file_flowdrop_gateway_v1_registry, 22);
 
 /**
  * Describes the message flowdrop.gateway.v1.WatchToolsResponse.
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 14);
+  messageDesc(file_flowdrop_gateway_v1_registry, 23);
 
 /**
  * Describes the enum flowdrop.gateway.v1.WatchToolsResponse.EventType.
  */
 export const WatchToolsResponse_EventTypeSchema = /*@__PURE__*/
-  enumDesc(file_flowdrop_gateway_v1_registry, 14, 0);
+  enumDesc(file_flowdrop_gateway_v1_registry, 23, 0);
 
 /**
  * @generated from enum flowdrop.gateway.v1.WatchToolsResponse.EventType

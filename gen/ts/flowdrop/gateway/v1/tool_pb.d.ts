@@ -113,6 +113,17 @@ export declare type Tool = Message<"flowdrop.gateway.v1.Tool"> & {
    * @generated from field: string on_invalid_output = 12;
    */
   onInvalidOutput: string;
+
+  /**
+   * Origin is set on a tool imported from an upstream MCP server (by
+   * `flowdropctl tools import mcp`); unset: an admin wrote the tool, and
+   * no upstream changes or deletes it. An update that sets no origin and
+   * keeps calling the same upstream keeps the stored one (an admin's edit
+   * of an imported tool pins its definition; see ToolOrigin.edited).
+   *
+   * @generated from field: flowdrop.gateway.v1.ToolOrigin origin = 13;
+   */
+  origin?: ToolOrigin | undefined;
 };
 
 /**
@@ -120,6 +131,58 @@ export declare type Tool = Message<"flowdrop.gateway.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export declare const ToolSchema: GenMessage<Tool>;
+
+/**
+ * ToolOrigin says a tool was imported from an upstream MCP server. The
+ * upstream's later changes to the tool (description, schemas, annotations,
+ * its removal) are held as a pending change until an admin approves it
+ * (ToolRegistryService.ApprovePendingChange), or the gateway's policy
+ * auto-approves every kind of change it makes (mcp_upstreams.auto_approve)
+ * and the tool is not edited.
+ *
+ * @generated from message flowdrop.gateway.v1.ToolOrigin
+ */
+export declare type ToolOrigin = Message<"flowdrop.gateway.v1.ToolOrigin"> & {
+  /**
+   * The upstream's URL; must equal spec.mcp_tool.url.
+   *
+   * @generated from field: string mcp_upstream = 1;
+   */
+  mcpUpstream: string;
+
+  /**
+   * Hex SHA-256 of the upstream's definition as last accepted (imported,
+   * approved or rejected), or "removed" after a rejected removal. Empty
+   * in a request: the registry computes it from the request's definition.
+   *
+   * @generated from field: string upstream_digest = 2;
+   */
+  upstreamDigest: string;
+
+  /**
+   * Output only. The served definition is not the upstream's last
+   * accepted one (an admin edited it, or rejected an upstream change): no
+   * upstream change is ever auto-approved over it.
+   *
+   * @generated from field: bool edited = 3;
+   */
+  edited: boolean;
+
+  /**
+   * Output only. The kinds of the upstream change awaiting approval:
+   * "description", "compatible-schema", "incompatible-schema",
+   * "output-schema", "annotations", "removal". Empty: none.
+   *
+   * @generated from field: repeated string pending = 4;
+   */
+  pending: string[];
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ToolOrigin.
+ * Use `create(ToolOriginSchema)` to create a new message.
+ */
+export declare const ToolOriginSchema: GenMessage<ToolOrigin>;
 
 /**
  * ToolAnnotations are MCP's tool annotations; unset means MCP's default.
