@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
@@ -213,6 +214,17 @@ func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
 	p, err := server.LoadPolicyFile("examples/policy.yaml")
 	if err != nil {
 		t.Fatalf("examples/policy.yaml: %v", err)
+	}
+	creds, err := policy.NewCredentialSources(p.Credentials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools { // the example's tools name only credentials the example declares
+		if m := tl.Spec; m != nil && m.MCPTool != nil {
+			if ce := creds.Allow(m.MCPTool.CredentialEnv, m.MCPTool.CredentialFile, m.MCPTool.URL); ce != nil {
+				t.Errorf("tool %s: %v", tl.Name, ce)
+			}
+		}
 	}
 	if p.Audit.OnFailure != server.AuditFailClosed && p.Audit.OnFailure != "" {
 		t.Errorf("the production example must keep audit fail-closed, got %q", p.Audit.OnFailure)

@@ -36,6 +36,9 @@ type Admission struct {
 	RequireCompatible bool
 	// Compile is what the tool is compiled with.
 	Compile CompileOptions
+	// Check, when set, is the deployment's own refusal of a compiled tool
+	// (the gateway's: credential references its policy does not declare).
+	Check func(Tool) *ToolError
 }
 
 // Admitted is a tool that passed Admission.
@@ -66,6 +69,11 @@ func (a Admission) admit(ctx context.Context, t Tool, current func(context.Conte
 	entry, err := compile(t)
 	if err != nil {
 		return Admitted{}, err
+	}
+	if a.Check != nil {
+		if te := a.Check(t); te != nil {
+			return Admitted{}, te
+		}
 	}
 	if te := checkTLSFiles(t); te != nil {
 		return Admitted{}, te

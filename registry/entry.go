@@ -54,6 +54,9 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if err := ValidateName(t.Name); err != nil {
 		return nil, err
 	}
+	if te := checkBounds(t); te != nil {
+		return nil, te
+	}
 	method, te := checkBackend(t)
 	if te != nil {
 		return nil, te

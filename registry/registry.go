@@ -91,6 +91,12 @@ func (r *Registry) CompileOptions() CompileOptions {
 	return CompileOptions{Normalize: slices.Clone(r.compileOpts.Normalize), Schema: slices.Clone(r.compileOpts.Schema)}
 }
 
+// WithAdmissionCheck makes check part of every Register's admission
+// (Admission.Check): a tool it refuses is not written.
+func WithAdmissionCheck(check func(Tool) *ToolError) Option {
+	return func(r *Registry) { r.check = check }
+}
+
 // WithBackoff bounds the wait between attempts to re-list and re-watch the
 // store after a watch is lost (defaults 50ms, doubling up to 5s).
 func WithBackoff(min, max time.Duration) Option {
@@ -123,6 +129,7 @@ type Registry struct {
 	backoffMin  time.Duration
 	backoffMax  time.Duration
 	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
+	check       func(Tool) *ToolError      // WithAdmissionCheck
 	probeEvery  time.Duration
 
 	snap atomic.Pointer[Snapshot]
@@ -307,7 +314,7 @@ func (r *Registry) Register(ctx context.Context, t Tool, o RegisterOptions) (Reg
 // pinned to the revision whose Origin it kept (not by the caller).
 func (r *Registry) register(ctx context.Context, t Tool, o RegisterOptions) (res RegisterResult, carried bool, err error) {
 	t.Revision = 0
-	adm := Admission{StrictLint: o.StrictLint, LintProfiles: o.LintProfiles, RequireCompatible: o.RequireCompatible, Compile: r.compileOpts}
+	adm := Admission{StrictLint: o.StrictLint, LintProfiles: o.LintProfiles, RequireCompatible: o.RequireCompatible, Compile: r.compileOpts, Check: r.check}
 	a, err := adm.admit(ctx, t, r.store.Get, r.compile)
 	if err != nil {
 		return RegisterResult{}, false, err

@@ -43,7 +43,24 @@ func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint b
 		errs = append(errs, err)
 	}
 	if cfg != nil && tools != nil {
-		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath))
+		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath), checkCredentials(cfg, tools, policyPath, toolsPath))
+	}
+	return errors.Join(errs...)
+}
+
+// checkCredentials refuses a tools file's tool naming a credential source
+// the policy file does not declare for its origin (the seed would refuse
+// it at start).
+func checkCredentials(cfg *PolicyConfig, tools []registry.Tool, policyPath, toolsPath string) error {
+	creds, err := policy.NewCredentialSources(cfg.Credentials)
+	if err != nil {
+		return nil // reported with the policy file's problems
+	}
+	var errs []error
+	for _, t := range tools {
+		if te := credentialToolError(creds, t); te != nil {
+			errs = append(errs, fmt.Errorf("tools file %s: %w (policy file %s)", toolsPath, te, policyPath))
+		}
 	}
 	return errors.Join(errs...)
 }

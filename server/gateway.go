@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
@@ -55,6 +56,9 @@ type Gateway struct {
 	countFallback func(mode string)
 	// reload is the policy reload's state (reload.go).
 	reload policyReload
+	// creds are the credential sources the policy in force declares
+	// (credentials.go; a reload swaps them).
+	creds atomic.Pointer[policy.CredentialSources]
 	// idempotency is the idempotent calls' store (idempotency.go).
 	idempotency *pipeline.Idempotency
 
@@ -123,7 +127,13 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	// Every schema the registry takes is held to the policy's evaluation
 	// bound: registered, seeded, followed from an upstream or read from the
 	// store (it compiles them all).
-	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations)}
+	credSources, err := policy.NewCredentialSources(cfg.Policy.Credentials)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	g.creds.Store(credSources)
+	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations),
+		registry.WithAdmissionCheck(g.credentialCheck)}
 	if cfg.DisableFastPaths {
 		ropts = append(ropts, registry.WithoutFastPaths())
 	}
@@ -143,7 +153,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	log.Info("registry store opened", "store", g.storeDesc)
 	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
 	// Seeded tools are admitted exactly as registered ones: strict lint too.
-	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions()}
+	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions(),
+		Check: g.credentialCheck}
 	g.storeWaitStart.Store(time.Now().UnixNano())
 	err = startRegistry(ctx, g.store, g.reg, tools, adm, cfg.Store, log)
 	g.storeWaitStart.Store(0)
@@ -189,7 +200,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay,
 		PassDebugInfo: cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
-		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart}
+		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
+		CredentialAllowed: g.credentialAllowed}
 	g.metrics.SetStdioServers(slices.Sorted(maps.Keys(cfg.Policy.MCPUpstreams.Stdio)))
 	sopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)},
 		cfg.GRPC.serverOptions()...)
@@ -249,7 +261,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
 	g.follow.pinPolicy = g.mcpPinPolicy
-	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notify)
+	g.follow.bounds = cfg.Policy.MCPUpstreams.Bounds.Or(mcpimport.DefaultBounds())
+	g.follow.countOversized = observe.NewMCPUpstreamMetrics(g.metrics).CountOversized
+	g.follow.referenceAllowed = g.referenceAllowed
+	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notifyStdio)
 	go g.follow.run()
 	warnUnrunnableStdio(log, g.stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })

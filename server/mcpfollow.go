@@ -27,8 +27,10 @@ const DefaultMCPRelistInterval = 30 * time.Second
 // with an origin naming their upstream: an admin's tool is never followed)
 // in step with their upstreams: on an upstream's
 // notifications/tools/list_changed (a standing session per upstream
-// listens) and every interval (for an upstream that cannot notify, or a
-// lost notification) it re-lists each upstream, and a changed definition
+// listens) it re-lists that upstream alone, at most once per mcpRelistGap
+// (relistPacer), and every interval (for an upstream that cannot notify,
+// or a lost notification) each upstream — each listing within the bounds
+// (mcpfollow_bounds.go) — and a changed definition
 // or a tool gone upstream becomes the tool's pending change, held for an
 // admin's approval unless the policy auto-approves it (definition
 // pinning: internal/mcppin, mcpfollow_pin.go).
@@ -48,6 +50,14 @@ type mcpFollower struct {
 	interval time.Duration
 	// pinPolicy is the policy's mcp_upstreams.auto_approve now (nil: none).
 	pinPolicy func() mcppin.Policy
+	// bounds hold each listing; countOversized (nil: none) counts a tool
+	// over one, by bound. Set before run.
+	bounds         mcpimport.Bounds
+	countOversized func(bound string)
+	pacer          *relistPacer
+	// referenceAllowed (nil: any) refuses a credential reference the
+	// policy does not declare for url, before it is read.
+	referenceAllowed func(url string, ref mcpupstream.Reference) error
 
 	kick chan struct{}
 	stop chan struct{}
@@ -55,20 +65,23 @@ type mcpFollower struct {
 
 	mu        sync.Mutex
 	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
+	oversized map[oversizedKey]bool                                   // reported (skipOversized)
 }
 
 // stdioLister lists a running stdio server's tools (backend.MCPUpstream).
 type stdioLister interface {
-	ListRunning(ctx context.Context, url string) ([]*mcp.Tool, error)
+	ListRunning(ctx context.Context, url string, b mcpimport.Bounds) ([]*mcp.Tool, []mcpimport.Oversized, error)
 }
 
 func newMCPFollower(reg *registry.Registry, audit *pipeline.AuditRecorder, stdio stdioLister, log *slog.Logger, interval time.Duration) *mcpFollower {
 	if interval <= 0 {
 		interval = DefaultMCPRelistInterval
 	}
-	return &mcpFollower{reg: reg, audit: audit, stdio: stdio, log: log, interval: interval, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}),
+	f := &mcpFollower{reg: reg, audit: audit, stdio: stdio, log: log, interval: interval, kick: make(chan struct{}, 1),
+		bounds: mcpimport.DefaultBounds(), stop: make(chan struct{}), done: make(chan struct{}),
 		listeners: map[mcpupstream.Reference]map[string]*mcp.ClientSession{}}
+	f.pacer = newRelistPacer(mcpRelistGap, f.wake)
+	return f
 }
 
 // mcpUpstreamGroup is the registered tools of one upstream (URL and
@@ -125,6 +138,7 @@ func (f *mcpFollower) run() {
 	defer cancel()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
+	defer f.pacer.stop()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
@@ -144,7 +158,7 @@ func (f *mcpFollower) run() {
 			}
 			f.listen(ctx)
 		case <-f.kick:
-			f.sync(ctx)
+			f.relistDue(ctx)
 		case <-tick.C:
 			f.listen(ctx)
 			f.sync(ctx)
@@ -174,7 +188,7 @@ func (f *mcpFollower) listen(ctx context.Context) {
 		if ok {
 			continue
 		}
-		h, _, err := k.ref.Load()
+		h, _, err := f.loadReference(k.url, k.ref)
 		if err != nil {
 			f.log.Warn("mcp upstream: credential", "url", k.url, "credential", k.ref.String(), "err", err)
 			continue
@@ -185,8 +199,9 @@ func (f *mcpFollower) listen(ctx context.Context) {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, Client: &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.notify() }}})
+		id := upstreamID{url: k.url, ref: k.ref}
+		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, MaxResponseBytes: f.bounds.ListBytes,
+			Client: &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.pacer.notify(id) }}})
 		cancel()
 		if err != nil {
 			f.log.Debug("mcp upstream: no notification session; re-listing on the interval", "url", k.url, "err", err)
@@ -238,12 +253,16 @@ func (f *mcpFollower) endUnused(groups map[mcpGroupKey]*mcpUpstreamGroup) {
 	}
 }
 
-func (f *mcpFollower) notify() {
+// wake asks the loop to re-list the upstreams due (relistDue).
+func (f *mcpFollower) wake() {
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
 }
+
+// notifyStdio hears a running stdio server's list_changed.
+func (f *mcpFollower) notifyStdio(url string) { f.pacer.notify(upstreamID{url: url}) }
 
 func (f *mcpFollower) closeListeners() {
 	f.mu.Lock()
@@ -261,15 +280,39 @@ func (f *mcpFollower) closeListeners() {
 
 // sync re-lists every upstream and applies what changed.
 func (f *mcpFollower) sync(ctx context.Context) {
-	for _, g := range f.groups() {
+	groups := f.groups()
+	inUse := map[upstreamID]bool{}
+	for _, g := range groups {
 		f.syncGroup(ctx, g)
+		id := upstreamID{url: g.url, ref: g.ref}
+		inUse[id] = true
+		f.pacer.listed(id, time.Now())
+	}
+	f.pacer.forget(inUse)
+}
+
+// relistDue re-lists the upstreams that notified and are due
+// (relistPacer), each alone.
+func (f *mcpFollower) relistDue(ctx context.Context) {
+	due := f.pacer.due(time.Now())
+	if len(due) == 0 {
+		return
+	}
+	groups := f.groups()
+	for _, id := range due {
+		f.pacer.listed(id, time.Now())
+		for _, g := range groups {
+			if g.url == id.url && g.ref == id.ref {
+				f.syncGroup(ctx, g)
+			}
+		}
 	}
 }
 
 func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	listed, err := f.list(ctx, g)
+	listed, oversized, err := f.list(ctx, g)
 	if errors.Is(err, backend.ErrNotRunning) {
 		return // a stdio server not running: nothing to follow now
 	}
@@ -281,33 +324,34 @@ func (f *mcpFollower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
 	for _, t := range listed {
 		upstream[t.Name] = t
 	}
-	f.follow(ctx, g, upstream)
+	f.follow(ctx, withoutHeld(g, f.skipOversized(ctx, g, oversized)), upstream)
 }
 
-// list is the upstream's tools: over its notification session, or one
-// made for the listing; a stdio server's over its calls' session.
-func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, error) {
+// list is the upstream's tools within f.bounds, and those left out for
+// being over one: over its notification session, or one made for the
+// listing; a stdio server's over its calls' session.
+func (f *mcpFollower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, []mcpimport.Oversized, error) {
 	if _, stdio := registry.StdioName(g.url); stdio {
-		return f.stdio.ListRunning(ctx, g.url)
+		return f.stdio.ListRunning(ctx, g.url, f.bounds)
 	}
 	f.mu.Lock()
 	cs := f.listeners[g.ref][g.url]
 	f.mu.Unlock()
 	if cs == nil {
-		h, _, err := g.ref.Load()
+		h, _, err := f.loadReference(g.url, g.ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		base, err := g.key.transport()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base}); err != nil {
-			return nil, err
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: f.bounds.ListBytes}); err != nil {
+			return nil, nil, err
 		}
 		defer cs.Close()
 	}
-	return mcpimport.List(ctx, cs)
+	return mcpimport.ListWithin(ctx, cs, f.bounds)
 }
 
 // followerCaller is who the follower's audit lines name: the gateway.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 )
 
@@ -100,5 +101,40 @@ func TestStdioServersAreNotReloaded(t *testing.T) {
 	}
 	if err := unswappable(parse("/bin/a"), parse("/bin/b")); err == nil || !strings.Contains(err.Error(), "mcp_upstreams.stdio") {
 		t.Errorf("a changed stdio command: %v; want refused naming mcp_upstreams.stdio", err)
+	}
+}
+
+// TestPolicyMCPUpstreamBounds: the listing bounds load as written, unset
+// ones keep their defaults, and a bound above the registry's own or
+// negative is refused naming it.
+func TestPolicyMCPUpstreamBounds(t *testing.T) {
+	cases := []struct {
+		name, reason, doc string
+		want              mcpimport.Bounds
+		wantErr           string
+	}{
+		{name: "default", reason: "unset: the follower applies mcpimport.DefaultBounds",
+			doc: "auth: {mode: off}\n", want: mcpimport.Bounds{}},
+		{name: "set", reason: "each bound loads as written",
+			doc:  "auth: {mode: off}\nmcp_upstreams: {max_list_bytes: 1048576, max_tools: 50, max_description_bytes: 2048, max_schema_bytes: 65536}\n",
+			want: mcpimport.Bounds{ListBytes: 1 << 20, Tools: 50, DescriptionBytes: 2048, SchemaBytes: 64 << 10}},
+		{name: "over-the-registry", reason: "a tool the listing keeps must still be admitted by the registry",
+			doc: "auth: {mode: off}\nmcp_upstreams: {max_description_bytes: 1000000}\n", wantErr: "max_description_bytes 1000000: at most 65536"},
+		{name: "negative", reason: "a negative bound is a mistake, not a default",
+			doc: "auth: {mode: off}\nmcp_upstreams: {max_tools: -1}\n", wantErr: "must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePolicy([]byte(tc.doc), "inline")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("ParsePolicy: %v, want an error containing %q (%s)", err, tc.wantErr, tc.reason)
+				}
+				return
+			}
+			if err != nil || p.MCPUpstreams.Bounds != tc.want {
+				t.Errorf("ParsePolicy: %+v, %v; want %+v (%s)", p.MCPUpstreams.Bounds, err, tc.want, tc.reason)
+			}
+		})
 	}
 }

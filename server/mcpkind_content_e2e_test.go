@@ -94,7 +94,7 @@ func TestMCPUpstreamContentPassesWhole(t *testing.T) {
 	}
 	p := internalsPolicy()
 	p.Authz.Default = policy.ToolAccess{Allow: []string{"up.*"}}
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP())
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP(), declareCredential("", credFile, up.URL))
 	importUpstream(t, ctx, env, up.URL, credFile, "up.")
 
 	// rich_big gets a 64 KiB cap: its 200 KiB image is over it.

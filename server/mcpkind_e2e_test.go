@@ -96,7 +96,7 @@ func TestMCPUpstreamTools(t *testing.T) {
 	p.Rules = append(p.Rules, policy.Rule{Name: "no-forbidden-items", Tools: []string{"up.add_items"},
 		Expr: `!args.items.exists(i, i.title == "forbidden")`})
 	var logs syncBuffer
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP(),
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP(), declareCredential("", credFile, up.URL),
 		gatewaytest.WithConfig(func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) }))
 
 	names := importUpstream(t, ctx, env, up.URL, credFile, "up.")

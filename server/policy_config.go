@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcppin"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
@@ -55,6 +56,9 @@ type PolicyConfig struct {
 	BackendTLS []backend.TargetTLS
 	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
 	MCPUpstreams MCPUpstreamsConfig
+	// Credentials are the only credential sources a tool may name, each
+	// with the origins it may be sent to (credentials.go).
+	Credentials []policy.CredentialSource
 	// MCP is the MCP endpoint's policy (policy file section mcp).
 	MCP MCPPolicy
 }
@@ -84,6 +88,10 @@ type MCPUpstreamsConfig struct {
 	// default): every change is held (internal/mcppin). A reload changes
 	// it for the next re-list.
 	AutoApprove []string
+	// Bounds are what one listing of an upstream may hold (0: each
+	// default, mcpimport.DefaultBounds): max_list_bytes, max_tools,
+	// max_description_bytes, max_schema_bytes.
+	Bounds mcpimport.Bounds
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -198,6 +206,12 @@ func (c *PolicyConfig) validate() error {
 	if c.Auth.MTLS != nil && c.TLS.ClientCAFile == "" {
 		bad("auth.mtls needs tls.client_ca_file: only certificates the gateway verified identify callers")
 	}
+	if _, err := policy.NewCredentialSources(c.Credentials); err != nil {
+		bad("%v", err) // names credentials[i] and the field
+	}
+	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
+		bad("mcp_upstreams: %v", err)
+	}
 	if _, err := mcpapi.ParseOrigins(c.MCP.AllowedOrigins); err != nil {
 		bad("%v", err) // names mcp.allowed_origins[i]
 	}
@@ -221,12 +235,12 @@ func (c *PolicyConfig) validate() error {
 			bad("%s.dir %q: must be an absolute path", at, cmd.Dir)
 		}
 		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
-			if !validEnvName(k) {
+			if !policy.ValidEnvName(k) {
 				bad("%s.env: %q is not an environment variable name", at, policy.Bound(k))
 			}
 		}
 		for _, k := range cmd.PassEnv {
-			if !validEnvName(k) {
+			if !policy.ValidEnvName(k) {
 				bad("%s.pass_env: %q is not an environment variable name", at, policy.Bound(k))
 			}
 		}
@@ -394,10 +408,19 @@ type policyFile struct {
 		ServerName string `json:"server_name"`
 		Require    bool   `json:"require"`
 	} `json:"backend_tls"`
+	Credentials []struct {
+		Env     string   `json:"env"`
+		File    string   `json:"file"`
+		Origins []string `json:"origins"`
+	} `json:"credentials"`
 	MCPUpstreams struct {
-		RelistInterval duration `json:"relist_interval"`
-		AutoApprove    []string `json:"auto_approve"`
-		Stdio          map[string]struct {
+		RelistInterval      duration `json:"relist_interval"`
+		AutoApprove         []string `json:"auto_approve"`
+		MaxListBytes        int64    `json:"max_list_bytes"`
+		MaxTools            int      `json:"max_tools"`
+		MaxDescriptionBytes int      `json:"max_description_bytes"`
+		MaxSchemaBytes      int      `json:"max_schema_bytes"`
+		Stdio               map[string]struct {
 			Command []string          `json:"command"`
 			Env     map[string]string `json:"env"`
 			PassEnv []string          `json:"pass_env"`
@@ -480,6 +503,11 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove
+	for _, cs := range f.Credentials {
+		c.Credentials = append(c.Credentials, policy.CredentialSource{Env: cs.Env, File: cs.File, Origins: cs.Origins})
+	}
+	c.MCPUpstreams.Bounds = mcpimport.Bounds{ListBytes: f.MCPUpstreams.MaxListBytes, Tools: f.MCPUpstreams.MaxTools,
+		DescriptionBytes: f.MCPUpstreams.MaxDescriptionBytes, SchemaBytes: f.MCPUpstreams.MaxSchemaBytes}
 	for name, sc := range f.MCPUpstreams.Stdio {
 		cmd := mcpupstream.Command{Env: sc.Env, PassEnv: sc.PassEnv, Dir: sc.Dir}
 		if len(sc.Command) > 0 {
@@ -558,17 +586,4 @@ func (c *TLSConfig) serverCredentials() (credentials.TransportCredentials, error
 		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
 	return credentials.NewTLS(tc), nil
-}
-
-// validEnvName reports whether k is a portable environment variable name.
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i, r := range k {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
 )
 
@@ -36,6 +37,10 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},
+		{"credentials", len(p.Credentials) == 2 && p.Credentials[0].Env == "UPSTREAM_TOKEN" && p.Credentials[1].File == "/etc/flowdrop/creds/*" &&
+			len(p.Credentials[1].Origins) == 2},
+		{"mcp_upstreams bounds", p.MCPUpstreams.RelistInterval == 30*time.Second &&
+			p.MCPUpstreams.Bounds == mcpimport.Bounds{ListBytes: 16 << 20, Tools: 10000, DescriptionBytes: 16 << 10, SchemaBytes: 256 << 10}},
 		{"mcp.allowed_origins", slices.Equal(p.MCP.AllowedOrigins, []string{"https://app.example.com"})},
 		{"normalize.optional_nulls and a per-tool override", p.Normalize.OptionalNulls.Mode == policy.OptionalNullsKeep &&
 			slices.Equal(p.Normalize.OptionalNulls.Tools, []policy.ToolOptionalNulls{{Match: "legacy_*", Mode: policy.OptionalNullsDrop}})},

@@ -83,7 +83,7 @@ func TestMCPUpstreamRedirectNotFollowed(t *testing.T) {
 	if err := os.WriteFile(credFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := gatewaytest.Start(t, gatewaytest.WithMCP())
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), declareCredential("", credFile, up.URL))
 	importUpstream(t, ctx, env, up.URL, credFile, "up.")
 	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
 

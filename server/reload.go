@@ -115,6 +115,10 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
 	}
 	g.pipe.SetPolicy(pol)
+	// Validated above: the sources build. From now on registrations and
+	// calls are held to them (a call already past its check finishes).
+	creds, _ := policy.NewCredentialSources(cfg.Credentials)
+	g.creds.Store(creds)
 	if g.mcp != nil {
 		// Checked by validate above, so this cannot fail.
 		_ = g.mcp.SetAllowedOrigins(cfg.MCP.AllowedOrigins)
@@ -176,6 +180,9 @@ func unswappable(cur, next *PolicyConfig) error {
 	}
 	if cur.MCPUpstreams.RelistInterval != next.MCPUpstreams.RelistInterval {
 		bad("mcp_upstreams.relist_interval", "the upstream follower is set up at start")
+	}
+	if cur.MCPUpstreams.Bounds != next.MCPUpstreams.Bounds {
+		bad("mcp_upstreams (max_list_bytes, max_tools, max_description_bytes, max_schema_bytes)", "the upstream follower is set up at start")
 	}
 	if !reflect.DeepEqual(cur.MCPUpstreams.Stdio, next.MCPUpstreams.Stdio) {
 		bad("mcp_upstreams.stdio", "the stdio servers are set up at start")

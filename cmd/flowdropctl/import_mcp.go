@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
+const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--max-description-bytes N] [--max-schema-bytes N] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
 
 // toolsImportMCP registers one MCP-tool tool per tool of an upstream MCP
 // server (streamable HTTP). The credential's file path or environment
@@ -46,6 +46,8 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	prefix := f.fs.String("prefix", "", "start every tool name with P")
 	dryRun := f.fs.Bool("dry-run", false, "print the tools as JSON instead of registering them")
 	requireCompat := f.fs.Bool("require-compatible", false, "refuse re-importing a tool whose input schema changed incompatibly")
+	maxDesc := f.fs.Int("max-description-bytes", mcpimport.DefaultMaxDescriptionBytes, "skip an upstream tool whose description is longer (at most the registry's bound)")
+	maxSchema := f.fs.Int("max-schema-bytes", mcpimport.DefaultMaxSchemaBytes, "skip an upstream tool whose input or output schema, as JSON, is larger (at most the registry's bound)")
 	replace := f.fs.Bool("replace", false, "replace a tool of the same name that was not imported from this upstream, or that an admin edited")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
@@ -74,6 +76,12 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if *headerFile != "" && *credEnv != "" {
 		return fail(2, "set at most one of --header-file and --credential-env")
+	}
+	bounds := mcpimport.DefaultBounds()
+	bounds.DescriptionBytes, bounds.SchemaBytes = *maxDesc, *maxSchema
+	if err := bounds.Check(); err != nil || *maxDesc <= 0 || *maxSchema <= 0 {
+		return fail(2, "--max-description-bytes %d, --max-schema-bytes %d: each from 1 to the registry's bound (%d, %d)",
+			*maxDesc, *maxSchema, registry.MaxDescriptionBytes, registry.MaxSchemaBytes)
 	}
 	ref := mcpupstream.Reference{Env: *credEnv}
 	if *headerFile != "" {
@@ -107,10 +115,12 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return fail(1, "starting %s: %v", command[0], err)
 		}
-	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{}); err != nil {
+	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes}); err != nil {
 		return fail(1, "connecting to %s: %v%s", *upstream, err, redirectHint(err))
 	}
-	listed, err := mcpimport.List(ctx, cs)
+	// What the upstream lists is bounded as it is read (its bytes, its
+	// tools), and a tool over a size bound is skipped, never registered.
+	listed, oversized, err := mcpimport.ListWithin(ctx, cs, bounds)
 	cs.Close()
 	if err != nil {
 		return fail(1, "listing the tools of %s: %v%s", *upstream, err, redirectHint(err))
@@ -124,6 +134,13 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		Reason string `json:"reason"`
 	}
 	skips := []skip{}
+	for _, o := range oversized {
+		flag := "--max-description-bytes"
+		if o.Bound != "description" {
+			flag = "--max-schema-bytes"
+		}
+		skipped = append(skipped, mcpimport.Skipped{Tool: o.Tool, Reason: o.String() + " (" + flag + ")"})
+	}
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Tool, s.Reason)
 		skips = append(skips, skip{s.Tool, s.Reason})

@@ -42,24 +42,11 @@ type Skipped struct{ Tool, Reason string }
 // that keeps handing out pages cannot grow the gateway without end.
 const MaxListed = 10000
 
-// List reads every upstream tool (tools/list, all pages), at most
-// MaxListed.
+// List reads every upstream tool (tools/list, all pages) within the
+// default bounds, leaving out the oversized ones (ListWithin).
 func List(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	return listAtMost(ctx, cs, MaxListed)
-}
-
-func listAtMost(ctx context.Context, cs *mcp.ClientSession, most int) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
-		if len(tools) == most {
-			return nil, fmt.Errorf("the upstream lists more than %d tools", most)
-		}
-		tools = append(tools, t)
-	}
-	return tools, nil
+	tools, _, err := ListWithin(ctx, cs, DefaultBounds())
+	return tools, err
 }
 
 // MapName is the gateway's name for an upstream tool under prefix, and

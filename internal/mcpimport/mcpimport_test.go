@@ -58,7 +58,7 @@ func TestListIsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tools, err := listAtMost(t.Context(), cs, 25)
+		tools, _, err := ListWithin(t.Context(), cs, Bounds{Tools: 25})
 		if tc.ok && (err != nil || len(tools) != tc.n) {
 			t.Errorf("%s: %d tools, %v; want %d", tc.reason, len(tools), err, tc.n)
 		}

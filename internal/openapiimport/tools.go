@@ -1,6 +1,7 @@
 package openapiimport
 
 import (
+	"errors"
 	"fmt"
 	"mime"
 	"regexp"
@@ -108,9 +109,19 @@ func toolName(prefix, id, method, path string) (string, string) {
 	return name, ""
 }
 
-// operationTool is the tool of one operation, or why there is none.
+// operationTool is the tool of one operation, or why there is none. Its
+// schemas are self-contained: the components they reference inlined, or,
+// when that would pass MaxInlineNodes, shared in the input schema's $defs.
 func operationTool(doc *openapi3.T, baseURL, method, path string, item *openapi3.PathItem, op *openapi3.Operation) (*gatewayv1.Tool, string) {
-	conv := &schemaConverter{doc: doc}
+	conv := newSchemaConverter(doc, false)
+	t, reason := operationToolWith(conv, baseURL, method, path, item, op)
+	if conv.nodes > MaxInlineNodes {
+		return operationToolWith(newSchemaConverter(doc, true), baseURL, method, path, item, op)
+	}
+	return t, reason
+}
+
+func operationToolWith(conv *schemaConverter, baseURL, method, path string, item *openapi3.PathItem, op *openapi3.Operation) (*gatewayv1.Tool, string) {
 	props := map[string]any{}
 	var required []any
 	spec := &gatewayv1.HttpOperation{BaseUrl: baseURL, Method: method, Path: path}
@@ -199,7 +210,7 @@ func operationTool(doc *openapi3.T, baseURL, method, path string, item *openapi3
 		}
 	}
 
-	if rs := responseSchema(conv, op); rs != nil {
+	if rs := responseSchema(conv.doc, op); rs != nil {
 		if s, err := structpb.NewStruct(rs); err == nil {
 			spec.ResponseSchema = s
 		}
@@ -207,6 +218,9 @@ func operationTool(doc *openapi3.T, baseURL, method, path string, item *openapi3
 	input := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		input["required"] = required
+	}
+	if len(conv.defs) > 0 {
+		input["$defs"] = conv.defs
 	}
 	schema, err := structpb.NewStruct(input)
 	if err != nil {
@@ -260,8 +274,9 @@ func contentTypes(content openapi3.Content) []string {
 }
 
 // responseSchema is the first 2xx response's JSON schema (by status
-// code), nil when there is none or it does not convert.
-func responseSchema(conv *schemaConverter, op *openapi3.Operation) map[string]any {
+// code), nil when there is none or it does not convert; inlined, or
+// shared as the input schema's are.
+func responseSchema(doc *openapi3.T, op *openapi3.Operation) map[string]any {
 	if op.Responses == nil {
 		return nil
 	}
@@ -278,9 +293,17 @@ func responseSchema(conv *schemaConverter, op *openapi3.Operation) map[string]an
 			continue
 		}
 		if mt := jsonMedia(r.Value.Content); mt != nil && mt.Schema != nil {
+			conv := newSchemaConverter(doc, false)
 			s, err := conv.convert(mt.Schema)
+			if errors.Is(err, errOverBudget) {
+				conv = newSchemaConverter(doc, true)
+				s, err = conv.convert(mt.Schema)
+			}
 			if err != nil {
 				return nil
+			}
+			if len(conv.defs) > 0 {
+				s["$defs"] = conv.defs
 			}
 			return s
 		}

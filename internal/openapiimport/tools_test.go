@@ -2,8 +2,11 @@ package openapiimport
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/flowdrop/gateway/registry"
 )
 
 // skipsDoc has one importable operation and one of each kind the import
@@ -92,5 +95,65 @@ func TestToolsSkips(t *testing.T) {
 	}
 	if len(skipped) != 6 {
 		t.Errorf("skipped %v, want exactly the six above", skipped)
+	}
+}
+
+// dagDoc is a DAG of components levels deep (L_i uses L_(i+1) twice);
+// with loop, the last level refers back to the first.
+func dagDoc(levels int, loop bool) string {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: dag, version: \"1\"}\npaths:\n  /dag:\n    post:\n      operationId: dag\n" +
+		"      requestBody:\n        content:\n          application/json:\n            schema: {$ref: \"#/components/schemas/L0\"}\n" +
+		"      responses: {\"200\": {description: ok}}\ncomponents:\n  schemas:\n")
+	for i := range levels {
+		fmt.Fprintf(&b, "    L%d: {type: object, properties: {a: {$ref: \"#/components/schemas/L%d\"}, b: {$ref: \"#/components/schemas/L%d\"}}}\n", i, i+1, i+1)
+	}
+	last := `{type: string}`
+	if loop {
+		last = `{type: object, properties: {back: {$ref: "#/components/schemas/L0"}}}`
+	}
+	fmt.Fprintf(&b, "    L%d: %s\n", levels, last)
+	return b.String()
+}
+
+// TestSharedDefinitions: components are inlined while the schema stays
+// within MaxInlineNodes, and kept shared in $defs past it; recursion is
+// refused either way.
+func TestSharedDefinitions(t *testing.T) {
+	for _, r := range []struct {
+		name, reason, doc string
+		wantDefs          int // -1: skipped
+		wantSkip          string
+	}{
+		{name: "small-dag", reason: "2^6 leaves: inlined as before, no $defs", doc: dagDoc(6, false), wantDefs: 0},
+		{name: "deep-dag", reason: "2^30 leaves inlined would exhaust memory: L1…L30 shared", doc: dagDoc(30, false), wantDefs: 30},
+		{name: "deep-dag-loop", reason: "a recursive component is refused also when shared", doc: dagDoc(30, true), wantDefs: -1, wantSkip: "is recursive"},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			doc, err := Load(context.Background(), []byte(r.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools, skipped, err := Tools(doc, Options{BaseURL: "http://127.0.0.1:1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.wantDefs < 0 {
+				if len(tools) != 0 || len(skipped) != 1 || !strings.Contains(skipped[0].Reason, r.wantSkip) {
+					t.Fatalf("tools %d, skipped %v; want dag skipped with %q (%s)", len(tools), skipped, r.wantSkip, r.reason)
+				}
+				return
+			}
+			if len(tools) != 1 {
+				t.Fatalf("tools %d, skipped %v; want dag (%s)", len(tools), skipped, r.reason)
+			}
+			s := tools[0].GetInputSchema()
+			if got := len(s.GetFields()["$defs"].GetStructValue().GetFields()); got != r.wantDefs {
+				t.Errorf("$defs holds %d; want %d (%s)", got, r.wantDefs, r.reason)
+			}
+			if _, err := registry.Compile(registry.Tool{Name: "dag", InputSchema: s, Backend: "127.0.0.1:1"}); err != nil {
+				t.Errorf("the schema does not compile as the registry would: %v (%s)", err, r.reason)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package protoschema
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,8 +40,28 @@ func (e *UnsupportedError) Error() string { return e.Path + ": " + e.Reason }
 //   - leading comments as descriptions, when the descriptor has source info;
 //   - a message that contains itself as a $ref: the root's to "#", others'
 //     to "#/$defs/<full name>".
+//
+// A message graph whose inlined schema would be over MaxInlineNodes (a
+// DAG: A has two fields of B, B two of C, ... doubles per level) has every
+// message below the root in $defs once, referenced as "#/$defs/<full
+// name>": the schema stays as large as the descriptors.
 func Schema(md protoreflect.MessageDescriptor) (*structpb.Struct, error) {
-	b := &builder{root: md.FullName(), onPath: map[protoreflect.FullName]bool{}, defs: map[string]any{}, recursive: map[protoreflect.FullName]bool{}}
+	s, err := schemaOf(md, false)
+	if errors.Is(err, errOverBudget) {
+		s, err = schemaOf(md, true)
+	}
+	return s, err
+}
+
+// MaxInlineNodes bounds the object schemas a request message's schema
+// may expand to when every message it uses is inlined; past it, messages
+// are shared in $defs.
+const MaxInlineNodes = 10000
+
+var errOverBudget = errors.New("the inlined schema is over the node budget")
+
+func schemaOf(md protoreflect.MessageDescriptor, share bool) (*structpb.Struct, error) {
+	b := &builder{root: md.FullName(), onPath: map[protoreflect.FullName]bool{}, defs: map[string]any{}, recursive: map[protoreflect.FullName]bool{}, share: share}
 	var s map[string]any
 	wk, ok, err := wellKnown(md, string(md.FullName()))
 	switch {
@@ -76,6 +97,10 @@ type builder struct {
 	onPath    map[protoreflect.FullName]bool
 	recursive map[protoreflect.FullName]bool
 	defs      map[string]any
+	// share puts every message below the root in defs; otherwise nodes
+	// counts the objects inlined, up to MaxInlineNodes.
+	share bool
+	nodes int
 }
 
 func defRef(name protoreflect.FullName) string { return "#/$defs/" + string(name) }
@@ -102,7 +127,7 @@ func (b *builder) message(md protoreflect.MessageDescriptor, path string) (map[s
 	if err != nil {
 		return nil, err
 	}
-	if b.recursive[name] {
+	if b.recursive[name] || b.share {
 		if d := description(md); d != "" {
 			s["description"] = d
 		}
@@ -114,6 +139,11 @@ func (b *builder) message(md protoreflect.MessageDescriptor, path string) (map[s
 
 // object is a message's own object schema: its fields and their rules.
 func (b *builder) object(md protoreflect.MessageDescriptor) (map[string]any, error) {
+	if !b.share {
+		if b.nodes++; b.nodes > MaxInlineNodes {
+			return nil, errOverBudget
+		}
+	}
 	name := md.FullName()
 	b.onPath[name] = true
 	defer delete(b.onPath, name)

@@ -57,8 +57,8 @@ type MCPUpstream struct {
 	ending sync.WaitGroup
 
 	// listChanged hears a stdio server's notifications/tools/list_changed
-	// (the follower's kick); set before the first call.
-	listChanged func()
+	// with its URL (the follower's kick); set before the first call.
+	listChanged func(url string)
 }
 
 // ErrNotRunning is ListRunning's error when the stdio server has no
@@ -66,18 +66,19 @@ type MCPUpstream struct {
 var ErrNotRunning = errors.New("the stdio server is not running")
 
 // OnToolListChanged sets what hears a running stdio server say its tools
-// changed (it says so on the calls' own stream). Call it before serving.
-func (m *MCPUpstream) OnToolListChanged(f func()) { m.listChanged = f }
+// changed (it says so on the calls' own stream), with the server's URL
+// (stdio://NAME). Call it before serving.
+func (m *MCPUpstream) OnToolListChanged(f func(url string)) { m.listChanged = f }
 
-// ListRunning lists a stdio server's tools over its running process's
-// session (the one calls use), or is ErrNotRunning: a server is not
-// started only to be listed.
-func (m *MCPUpstream) ListRunning(ctx context.Context, url string) ([]*mcp.Tool, error) {
+// ListRunning lists a stdio server's tools within b over its running
+// process's session (the one calls use), or is ErrNotRunning: a server is
+// not started only to be listed.
+func (m *MCPUpstream) ListRunning(ctx context.Context, url string, b mcpimport.Bounds) ([]*mcp.Tool, []mcpimport.Oversized, error) {
 	m.mu.Lock()
 	s := m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
 	m.mu.Unlock()
 	if s == nil {
-		return nil, ErrNotRunning
+		return nil, nil, ErrNotRunning
 	}
 	s.mu.Lock()
 	cs := s.cs
@@ -86,10 +87,10 @@ func (m *MCPUpstream) ListRunning(ctx context.Context, url string) ([]*mcp.Tool,
 	}
 	s.mu.Unlock()
 	if cs == nil {
-		return nil, ErrNotRunning
+		return nil, nil, ErrNotRunning
 	}
 	defer m.release(s)
-	return mcpimport.List(ctx, cs)
+	return mcpimport.ListWithin(ctx, cs, b)
 }
 
 type mcpUpstreamKey struct {
@@ -201,6 +202,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		return pipeline.Result{}, fmt.Errorf("tool %q has no MCP upstream", c.Tool) // Internal: dispatch's mistake
 	}
 	up := spec.MCPTool
+	if perr := m.credentialUndeclared(c, up); perr != nil {
+		return pipeline.Result{}, perr
+	}
 	args, err := c.Args()
 	if err != nil {
 		return pipeline.Result{}, err
@@ -310,7 +314,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		o := mcpupstream.ConnectOptions{Client: &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 				if f := m.listChanged; f != nil {
-					f()
+					f(up.URL)
 				}
 			}}}
 		if log := m.ts.cfg.Log; log != nil {

@@ -74,6 +74,10 @@ type ToolServiceConfig struct {
 	Log *slog.Logger
 	// CountStdioStart hears each start of a stdio server (nil: none).
 	CountStdioStart func(server string, ok bool)
+	// CredentialAllowed says whether an upstream MCP tool may use the
+	// credential it names, before it is read (nil: any): the gateway's
+	// policy declares the sources (credentials).
+	CredentialAllowed func(up *registry.MCPTool) error
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
