@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-const importUsage = "import grpc --target HOST:PORT [--protoset FILE] [--service NAME] [--method NAME] [--prefix P] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
+const importUsage = "import grpc --target HOST:PORT [--protoset FILE] [--service NAME] [--method NAME] [--prefix P] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
 
 // toolsImport dispatches `flowdropctl tools import <kind>`.
 func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -41,6 +41,7 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	prefix := f.fs.String("prefix", "", "start every tool name with P")
 	dryRun := f.fs.Bool("dry-run", false, "print the tools as JSON instead of registering them")
 	requireCompat := f.fs.Bool("require-compatible", false, "refuse re-importing a method whose request changed incompatibly")
+	replace := f.fs.Bool("replace", false, "replace a tool of the same name that is not a gRPC-method tool of this --target")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
 	}
@@ -94,7 +95,11 @@ func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Write
 	if len(tools) == 0 {
 		return fail(1, "no method to import")
 	}
-	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, nil, stdout, stderr)
+	var guard importGuard
+	if !*replace {
+		guard = backendImportGuard(sameGRPCTarget(*target))
+	}
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, guard, stdout, stderr)
 }
 
 // importSkip is what an import left out, and why (method or operation).

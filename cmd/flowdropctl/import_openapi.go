@@ -13,7 +13,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 )
 
-const importOpenAPIUsage = "import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P] [--dry-run] [--require-compatible] [--addr HOST:PORT]"
+const importOpenAPIUsage = "import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
 
 // maxSpecSize bounds an OpenAPI document read from a file or URL.
 const maxSpecSize = 16 << 20
@@ -28,6 +28,7 @@ func toolsImportOpenAPI(ctx context.Context, args []string, stdout, stderr io.Wr
 	prefix := f.fs.String("prefix", "", "start every tool name with P")
 	dryRun := f.fs.Bool("dry-run", false, "print the tools as JSON instead of registering them")
 	requireCompat := f.fs.Bool("require-compatible", false, "refuse re-importing an operation whose input schema changed incompatibly")
+	replace := f.fs.Bool("replace", false, "replace a tool of the same name that is not an HTTP-operation tool of this --base-url")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
 	}
@@ -70,7 +71,11 @@ func toolsImportOpenAPI(ctx context.Context, args []string, stdout, stderr io.Wr
 	if len(tools) == 0 {
 		return fail(1, "no operation to import")
 	}
-	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, nil, stdout, stderr)
+	var guard importGuard
+	if !*replace {
+		guard = backendImportGuard(sameBaseURL(*baseURL))
+	}
+	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, guard, stdout, stderr)
 }
 
 // readSpec reads the document from a file or an http(s) URL, bounded.
