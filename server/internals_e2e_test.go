@@ -175,8 +175,10 @@ func TestStoreFailureHidesPaths(t *testing.T) {
 	fill(t, filepath.Join(dir, "filler"))
 
 	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
-	tool := &gatewayv1.Tool{Name: "big_note", Backend: env.BackendAddr, Description: strings.Repeat("d", 256<<10),
-		InputSchema: gatewaytest.Args(t, map[string]any{"type": "object"})}
+	// ~256 KiB, so the store's file must grow: within the registry's bounds
+	// (64 KiB descriptions, 1 MiB schemas), the bulk in the schema.
+	tool := &gatewayv1.Tool{Name: "big_note", Backend: env.BackendAddr, Description: strings.Repeat("d", 56<<10),
+		InputSchema: gatewaytest.Args(t, map[string]any{"type": "object", "description": strings.Repeat("s", 200<<10)})}
 	_, err := reg.RegisterTool(withKey(keyAdmin), &gatewayv1.RegisterToolRequest{Tool: tool})
 	t.Logf("RegisterTool on a full disk: %v", err)
 	code := status.Code(err)
