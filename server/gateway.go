@@ -17,7 +17,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
@@ -26,6 +25,7 @@ import (
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -38,8 +38,8 @@ type Gateway struct {
 	reg    *registry.Registry
 	pipe   *pipeline.Pipeline
 	tools  *backend.ToolService
-	kinds  *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
-	follow *mcpFollower   // upstream MCP tools kept in step (mcpfollow.go)
+	kinds  *backend.Kinds      // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
+	follow *mcpfollow.Follower // upstream MCP tools kept in step
 	// stdio are the stdio MCP servers the policy declares (set up at start).
 	stdio   map[string]mcpupstream.Command
 	grpc    *grpcapi.Server
@@ -259,13 +259,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.loops.Add(1)
 		go g.auditHealthLoop()
 	}
-	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
-	g.follow.pinPolicy = g.mcpPinPolicy
-	g.follow.bounds = cfg.Policy.MCPUpstreams.Bounds.Or(mcpimport.DefaultBounds())
-	g.follow.countOversized = observe.NewMCPUpstreamMetrics(g.metrics).CountOversized
-	g.follow.referenceAllowed = g.referenceAllowed
-	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notifyStdio)
-	go g.follow.run()
+	g.follow = mcpfollow.New(mcpfollow.Config{Registry: g.reg, Audit: g.auditor, Stdio: g.kinds.MCPUpstream, Log: log,
+		Interval: cfg.Policy.MCPUpstreams.RelistInterval, PinPolicy: g.mcpPinPolicy, Bounds: cfg.Policy.MCPUpstreams.Bounds,
+		CountOversized: observe.NewMCPUpstreamMetrics(g.metrics).CountOversized, ReferenceAllowed: g.referenceAllowed})
+	g.kinds.MCPUpstream.OnToolListChanged(g.follow.NotifyStdio)
+	go g.follow.Run()
 	warnUnrunnableStdio(log, g.stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {
@@ -551,7 +549,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.stopLoops)
 		g.loops.Wait()
 		if g.follow != nil {
-			g.follow.close()
+			g.follow.Close()
 		}
 		g.tools.Close()
 		g.kinds.Close()

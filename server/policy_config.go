@@ -54,7 +54,7 @@ type PolicyConfig struct {
 	// BackendTLS is transport security to backends by target (policy file
 	// backend_tls), for tools whose spec sets no tls; none: plaintext.
 	BackendTLS []backend.TargetTLS
-	// MCPUpstreams is how upstream MCP tools are followed (mcpfollow.go).
+	// MCPUpstreams is how upstream MCP tools are followed (server/mcpfollow).
 	MCPUpstreams MCPUpstreamsConfig
 	// Credentials are the only credential sources a tool may name, each
 	// with the origins it may be sent to (credentials.go).
