@@ -27,6 +27,7 @@ import (
 	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/policyreload"
 )
 
 // Gateway is a started gateway: the registry over its store, the pipeline,
@@ -53,8 +54,9 @@ type Gateway struct {
 	// redis is the state shared by replicas (nil: none; redis.go).
 	redis         *redisstate.Client
 	countFallback func(mode string)
-	// reload is the policy reload's state (reload.go).
-	reload policyReload
+	// reload holds the policy in force and makes reloads one at a time
+	// (reload.go); its lock guards auth. Nil until the policy is built.
+	reload *policyreload.Reloader[PolicyConfig]
 	// creds are the credential sources the policy in force declares
 	// (credentials.go; a reload swaps them).
 	creds atomic.Pointer[policy.CredentialSources]
@@ -186,7 +188,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	undo = append(undo, g.closePolicy)
-	g.reload.init(g.metrics, cfg.Policy)
+	policyMetrics := observe.NewPolicyMetrics(g.metrics)
+	g.reload = policyreload.New(policyreload.Config[PolicyConfig]{Policy: cfg.Policy, Hash: policyHash, Metrics: policyMetrics, Log: log})
 	if g.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
@@ -219,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, g.kinds.Close)
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
-	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
+	pc.Recorders = []pipeline.Recorder{g.metrics, policyMetrics}
 	if cfg.Listeners.MCP != nil || cfg.MCP.ListenAddr != "" {
 		pc.Recorders = append(pc.Recorders, mcpapi.CallRecorder{}) // a tools/call's outcome to its access line
 	}

@@ -13,10 +13,9 @@ const DefaultMCPRelistInterval = mcpfollow.DefaultRelistInterval
 
 // mcpPinPolicy is the policy in force's mcp_upstreams.auto_approve (a
 // reload changes it for the next re-list).
-func (g *Gateway) mcpPinPolicy() mcppin.Policy {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	return mcppin.Policy{AutoApprove: slices.Clone(g.reload.cfg.MCPUpstreams.AutoApprove)}
+func (g *Gateway) mcpPinPolicy() (p mcppin.Policy) {
+	g.reload.Do(func(inForce *PolicyConfig) { p.AutoApprove = slices.Clone(inForce.MCPUpstreams.AutoApprove) })
+	return p
 }
 
 // pendingByUpstream is flowdrop_mcp_pending_changes' reading.

@@ -57,15 +57,20 @@ func auditMode(c AuditConfig) string {
 
 // closePolicy releases the JWKS refresh and flushes the audit log.
 func (g *Gateway) closePolicy() {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	if g.auth != nil {
-		g.auth.Close()
-	}
-	g.reload.closeRetired()
-	if g.audit != nil {
-		if err := g.audit.Close(); err != nil {
-			g.log.Warn("closing the audit log", "error", err.Error())
+	release := func(*PolicyConfig) {
+		if g.auth != nil {
+			g.auth.Close()
+		}
+		if g.audit != nil {
+			if err := g.audit.Close(); err != nil {
+				g.log.Warn("closing the audit log", "error", err.Error())
+			}
 		}
 	}
+	if g.reload == nil { // start failed before the reloader: no reload can run
+		release(nil)
+		return
+	}
+	g.reload.CloseRetired()
+	g.reload.Do(release) // a reload swaps g.auth under the same lock
 }
