@@ -44,13 +44,3 @@ func (g *Gateway) credentialAllowed(up *registry.MCPTool) error {
 func (g *Gateway) referenceAllowed(url string, ref mcpupstream.Reference) error {
 	return g.credentialAllowed(&registry.MCPTool{URL: url, CredentialEnv: ref.Env, CredentialFile: ref.File})
 }
-
-// loadReference reads ref to reach url, if the policy declares it.
-func (f *mcpFollower) loadReference(url string, ref mcpupstream.Reference) (mcpupstream.Header, bool, error) {
-	if f.referenceAllowed != nil {
-		if err := f.referenceAllowed(url, ref); err != nil {
-			return mcpupstream.Header{}, false, err
-		}
-	}
-	return ref.Load()
-}

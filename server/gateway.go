@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
@@ -26,8 +24,10 @@ import (
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/policyreload"
 )
 
 // Gateway is a started gateway: the registry over its store, the pipeline,
@@ -38,8 +38,8 @@ type Gateway struct {
 	reg    *registry.Registry
 	pipe   *pipeline.Pipeline
 	tools  *backend.ToolService
-	kinds  *backend.Kinds // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
-	follow *mcpFollower   // upstream MCP tools kept in step (mcpfollow.go)
+	kinds  *backend.Kinds      // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
+	follow *mcpfollow.Follower // upstream MCP tools kept in step
 	// stdio are the stdio MCP servers the policy declares (set up at start).
 	stdio   map[string]mcpupstream.Command
 	grpc    *grpcapi.Server
@@ -54,8 +54,9 @@ type Gateway struct {
 	// redis is the state shared by replicas (nil: none; redis.go).
 	redis         *redisstate.Client
 	countFallback func(mode string)
-	// reload is the policy reload's state (reload.go).
-	reload policyReload
+	// reload holds the policy in force and makes reloads one at a time
+	// (reload.go); its lock guards auth. Nil until the policy is built.
+	reload *policyreload.Reloader[PolicyConfig]
 	// creds are the credential sources the policy in force declares
 	// (credentials.go; a reload swaps them).
 	creds atomic.Pointer[policy.CredentialSources]
@@ -187,7 +188,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	undo = append(undo, g.closePolicy)
-	g.reload.init(g.metrics, cfg.Policy)
+	policyMetrics := observe.NewPolicyMetrics(g.metrics)
+	g.reload = policyreload.New(policyreload.Config[PolicyConfig]{Policy: cfg.Policy, Hash: policyHash, Metrics: policyMetrics, Log: log})
 	if g.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
@@ -220,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, g.kinds.Close)
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
-	pc.Recorders = []pipeline.Recorder{g.metrics, g.reload.metrics}
+	pc.Recorders = []pipeline.Recorder{g.metrics, policyMetrics}
 	if cfg.Listeners.MCP != nil || cfg.MCP.ListenAddr != "" {
 		pc.Recorders = append(pc.Recorders, mcpapi.CallRecorder{}) // a tools/call's outcome to its access line
 	}
@@ -259,13 +261,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		g.loops.Add(1)
 		go g.auditHealthLoop()
 	}
-	g.follow = newMCPFollower(g.reg, g.auditor, g.kinds.MCPUpstream, log, cfg.Policy.MCPUpstreams.RelistInterval)
-	g.follow.pinPolicy = g.mcpPinPolicy
-	g.follow.bounds = cfg.Policy.MCPUpstreams.Bounds.Or(mcpimport.DefaultBounds())
-	g.follow.countOversized = observe.NewMCPUpstreamMetrics(g.metrics).CountOversized
-	g.follow.referenceAllowed = g.referenceAllowed
-	g.kinds.MCPUpstream.OnToolListChanged(g.follow.notifyStdio)
-	go g.follow.run()
+	g.follow = mcpfollow.New(mcpfollow.Config{Registry: g.reg, Audit: g.auditor, Stdio: g.kinds.MCPUpstream, Log: log,
+		Interval: cfg.Policy.MCPUpstreams.RelistInterval, PinPolicy: g.mcpPinPolicy, Bounds: cfg.Policy.MCPUpstreams.Bounds,
+		CountOversized: observe.NewMCPUpstreamMetrics(g.metrics).CountOversized, ReferenceAllowed: g.referenceAllowed})
+	g.kinds.MCPUpstream.OnToolListChanged(g.follow.NotifyStdio)
+	go g.follow.Run()
 	warnUnrunnableStdio(log, g.stdio)
 	g.serve("gRPC", func() error { return g.grpc.Serve(g.grpcLis) })
 	if g.mcp != nil {
@@ -276,22 +276,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.notReady.Store(nil)
 	log.Info("gateway serving", "addr", g.grpcLis.Addr().String(), "tools", g.reg.Snapshot().Len())
 	return g, nil
-}
-
-// Why /readyz answers 503.
-var (
-	reasonWaitingForStore = "waiting for the registry store"
-	reasonStarting        = "starting"
-	reasonShuttingDown    = "shutting down"
-)
-
-// storeWaited is how long Start has been waiting for the registry store
-// (0 when it is not waiting).
-func (g *Gateway) storeWaited() time.Duration {
-	if t := g.storeWaitStart.Load(); t != 0 {
-		return time.Since(time.Unix(0, t))
-	}
-	return 0
 }
 
 // listen returns given, or a listener on addr ("" with no given listener:
@@ -321,217 +305,6 @@ func (g *Gateway) serve(what string, f func() error) {
 	}()
 }
 
-// buildPolicy builds the policy objects from cfg into a pipeline config.
-// ctx bounds a JWKS fetch.
-func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeline.Config, err error) {
-	pol, err := g.buildSwappable(ctx, cfg, nil, nil)
-	if err != nil {
-		return pc, err
-	}
-	g.auth = pol.Auth
-	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
-	pc.Auth, pc.Authz, pc.Rules, pc.RateLimit, pc.RegistryRate = pol.Auth, pol.Authz, pol.Rules, pol.RateLimit, pol.RegistryRate
-	pc.Limits, pc.ForwardEntityBound, pc.OptionalNulls, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.OptionalNulls, pol.InFlight
-	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
-		OnDrop: g.metrics.CountAuditDropped,
-		// The sink's error names the file: logs only, never a caller.
-		OnError: func(err error, suppressed int64) {
-			g.log.Error("audit log write failed; records are being lost", "error", err.Error(),
-				"suppressed_since_last_report", suppressed, "on_failure", auditMode(cfg.Audit))
-		},
-		OnFail: g.auditHealthChanged,
-		OnRecover: func(dropped int64) {
-			g.log.Info("audit log writable again", "records_dropped", dropped)
-			g.auditHealthChanged()
-		}}
-	switch cfg.Audit.Path {
-	case "":
-	case "-":
-		g.audit = policy.NewWriterSink(os.Stdout, opt)
-	default:
-		if g.audit, err = policy.OpenFileSink(cfg.Audit.Path, opt); err != nil {
-			return fail(err)
-		}
-	}
-	if g.audit != nil {
-		g.auditor = pipeline.NewAuditRecorder(g.audit, auditMode(cfg.Audit) == AuditFailClosed,
-			func(msg string, err error) { g.log.Debug(msg, "error", err.Error()) })
-	}
-	return pc, nil
-}
-
-// auditMode is audit.on_failure with its default: fail-closed.
-func auditMode(c AuditConfig) string {
-	if c.OnFailure == "" {
-		return AuditFailClosed
-	}
-	return c.OnFailure
-}
-
-// errAuditUnwritable is /readyz's reason while fail-closed audit cannot
-// write (no path: the log line has it).
-var errAuditUnwritable = errors.New("audit log cannot be written (audit.on_failure: fail-closed); calls are refused")
-
-// readiness is /readyz: serving, and not refusing every call for audit.
-func (g *Gateway) readiness() error {
-	if r := g.notReady.Load(); r != nil {
-		return errors.New(*r)
-	}
-	if g.auditor != nil && !g.auditor.Writable() {
-		return errAuditUnwritable
-	}
-	return nil
-}
-
-// closePolicy releases the JWKS refresh and flushes the audit log.
-func (g *Gateway) closePolicy() {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	if g.auth != nil {
-		g.auth.Close()
-	}
-	g.reload.closeRetired()
-	if g.audit != nil {
-		if err := g.audit.Close(); err != nil {
-			g.log.Warn("closing the audit log", "error", err.Error())
-		}
-	}
-}
-
-// pruneLoop closes backend connections and MCP upstream sessions no
-// registered tool uses any more, and forgets audit redactors of gone
-// revisions, each time the registry changes.
-func (g *Gateway) pruneLoop() {
-	defer g.loops.Done()
-	changes, unsubscribe := g.reg.Changes()
-	defer unsubscribe()
-	warned := map[*registry.Entry]bool{}
-	g.warnUnconfiguredStdio(g.reg.Snapshot().List(), warned)
-	for {
-		select {
-		case <-g.stopLoops:
-			return
-		case _, ok := <-changes:
-			if !ok {
-				return
-			}
-			inUse := map[string]bool{}
-			entries := g.reg.Snapshot().List()
-			g.warnUnconfiguredStdio(entries, warned)
-			for _, e := range entries {
-				inUse[e.Tool.Target()] = true
-			}
-			g.tools.Retain(func(target string) bool { return inUse[target] })
-			g.kinds.MCPUpstream.Retain(entries)
-			if g.auditor != nil {
-				g.auditor.Prune(entries)
-			}
-		}
-	}
-}
-
-// warnUnconfiguredStdio logs, once per tool revision, a tool naming a
-// stdio server this gateway's policy does not declare (a typo, or a
-// replica configured differently): its calls answer Unavailable. warned
-// holds the revisions already logged and is pruned to entries.
-func (g *Gateway) warnUnconfiguredStdio(entries []*registry.Entry, warned map[*registry.Entry]bool) {
-	live := make(map[*registry.Entry]bool, len(entries))
-	for _, e := range entries {
-		live[e] = true
-		sp := e.Tool.Spec
-		if sp == nil || sp.MCPTool == nil || warned[e] {
-			continue
-		}
-		if name, ok := registry.StdioName(sp.MCPTool.URL); ok {
-			if _, configured := g.stdio[name]; !configured {
-				g.log.Warn("a tool names a stdio server this gateway does not run: its calls will be unavailable",
-					"tool", e.Tool.Name, "server", policy.Bound(name))
-				warned[e] = true
-			}
-		}
-	}
-	for e := range warned {
-		if !live[e] {
-			delete(warned, e)
-		}
-	}
-}
-
-// auditHealthChanged tells auditHealthLoop the audit log's writability
-// changed (the sink's OnFail and OnRecover: it never blocks the writer).
-func (g *Gateway) auditHealthChanged() {
-	select {
-	case g.auditHealth <- struct{}{}:
-	default: // a change is pending already: the loop reads the state, not the count
-	}
-}
-
-// auditHealthLoop keeps the gRPC health of the gateway's calls in step
-// with whether they can be served: NOT_SERVING while fail-closed audit
-// cannot write and refuses every call, so a balancer checking gRPC health
-// moves traffic away as one checking /readyz does; SERVING again once it
-// writes.
-func (g *Gateway) auditHealthLoop() {
-	defer g.loops.Done()
-	serving := true
-	for {
-		if now := g.auditor.Writable(); now != serving {
-			serving = now
-			g.grpc.SetInvokeServing(serving)
-		}
-		select {
-		case <-g.stopLoops:
-			return
-		case <-g.auditHealth:
-		}
-	}
-}
-
-// GRPCAddr is the address a client on this host dials for gRPC.
-func (g *Gateway) GRPCAddr() string { return dialAddr(g.grpcLis.Addr()) }
-
-// MCPURL is the MCP endpoint's URL, or "" when MCP is off.
-func (g *Gateway) MCPURL() string {
-	if g.mcpLis == nil {
-		return ""
-	}
-	return "http://" + dialAddr(g.mcpLis.Addr()) + MCPPath
-}
-
-// AdminAddr is the admin listener's address, or "" when it is off.
-func (g *Gateway) AdminAddr() string {
-	if g.adminLis == nil {
-		return ""
-	}
-	return dialAddr(g.adminLis.Addr())
-}
-
-func (g *Gateway) Registry() *registry.Registry { return g.reg }
-
-// AuthenticationOn reports whether callers must authenticate (auth.mode on).
-func (g *Gateway) AuthenticationOn() bool { return !g.auth.Off() }
-
-// BackendTargets lists the backend targets the gateway holds a connection to.
-func (g *Gateway) BackendTargets() []string { return g.tools.Targets() }
-
-// PathCounts says, since Start, how many InvokeTool calls were forwarded
-// as received, how many argument decodes of received bytes there were, and
-// how many requests were decoded whole. Tests compare deltas.
-func (g *Gateway) PathCounts() (forwarded, decodedArgs, decodedWhole int64) {
-	st := g.pipe.Stats()
-	return st.Forwarded, st.Decoded, g.grpc.DecodedWhole()
-}
-
-// RateLimitBuckets is the number of live rate-limit buckets (tests hold
-// it bounded by the registry, whatever names callers send).
-func (g *Gateway) RateLimitBuckets() int { return g.pipe.Policy().RateLimit.Len() }
-
-// StageNames lists the pipeline's stages in order.
-func (g *Gateway) StageNames() []string { return g.pipe.StageNames() }
-
-// Failed delivers the error of a listener that stopped serving on its own.
-func (g *Gateway) Failed() <-chan error { return g.failed }
-
 // Close stops accepting calls (health NOT_SERVING, /readyz 503), lets calls
 // in flight — and keyed runs that outlived their callers — finish until ctx
 // is done, then cuts off the rest and releases everything. MCP goes first:
@@ -551,7 +324,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		close(g.stopLoops)
 		g.loops.Wait()
 		if g.follow != nil {
-			g.follow.close()
+			g.follow.Close()
 		}
 		g.tools.Close()
 		g.kinds.Close()
@@ -599,79 +372,12 @@ func Run(ctx context.Context, cfg Config) error {
 	return failed
 }
 
-// startRegistry seeds the store with the start-up tools and starts the
-// registry. While the store is unreachable (etcd down: ErrUnavailable) it
-// waits and tries again, logging each attempt, until ctx ends — rather
-// than exiting: a fleet restarting during an etcd outage then comes back by
-// itself within seconds of etcd, not after an orchestrator's crash-loop
-// back-off. Any other error (a bad tool, a corrupt file) stops start-up.
-func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, adm registry.Admission, sc StoreConfig, log *slog.Logger) error {
-	wait := sc.RetryFirst
-	for {
-		err := registry.SeedWith(ctx, store, tools, adm)
-		if err != nil {
-			err = fmt.Errorf("loading tools: %w", err)
-		} else if err = reg.Start(ctx); err != nil {
-			err = fmt.Errorf("starting the registry: %w", err)
-		}
-		if err == nil || !errors.Is(err, registry.ErrUnavailable) {
-			return err
-		}
-		log.Warn("registry store unreachable; not serving until it answers", "error", err.Error(), "retry_in", wait)
-		select {
-		case <-ctx.Done(): // shut down while waiting: a normal stop
-			log.Info("stopped before the registry store answered")
-			return ErrStoppedWaiting
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, sc.RetryMax)
-	}
-}
-
-// dialAddr turns a listen address into one a client on this host can dial.
-func dialAddr(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// Store is the registry's store.
-func (g *Gateway) Store() registry.Store { return g.store }
-
 // mcpTracer is the MCP face's tracer, nil when tracing is off.
 func (g *Gateway) mcpTracer() trace.Tracer {
 	if !g.tracing.On {
 		return nil
 	}
 	return g.tracing.Tracer()
-}
-
-// warnUnrunnableStdio logs each configured stdio server whose executable
-// this host cannot run: the gateway still starts (the policy may be shared
-// by hosts that differ), but its tools will answer Unavailable.
-func warnUnrunnableStdio(log *slog.Logger, servers map[string]mcpupstream.Command) {
-	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		if err := runnable(servers[name].Path); err != nil {
-			log.Warn("mcp stdio server cannot run here: its tools will be unavailable", "server", name, "err", err)
-		}
-	}
-}
-
-// runnable is nil when path is an executable file on this host.
-func runnable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s is not an executable file", path)
-	}
-	return nil
 }
 
 // schemaBound compiles tools with the evaluation bound n (0: the default),

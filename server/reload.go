@@ -7,40 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
-	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/policyreload"
 )
-
-// retiredAuthGrace is how long a replaced Authenticator keeps its JWKS
-// refresh: a call that took the old policy just before a reload may still
-// be authenticating with it.
-const retiredAuthGrace = 30 * time.Second
-
-// policyReload is the gateway's reload state: the policy in force, its
-// hash, and the metrics. mu makes reloads one at a time and guards
-// Gateway.auth.
-type policyReload struct {
-	mu      sync.Mutex
-	cfg     PolicyConfig // the policy in force
-	hash    string
-	metrics *observe.PolicyMetrics
-	retired []retiredAuth // replaced Authenticators, closed after a grace
-}
-
-type retiredAuth struct {
-	auth  *policy.Authenticator
-	timer *time.Timer
-}
-
-func (r *policyReload) init(m *observe.Metrics, cfg PolicyConfig) {
-	r.metrics = observe.NewPolicyMetrics(m)
-	r.cfg, r.hash = cfg, policyHash(&cfg)
-	r.metrics.SetPolicy(r.hash)
-}
 
 // policyHash is the hex SHA-256 of the policy's file, or, for a policy
 // built in Go, of its printed form (pointers followed, the JWT HTTP
@@ -65,11 +36,7 @@ func policyHash(cfg *PolicyConfig) string {
 }
 
 // PolicySHA256 is the hash of the policy in force (see flowdrop_policy_info).
-func (g *Gateway) PolicySHA256() string {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	return g.reload.hash
-}
+func (g *Gateway) PolicySHA256() string { return g.reload.Hash() }
 
 // ReloadPolicyFile reads the policy file and reloads it (ReloadPolicy);
 // adjust, if not nil, changes the parsed policy first (the binary applies
@@ -78,7 +45,7 @@ func (g *Gateway) PolicySHA256() string {
 func (g *Gateway) ReloadPolicyFile(path string, adjust func(*PolicyConfig)) error {
 	cfg, err := LoadPolicyFile(path)
 	if err != nil {
-		return g.refuseReload(err)
+		return g.reload.Refuse(err)
 	}
 	if adjust != nil {
 		adjust(&cfg)
@@ -92,62 +59,45 @@ func (g *Gateway) ReloadPolicyFile(path string, adjust func(*PolicyConfig)) erro
 // atomically: calls in flight finish under the policy they began with. A
 // policy that fails any of that, or that changes what a reload cannot
 // (unswappable), is refused with an error naming every problem, logged
-// at ERROR and counted; the policy in force keeps serving.
+// at ERROR and counted; the policy in force keeps serving
+// (server/policyreload).
 //
 // Rate-limit buckets are kept when rate_limit is unchanged and start full
 // again when it changed; the in-flight counters are kept when
 // limits.max_in_flight_per_tool is unchanged.
 func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
-	r := &g.reload
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := cfg.validate(); err != nil {
-		return g.refuseReloadLocked(err)
-	}
-	if err := unswappable(&r.cfg, &cfg); err != nil {
-		return g.refuseReloadLocked(err)
-	}
-	old := g.pipe.Policy()
-	// The JWKS fetch is bounded by jwt.fetch_timeout; the refresh lives
-	// until the Authenticator is closed.
-	pol, err := g.buildSwappable(context.Background(), &cfg, old, &r.cfg)
-	if err != nil {
-		return g.refuseReloadLocked(fmt.Errorf("config: policy: %w", err))
-	}
-	g.pipe.SetPolicy(pol)
-	// Validated above: the sources build. From now on registrations and
-	// calls are held to them (a call already past its check finishes).
-	creds, _ := policy.NewCredentialSources(cfg.Credentials)
-	g.creds.Store(creds)
-	if g.mcp != nil {
-		// Checked by validate above, so this cannot fail.
-		_ = g.mcp.SetAllowedOrigins(cfg.MCP.AllowedOrigins)
-	}
-	if prev := g.auth; prev != nil && prev != pol.Auth {
-		r.retired = append(r.retired, retiredAuth{prev, time.AfterFunc(retiredAuthGrace, prev.Close)})
-	}
-	g.auth = pol.Auth
-	prevHash := r.hash
-	r.cfg, r.hash = cfg, policyHash(&cfg)
-	r.metrics.SetPolicy(r.hash)
-	r.metrics.CountReload(observe.ReloadOK)
-	g.log.Info("policy reloaded", "sha256", r.hash, "previous_sha256", prevHash, "auth_off", pol.Auth.Off())
-	return nil
-}
-
-// refuseReload logs and counts a refused reload.
-func (g *Gateway) refuseReload(err error) error {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	return g.refuseReloadLocked(err)
-}
-
-func (g *Gateway) refuseReloadLocked(err error) error {
-	g.reload.metrics.CountReload(observe.ReloadError)
-	// The operator's log: the error may name files (never a secret: the
-	// policy holds only key hashes).
-	g.log.Error("policy reload refused; the policy in force keeps serving", "error", err.Error(), "sha256", g.reload.hash)
-	return err
+	return g.reload.Reload(cfg, func(cur, next *PolicyConfig) (applied policyreload.Applied, err error) {
+		if err := next.validate(); err != nil {
+			return applied, err
+		}
+		if err := unswappable(cur, next); err != nil {
+			return applied, err
+		}
+		old := g.pipe.Policy()
+		// The JWKS fetch is bounded by jwt.fetch_timeout; the refresh lives
+		// until the Authenticator is closed.
+		pol, err := g.buildSwappable(context.Background(), next, old, cur)
+		if err != nil {
+			return applied, fmt.Errorf("config: policy: %w", err)
+		}
+		g.pipe.SetPolicy(pol)
+		// Validated above: the sources build. From now on registrations and
+		// calls are held to them (a call already past its check finishes).
+		creds, _ := policy.NewCredentialSources(next.Credentials)
+		g.creds.Store(creds)
+		if g.mcp != nil {
+			// Checked by validate above, so this cannot fail.
+			_ = g.mcp.SetAllowedOrigins(next.MCP.AllowedOrigins)
+		}
+		// A call that took the old policy just before may still be
+		// authenticating with it: closed after the reloader's grace.
+		if prev := g.auth; prev != nil && prev != pol.Auth {
+			applied.Retire = prev.Close
+		}
+		g.auth = pol.Auth
+		applied.LogAttrs = []any{"auth_off", pol.Auth.Off()}
+		return applied, nil
+	})
 }
 
 // unswappable names what differs between the policy in force and next
@@ -239,17 +189,6 @@ func (g *Gateway) buildSwappable(ctx context.Context, cfg *PolicyConfig, prev *p
 		return pol, err
 	}
 	return pol, nil
-}
-
-// closeRetired closes the Authenticators reloads replaced that their
-// timers have not closed yet (at Close).
-func (r *policyReload) closeRetired() {
-	for _, ra := range r.retired {
-		if ra.timer.Stop() {
-			ra.auth.Close()
-		}
-	}
-	r.retired = nil
 }
 
 // readyAbout is /readyz's extra line: the policy in force.

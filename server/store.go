@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -270,4 +272,33 @@ type clientClosingStore struct {
 
 func (s *clientClosingStore) Close() error {
 	return errors.Join(s.Store.Close(), s.closeClient())
+}
+
+// startRegistry seeds the store with the start-up tools and starts the
+// registry. While the store is unreachable (etcd down: ErrUnavailable) it
+// waits and tries again, logging each attempt, until ctx ends — rather
+// than exiting: a fleet restarting during an etcd outage then comes back by
+// itself within seconds of etcd, not after an orchestrator's crash-loop
+// back-off. Any other error (a bad tool, a corrupt file) stops start-up.
+func startRegistry(ctx context.Context, store registry.Store, reg *registry.Registry, tools []registry.Tool, adm registry.Admission, sc StoreConfig, log *slog.Logger) error {
+	wait := sc.RetryFirst
+	for {
+		err := registry.SeedWith(ctx, store, tools, adm)
+		if err != nil {
+			err = fmt.Errorf("loading tools: %w", err)
+		} else if err = reg.Start(ctx); err != nil {
+			err = fmt.Errorf("starting the registry: %w", err)
+		}
+		if err == nil || !errors.Is(err, registry.ErrUnavailable) {
+			return err
+		}
+		log.Warn("registry store unreachable; not serving until it answers", "error", err.Error(), "retry_in", wait)
+		select {
+		case <-ctx.Done(): // shut down while waiting: a normal stop
+			log.Info("stopped before the registry store answered")
+			return ErrStoppedWaiting
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, sc.RetryMax)
+	}
 }

@@ -51,6 +51,10 @@ func TestImportBoundaries(t *testing.T) {
 		{pkg: "server/grpcapi", reason: "the gRPC face does not reach into the MCP face",
 			forbidden: []string{module + "/server/mcpapi", "github.com/modelcontextprotocol/"}},
 		{pkg: "server/mcpapi", reason: "the MCP face does not reach into the gRPC face", forbidden: []string{module + "/server/grpcapi"}},
+		{pkg: "server/mcpfollow", reason: "the MCP follower writes the registry, not through a face",
+			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/observe"}},
+		{pkg: "server/policyreload", reason: "the reloader knows how a policy changes, not the faces or backends it reaches",
+			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.pkg, "/", "_"), func(t *testing.T) {

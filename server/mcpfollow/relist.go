@@ -1,4 +1,4 @@
-package server
+package mcpfollow
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 )
 
-// mcpRelistGap is the least time between two re-lists of one upstream
+// relistGap is the least time between two re-lists of one upstream
 // that its notifications ask for: an upstream sending list_changed in a
 // loop costs the gateway at most one tools/list a second, and no other
 // upstream is re-listed for it.
-const mcpRelistGap = time.Second
+const relistGap = time.Second
 
 // upstreamID is one upstream as its notifications name it: its URL and
 // credential reference (a stdio server: its stdio://NAME alone).
@@ -21,7 +21,7 @@ type upstreamID struct {
 }
 
 // relistPacer debounces notifications per upstream: a notification marks
-// its upstream; a marked upstream is re-listed once mcpRelistGap has passed
+// its upstream; a marked upstream is re-listed once relistGap has passed
 // since its last re-list (at once when it has), so a burst is one re-list
 // now and one trailing re-list for the changes after it — the last change
 // is always seen.

@@ -1,4 +1,4 @@
-package server
+package mcpfollow
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type oversizedKey struct {
 // revision (an upstream is not trusted to be small, and a tool over a
 // bound is never stored). Upstream tools g does not follow are not
 // reported: nothing of them would be stored anyway.
-func (f *mcpFollower) skipOversized(ctx context.Context, g *mcpUpstreamGroup, oversized []mcpimport.Oversized) map[string]bool {
+func (f *Follower) skipOversized(ctx context.Context, g *mcpUpstreamGroup, oversized []mcpimport.Oversized) map[string]bool {
 	skip := map[string]bool{}
 	f.mu.Lock()
 	if f.oversized == nil {

@@ -1,9 +1,8 @@
-package server
+package mcpfollow
 
 import (
 	"context"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +38,7 @@ const (
 // tool's pending change, applied only when the policy auto-approves all
 // it changes and no admin edited the tool. Every write is conditional on
 // the revision the decision was made from.
-func (f *mcpFollower) follow(ctx context.Context, g *mcpUpstreamGroup, upstream map[string]*mcp.Tool) {
+func (f *Follower) follow(ctx context.Context, g *mcpUpstreamGroup, upstream map[string]*mcp.Tool) {
 	var pol mcppin.Policy
 	if f.pinPolicy != nil {
 		pol = f.pinPolicy()
@@ -83,21 +82,13 @@ func (f *mcpFollower) follow(ctx context.Context, g *mcpUpstreamGroup, upstream 
 	}
 }
 
-// mcpPinPolicy is the policy in force's mcp_upstreams.auto_approve (a
-// reload changes it for the next re-list).
-func (g *Gateway) mcpPinPolicy() mcppin.Policy {
-	g.reload.mu.Lock()
-	defer g.reload.mu.Unlock()
-	return mcppin.Policy{AutoApprove: slices.Clone(g.reload.cfg.MCPUpstreams.AutoApprove)}
-}
-
-// pendingByUpstream counts the imported tools with a held change, by
+// PendingByUpstream counts the imported tools with a held change, by
 // upstream (flowdrop_mcp_pending_changes; 0 for an upstream tools are
 // imported from and nothing is held): the URL without user info, query or
 // fragment, which may carry what belongs on no dashboard.
-func (g *Gateway) pendingByUpstream() map[string]int {
+func PendingByUpstream(reg *registry.Registry) map[string]int {
 	out := map[string]int{}
-	for _, e := range g.reg.Snapshot().List() {
+	for _, e := range reg.Snapshot().List() {
 		t := e.Tool
 		if t.Origin == nil {
 			continue
