@@ -1,45 +1,6 @@
 package mcpapi
 
-import (
-	"encoding/json"
-	"testing"
-
-	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/normalize"
-)
-
-// fuzzLimits are small, so the fuzzer reaches every limit.
-var fuzzLimits = policy.Limits{MaxArgumentBytes: 1 << 20, MaxStringLength: 8, MaxDepth: 4, MaxListElements: 8, MaxObjectKeys: 8}.WithDefaults()
-
-// FuzzArguments: the limit scan and the argument parser never panic, the
-// scan agrees with the general decoder (arguments it passes and the parser
-// accepts are within the same limits once decoded), and the parser accepts
-// no text with a repeated key.
-func FuzzArguments(f *testing.F) {
-	for _, s := range []string{`{}`, `null`, `{"a":[1,2,{"b":"c"}]}`, `{"a":"\u00e9\ud83d\ude00"}`, `{"a":[[[[[1]]]]]}`,
-		`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`, `{"a":"0123456789"}`, `[1]`, `{"a":1e400}`,
-		`{"a":1,"a":2}`, `{"a":[{"b":1,"\u0062":2}]}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		raw = raw[:min(len(raw), 512)] // bounded minimization (see normalize's maxFuzzInput)
-		members, err := scanArgumentLimits("t", raw, fuzzLimits)
-		if err != nil {
-			return
-		}
-		args, err := parseMCPArguments(json.RawMessage(raw), members)
-		_, strict := normalize.ParseArguments(string(raw), normalize.Limits{})
-		if pe, ok := strict.(*normalize.ParseError); ok && pe.Reason == normalize.DuplicateKey && err == nil {
-			t.Fatalf("%q: parsed, though the key at %s is repeated", raw, pe.Path)
-		}
-		if err != nil {
-			return
-		}
-		if err := fuzzLimits.Check("t", args); err != nil {
-			t.Fatalf("scan passed %q, decoded it crosses a limit: %v", raw, err)
-		}
-	})
-}
+import "testing"
 
 // FuzzPeekToolCall: the unauthenticated request peek never panics on any
 // (possibly truncated) body, and what it reads comes from the body.

@@ -45,6 +45,9 @@ type callResult struct {
 // tool, a tool this caller is not offered, no right to call tools, a
 // cancelled request, our own bug) it is a JSON-RPC error.
 //
+//   - malformed arguments text (the strict parser's refusal: not an
+//     object, a duplicate key, an inexact number, invalid UTF-8 or an
+//     unpaired surrogate) → JSON-RPC invalid params naming the path.
 //   - invalid arguments → isError: the violations with their
 //     pointers, and the repairs made before validation.
 //   - policy refusals: argument rules (rule-denied, rule-error), size limits
@@ -66,6 +69,12 @@ type callResult struct {
 //     error "internal error" (logged, never sent).
 func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*callResult, error) {
 	tool := e.Tool
+	if pipeline.IsMalformedArguments(e) {
+		// Arguments text the parser refused (not an object, a duplicate
+		// key, an inexact number, invalid text): malformed params, naming
+		// the path, before any check ran.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
+	}
 	switch e.Kind {
 	case pipeline.KindPolicy:
 		switch {
