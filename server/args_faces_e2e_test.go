@@ -25,7 +25,8 @@ import (
 // the same reason, naming the same path, with an audit line on each face;
 // the backend is never called. MCP answers malformed text with a JSON-RPC
 // invalid-params error and a crossed limit with an isError result (the
-// model can send less), as before the parser moved.
+// model can send less), as before the parser moved. Invalid UTF-8 is sent
+// to MCP only: no InvokeToolRequest can hold it.
 func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -38,6 +39,7 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 		wantReason         string // the refusal's reason (gRPC's ErrorInfo, MCP's flowdrop/reason) ("": served)
 		wantPath           string // named in both faces' answers
 		mcpLimit           bool   // MCP answers with an isError result, not a JSON-RPC error
+		mcpOnly            bool   // text a proto string cannot carry: gRPC refuses the request itself
 	}{
 		{name: "duplicate-key", reason: "last-one-wins would forward a title the policy never saw",
 			args: `{"title":"a","title":"b"}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "key at /title"},
@@ -49,6 +51,8 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 			args: `{"title":"a","tags":["\ud800"]}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: `/tags/0 holds \ud800`},
 		{name: "lone-surrogate-key", reason: "keys are text too",
 			args: `{"title":"a","\udc00":1}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "key at (root) holds"},
+		{name: "invalid-utf8", reason: "a 0xff byte would become U+FFFD; over gRPC no request holds it (a proto string is UTF-8)",
+			args: "{\"title\":\"a\",\"tags\":[\"\xff\"]}", wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "string at /tags/0 is not valid UTF-8", mcpOnly: true},
 		{name: "not-an-object", reason: "a model that answered with a list is told the shape",
 			args: `["a"]`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "must be a JSON object; got an array"},
 		{name: "over-the-key-limit", reason: "the limits bound the parse itself, at the key that crosses one",
@@ -63,6 +67,9 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"/grpc", func(t *testing.T) {
+			if tc.mcpOnly {
+				return
+			}
 			before := len(env.Backend.CallsFor("create_note"))
 			// Raw bytes: the text goes as sent (a lone surrogate escape is
 			// valid UTF-8, so a proto string carries it).
@@ -128,6 +135,9 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		grpcLine, mcpLine := byID["c-"+tc.name+"-grpc"], byID["c-"+tc.name+"-mcp"]
+		if tc.mcpOnly {
+			grpcLine = mcpLine
+		}
 		if grpcLine == nil || mcpLine == nil {
 			t.Errorf("%s: audit lines gRPC %v, MCP %v: want one on each face (%s)\n%s", tc.name, grpcLine, mcpLine, tc.reason, raw)
 			continue
