@@ -42,19 +42,19 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 		mcpOnly            bool   // text a proto string cannot carry: gRPC refuses the request itself
 	}{
 		{name: "duplicate-key", reason: "last-one-wins would forward a title the policy never saw",
-			args: `{"title":"a","title":"b"}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "key at /title"},
+			args: `{"title":"a","title":"b"}`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "key at /title"},
 		{name: "duplicate-key-escaped", reason: "keys compare decoded",
-			args: `{"title":"a","tags":[],"t\u0061gs":[]}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "key at /tags"},
+			args: `{"title":"a","tags":[],"t\u0061gs":[]}`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "key at /tags"},
 		{name: "inexact-number", reason: "a float64 cannot hold it: refused, never rounded",
-			args: `{"title":"a","n":{"x":12345678901234567891}}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "/n/x"},
+			args: `{"title":"a","n":{"x":12345678901234567891}}`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "/n/x"},
 		{name: "lone-surrogate", reason: `\ud800 alone is no character: decoding would invent U+FFFD`,
-			args: `{"title":"a","tags":["\ud800"]}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: `/tags/0 holds \ud800`},
+			args: `{"title":"a","tags":["\ud800"]}`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: `/tags/0 holds \ud800`},
 		{name: "lone-surrogate-key", reason: "keys are text too",
-			args: `{"title":"a","\udc00":1}`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "key at (root) holds"},
+			args: `{"title":"a","\udc00":1}`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "key at (root) holds"},
 		{name: "invalid-utf8", reason: "a 0xff byte would become U+FFFD; over gRPC no request holds it (a proto string is UTF-8)",
-			args: "{\"title\":\"a\",\"tags\":[\"\xff\"]}", wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "string at /tags/0 is not valid UTF-8", mcpOnly: true},
+			args: "{\"title\":\"a\",\"tags\":[\"\xff\"]}", wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "string at /tags/0 is not valid UTF-8", mcpOnly: true},
 		{name: "not-an-object", reason: "a model that answered with a list is told the shape",
-			args: `["a"]`, wantReason: pipeline.ReasonArgumentsInvalid, wantPath: "must be a JSON object; got an array"},
+			args: `["a"]`, wantReason: string(pipeline.ReasonArgumentsInvalid), wantPath: "must be a JSON object; got an array"},
 		{name: "over-the-key-limit", reason: "the limits bound the parse itself, at the key that crosses one",
 			args: `{"title":"a","b":1,"c":2,"d":3,"e":4}`, wantReason: policy.ReasonLimitObjectKeys, wantPath: " at /e", mcpLimit: true},
 		{name: "over-the-string-limit", reason: "a long string stops the parse at its path",
@@ -145,7 +145,7 @@ func TestBadArgumentsTextIsOneRefusalOnBothFaces(t *testing.T) {
 		// The audit line's reason: a policy refusal's own, "validation-failed"
 		// for arguments refused as invalid (the pipeline's audit outcome).
 		wantDecision, wantAudit := "allow", tc.wantReason
-		if tc.wantReason == pipeline.ReasonArgumentsInvalid {
+		if tc.wantReason == string(pipeline.ReasonArgumentsInvalid) {
 			wantAudit = "validation-failed"
 		}
 		if tc.wantReason != "" {

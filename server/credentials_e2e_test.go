@@ -16,6 +16,9 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpupstreamtest"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestCredentialSourcesAreDeclaredByTheOperator: a registry admin can name
@@ -50,7 +53,7 @@ func TestCredentialSourcesAreDeclaredByTheOperator(t *testing.T) {
 		{Env: "FLOWDROP_E2E_UPSTREAM_TOKEN", Origins: []string{upOrigin}},
 		{File: filepath.Join(dir, "*"), Origins: []string{upOrigin}},
 	}
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p))
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP())
 	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
 	schema, err := structpb.NewStruct(map[string]any{"type": "object"})
 	if err != nil {
@@ -124,6 +127,17 @@ func TestCredentialSourcesAreDeclaredByTheOperator(t *testing.T) {
 	}
 	if msg := status.Convert(err).Message(); strings.Contains(msg, tokenFile) || strings.Contains(msg, upOrigin) {
 		t.Errorf("the refusal %q names the credential file or the upstream", msg)
+	}
+	// MCP: a tool execution error with the reason (credential-undeclared's
+	// row), as gRPC's FailedPrecondition — not a JSON-RPC internal error.
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ok.file", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "not one the gateway's policy declares") ||
+		res.Meta[mcpapi.MCPMetaReason] != string(pipeline.ReasonCredentialUndeclared) {
+		t.Errorf("MCP call of ok.file after its source was removed: %+v, %v; want isError saying the credential is not declared, reason %s",
+			res, err, pipeline.ReasonCredentialUndeclared)
+	} else if msg := resultText(res); strings.Contains(msg, tokenFile) || strings.Contains(msg, upOrigin) {
+		t.Errorf("the MCP refusal %q names the credential file or the upstream", msg)
 	}
 	if got := len(up.Args()); got != calls {
 		t.Errorf("the upstream got %d calls after the source was removed; want none", got-calls)

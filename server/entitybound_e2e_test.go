@@ -55,7 +55,7 @@ func TestEntityBoundIsNotABypass(t *testing.T) {
 		{name: "escaped-8-times", reason: "eight passes decode it fully: the rule sees && and refuses",
 			env: refuse, command: atBound, code: codes.PermissionDenied, policyReason: policy.ReasonRuleDenied},
 		{name: "escaped-9-times-refused", reason: "still changing at the bound: refused by default, before the rule could be fooled",
-			env: refuse, command: overBound, code: codes.InvalidArgument, policyReason: pipeline.ReasonEntityBound},
+			env: refuse, command: overBound, code: codes.InvalidArgument, policyReason: string(pipeline.ReasonEntityBound)},
 		{name: "escaped-9-times-forward", reason: "on_entity_bound: forward lets it through as left after the last pass",
 			env: forward, command: overBound, code: codes.OK, forwarded: "ls &amp;&amp; rm -rf /"},
 		{name: "plain-command", reason: "the control: a command without entities reaches the backend",
@@ -74,7 +74,7 @@ func TestEntityBoundIsNotABypass(t *testing.T) {
 				if _, pr := policyReason(err); pr != tc.policyReason {
 					t.Errorf("policy_reason %q, want %q (%s)", pr, tc.policyReason, tc.reason)
 				}
-				if tc.policyReason == pipeline.ReasonEntityBound {
+				if tc.policyReason == string(pipeline.ReasonEntityBound) {
 					msg := status.Convert(err).Message()
 					if !strings.Contains(msg, "/command") || !strings.Contains(msg, "8 entity-decoding passes") {
 						t.Errorf("message %q does not name the path and the bound", msg)
@@ -103,7 +103,7 @@ func TestEntityBoundIsNotABypass(t *testing.T) {
 				if !res.IsError || res.Meta[mcpapi.MCPMetaReason] != tc.policyReason {
 					t.Errorf("isError=%v reason=%v, want an isError result with %q (%s)", res.IsError, res.Meta[mcpapi.MCPMetaReason], tc.policyReason, tc.reason)
 				}
-				if tc.policyReason == pipeline.ReasonEntityBound && !strings.Contains(resultText(res), "/command") {
+				if tc.policyReason == string(pipeline.ReasonEntityBound) && !strings.Contains(resultText(res), "/command") {
 					t.Errorf("text %q does not name the path", resultText(res))
 				}
 				if len(calls) != 0 {

@@ -206,7 +206,7 @@ func TestValidationStepBudget(t *testing.T) {
 			if err != nil || !res.IsError {
 				t.Fatalf("MCP: %v %v, want an isError result (%s)", res, err, tc.reason)
 			}
-			want := pipeline.ReasonArgumentsInvalid
+			want := string(pipeline.ReasonArgumentsInvalid)
 			if tc.wantLimit != "" {
 				want = policy.ReasonLimitValidationSteps
 			}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -42,7 +44,10 @@ func TestToolNameRefusedBeforeAnythingKeysIt(t *testing.T) {
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	}))
-	ctx := testCtx(t)
+	// 1 MiB names through both faces take seconds under -race on two
+	// cores while other packages' tests run: more than testCtx's 10 s.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	huge := strings.Repeat("a", 1<<20)
 	callID := strings.Repeat("c", 1<<16)
 
@@ -161,8 +166,8 @@ func TestRateLimitSharedBucketHidesExistence(t *testing.T) {
 }
 
 // TestUnusableCallIDIsRefused: a call id too long or not printable ASCII
-// (it would reach the backend as a header) is InvalidArgument on both
-// faces, before the backend; an ordinary id passes through to it.
+// (it would reach the backend as a header) is refused on both faces before
+// the backend — gRPC InvalidArgument, MCP JSON-RPC invalid params —; an ordinary id passes through to it.
 func TestUnusableCallIDIsRefused(t *testing.T) {
 	t.Parallel()
 	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)), gatewaytest.WithMCP())
@@ -192,6 +197,12 @@ func TestUnusableCallIDIsRefused(t *testing.T) {
 			mcpOK := err == nil && !res.IsError
 			if row.ok != mcpOK {
 				t.Errorf("MCP: result %+v, error %v; want ok=%v (%s)", res, err, row.ok, row.reason)
+			}
+			// The client's id, not the model's arguments: invalid params,
+			// as gRPC's InvalidArgument (call-id-invalid's row).
+			var rpcErr *jsonrpc.Error
+			if !row.ok && (!errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "call id")) {
+				t.Errorf("MCP: %v; want JSON-RPC invalid params about the call id (%s)", err, row.reason)
 			}
 			wantCalls := before
 			if row.ok {

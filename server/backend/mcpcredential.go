@@ -7,10 +7,6 @@ import (
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
-// ReasonCredentialUndeclared is the reason of a call refused because its
-// tool names a credential the policy in force does not declare for it.
-const ReasonCredentialUndeclared = "credential-undeclared"
-
 // credentialUndeclared fails a call closed, before any credential is read,
 // when its tool names a credential source the policy in force does not
 // declare for the tool's origin (a reload removed it, or the tool was
@@ -25,7 +21,7 @@ func (m *MCPUpstream) credentialUndeclared(c *pipeline.Call, up *registry.MCPToo
 	if err == nil {
 		return nil
 	}
-	return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: ReasonCredentialUndeclared, Tool: c.Tool,
+	return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonCredentialUndeclared, Tool: c.Tool,
 		Cause:   fmt.Errorf("upstream %s: %w", up.URL, err),
 		Message: fmt.Sprintf("tool %q: the credential it names is not one the gateway's policy declares for its upstream; an operator must declare it (credentials) or an admin change the tool", c.Tool)}
 }

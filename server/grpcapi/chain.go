@@ -121,7 +121,7 @@ func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor
 				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
 			}
 			if f := c.Failure(); f != nil && f.Reason != "" {
-				logging.AddFields(ctx, logging.Fields{"flowdrop.reason", f.Reason})
+				logging.AddFields(ctx, logging.Fields{"flowdrop.reason", string(f.Reason)})
 			}
 			if f := c.Failure(); f != nil && c.Entry != nil && pipeline.IsBackendFailure(f) {
 				// The caller's message names neither; the operator's line does.

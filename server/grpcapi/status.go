@@ -68,8 +68,12 @@ func isPipelineError(err error) bool {
 //   - fail-closed audit that cannot write: Unavailable with an ErrorInfo
 //     (AUDIT_UNAVAILABLE) and, for a call refused before it ran, a RetryInfo;
 //   - anything else: the code and the caller-safe message.
+//
+// The code and the wait come from the reason's row (pipeline.ReasonSpec),
+// the table the MCP face and the audit log read too.
 func Status(e *pipeline.Error) *status.Status {
-	code := codes.Code(e.Code)
+	code := codes.Code(e.Spec().Code)
+	reason := string(e.Reason)
 	switch {
 	case e.Kind == pipeline.KindPolicy:
 		return policyStatus(code, e)
@@ -81,12 +85,12 @@ func Status(e *pipeline.Error) *status.Status {
 	case e.Reason == pipeline.ReasonAuditUnavailable:
 		// Unavailable with the wait; the sink's error (which names the
 		// file) is logged, never sent.
-		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain}}
-		if e.RetryAfter > 0 { // refused up front; a withheld result has none
-			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(reason), Domain: ErrorDomain}}
+		if d := e.RetryWait(); d > 0 { // refused up front; a withheld result has none
+			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 		}
 		return withDetails(status.New(code, e.Message), details...)
-	case strings.HasPrefix(e.Reason, "idempotency-"):
+	case strings.HasPrefix(reason, "idempotency-"):
 		// The key's outcome: ErrorInfo (tool, and the bound when it is the
 		// reason), RetryInfo when a retry with the key will help; a store
 		// outage's cause (which may name Redis) is never sent.
@@ -94,12 +98,12 @@ func Status(e *pipeline.Error) *status.Status {
 		if e.Limit != "" {
 			md["limit"] = e.Limit
 		}
-		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain, Metadata: md}}
-		if e.RetryAfter > 0 {
-			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(reason), Domain: ErrorDomain, Metadata: md}}
+		if d := e.RetryWait(); d > 0 {
+			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 		}
 		return withDetails(status.New(code, e.Message), details...)
-	case strings.HasPrefix(e.Reason, "backend-") && e.Cause != nil:
+	case strings.HasPrefix(reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message
 		return status.FromProto(p)
@@ -108,7 +112,7 @@ func Status(e *pipeline.Error) *status.Status {
 }
 
 func policyStatus(code codes.Code, e *pipeline.Error) *status.Status {
-	md := map[string]string{"policy_reason": e.Reason}
+	md := map[string]string{"policy_reason": string(e.Reason)}
 	if e.Tool != "" {
 		md["tool"] = e.Tool
 	}
@@ -118,9 +122,9 @@ func policyStatus(code codes.Code, e *pipeline.Error) *status.Status {
 	if e.Rule != "" {
 		md["rule"] = e.Rule
 	}
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(e.Reason), Domain: ErrorDomain, Metadata: md}}
-	if e.RetryAfter > 0 {
-		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: errorInfoReason(string(e.Reason)), Domain: ErrorDomain, Metadata: md}}
+	if d := e.RetryWait(); d > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 	}
 	return withDetails(status.New(code, e.Message), details...)
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
@@ -40,7 +41,7 @@ func backendFailure(t *testing.T, clientErr error) error {
 	if err == nil {
 		t.Fatal("backend call succeeded; want its failure")
 	}
-	if e, ok := err.(*pipeline.Error); !ok || !strings.HasPrefix(e.Reason, "backend-") || !errors.Is(err, clientErr) {
+	if e, ok := err.(*pipeline.Error); !ok || !strings.HasPrefix(string(e.Reason), "backend-") || !errors.Is(err, clientErr) {
 		t.Fatalf("backend failure = %#v; want a *pipeline.Error with a backend-* reason caused by the client's error", err)
 	}
 	return err
@@ -121,5 +122,35 @@ func TestValidationDetails(t *testing.T) {
 	}
 	if !proto.Equal(d[3].(proto.Message), repairProto(normalize.Repair{Path: "/b/0", Kind: normalize.EntitiesDecoded, Passes: 3, BoundHit: true})) {
 		t.Errorf("repair detail = %v", d[3])
+	}
+}
+
+// TestStatusFollowsReasonTable: for every reason, the gRPC face answers its
+// row's code (a backend's own code for backend-error) and passes a wait on
+// (RetryInfo) only for a reason a later retry may help.
+func TestStatusFollowsReasonTable(t *testing.T) {
+	t.Parallel()
+	for _, r := range pipeline.Reasons() {
+		s, _ := pipeline.SpecOf(r)
+		e := &pipeline.Error{Code: s.Code, Reason: r, Tool: "t", Message: "m", RetryAfter: time.Second}
+		want := codes.Code(s.Code)
+		if s.Code == pipeline.CodeOfError {
+			e.Code, want = pipeline.PermissionDenied, codes.PermissionDenied
+		}
+		switch {
+		case r == pipeline.ReasonArgumentsInvalid:
+			e.Kind = pipeline.KindValidation
+		case s.Decision == policy.DecisionDeny:
+			e.Kind = pipeline.KindPolicy
+		}
+		st := Status(e)
+		if st.Code() != want {
+			t.Errorf("%s: code %v, row %v", r, st.Code(), want)
+		}
+		for _, d := range st.Details() {
+			if _, ok := d.(*errdetails.RetryInfo); ok && s.Retry != pipeline.RetryLater {
+				t.Errorf("%s: RetryInfo for a reason whose row says retrying later does not help", r)
+			}
+		}
 	}
 }

@@ -164,7 +164,7 @@ func (m *Server) logMethod(ctx context.Context, start time.Time, h *httpAccess, 
 	code, reason := pipeline.OK, ""
 	switch {
 	case call != nil && call.err != nil:
-		code, reason = call.err.Code, call.err.Reason
+		code, reason = call.err.Code, string(call.err.Reason)
 	case err != nil:
 		code = rpcErrorCode(err)
 	}

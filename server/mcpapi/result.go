@@ -35,62 +35,67 @@ type callResult struct {
 	ResultType string `json:"resultType,omitempty"`
 }
 
-// mcpCallError is THE one place a pipeline error becomes an MCP outcome.
+// callError is THE one place a pipeline error becomes an MCP outcome.
 //
 // MCP separates tool execution errors (a result with isError: true, which
 // the model reads and can act on) from protocol errors (a JSON-RPC error,
-// for the client, not the model). The rule here: if the model can do
-// something about it — change the arguments, wait, try later or another way —
-// it is an isError result; if the call could never have been made (no such
-// tool, a tool this caller is not offered, no right to call tools, a
-// cancelled request, our own bug) it is a JSON-RPC error.
+// for the client, not the model). The rule: if the model can do something
+// about it — change the arguments, wait, try later or another way — it is
+// an isError result; if the call could never have been made (no such tool,
+// a tool this caller is not offered, a call id no call can have, no right
+// to call tools, a cancelled request, our own bug) it is a JSON-RPC error.
+// Which one a reason gets is its row's (pipeline.ReasonSpec.MCP), the table
+// the gRPC face and the audit log read too; this function only words the
+// answer:
 //
-//   - malformed arguments text (the strict parser's refusal: not an
-//     object, a duplicate key, an inexact number, invalid UTF-8 or an
-//     unpaired surrogate) → JSON-RPC invalid params naming the path.
-//   - invalid arguments → isError: the violations with their
-//     pointers, and the repairs made before validation.
-//   - policy refusals: argument rules (rule-denied, rule-error), size limits
-//     (InvalidArgument) and rate/in-flight limits (ResourceExhausted, with
-//     the wait) → isError. Tool allow/deny lists → JSON-RPC invalid params,
-//     like an unknown tool (the tool is not in this caller's tools/list); no
-//     role for InvokeTool, unauthenticated → MCPCodePermissionDenied.
-//   - unknown tool → JSON-RPC invalid params (the MCP spec's example).
-//   - backend failures → isError: the MCP spec counts API failures as tool
-//     execution errors. Unreachable/overloaded and deadline get a message that
-//     names the tool and the budget but not the backend's address; any other
-//     status the backend returned is its own message, passed on as gRPC does.
-//   - idempotency outcomes (key invalid or reused, still running, result
-//     not stored, store unavailable) → isError with the reason: a new key
-//     or a retry with this one is the model's to choose.
-//   - fail-closed audit cannot write → isError "audit log unavailable"
-//     (try later); never the file's path or error.
-//   - cancellation → the context error; anything else → JSON-RPC internal
-//     error "internal error" (logged, never sent).
+//   - malformed arguments text (the strict parser's refusal: not an object,
+//     a duplicate key, an inexact number, invalid UTF-8 or an unpaired
+//     surrogate) → invalid params naming the path, whatever the row says.
+//   - invalid arguments → isError: the violations with their pointers, and
+//     the repairs made before validation.
+//   - unknown tool → "unknown tool" (the MCP spec's example).
+//   - backend failures: unreachable/overloaded and deadline get a message
+//     that names the tool and the budget but not the backend's address; any
+//     other status the backend returned is its own message, passed on as
+//     gRPC does.
+//   - a reason a later retry may help (rate and in-flight limits,
+//     idempotency in progress or store unavailable) → the wait is appended;
+//     fail-closed audit's message already says to try later.
+//   - an internal error is logged, never sent: "internal error".
 func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*callResult, error) {
-	tool := e.Tool
 	if pipeline.IsMalformedArguments(e) {
 		// Arguments text the parser refused (not an object, a duplicate
-		// key, an inexact number, invalid text): malformed params, naming
-		// the path, before any check ran.
+		// key, an inexact number, invalid text) keeps its reason
+		// (arguments-invalid, as gRPC's arguments_json) but is malformed
+		// params to MCP, as it was when the face parsed it itself: the
+		// client sent what no tool call can be.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
 	}
-	switch e.Kind {
-	case pipeline.KindPolicy:
-		switch {
-		case e.Code == pipeline.Unauthenticated:
-			return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}
-		case e.Reason == policy.ReasonToolNotAllowed || e.Reason == policy.ReasonToolDenied:
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
-		case e.Reason == policy.ReasonRoleMissing || e.Reason == policy.ReasonMethodUnknown:
-			return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}
-		}
+	switch e.Spec().MCP {
+	case pipeline.MCPPermissionDenied:
+		return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}
+	case pipeline.MCPInvalidParams:
 		msg := e.Message
-		if e.RetryAfter > 0 {
-			msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter.Round(time.Millisecond))
+		if e.Reason == pipeline.ReasonToolNotFound {
+			msg = fmt.Sprintf("unknown tool %q", e.Tool)
 		}
-		return errorResult(msg, e.Reason, report), nil
-	case pipeline.KindValidation:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	case pipeline.MCPCanceled:
+		return nil, context.Canceled
+	case pipeline.MCPDeadline:
+		return nil, context.DeadlineExceeded
+	case pipeline.MCPToolError:
+		return toolError(e, report), nil
+	}
+	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", policy.Bound(e.Tool), "error", e.Error())
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+// toolError is the isError result of e, worded for the model.
+func toolError(e *pipeline.Error, report normalize.Report) *callResult {
+	tool := e.Tool
+	switch {
+	case e.Kind == pipeline.KindValidation:
 		var b strings.Builder
 		b.WriteString(e.Message)
 		viol := make([]map[string]any, 0, len(e.Violations))
@@ -102,46 +107,24 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 			fmt.Fprintf(&b, "\n- at %s: %s", ptr, v.Message)
 			viol = append(viol, map[string]any{"path": v.Pointer, "message": v.Message})
 		}
-		r := errorResult(b.String(), "arguments-invalid", report)
+		r := errorResult(b.String(), string(pipeline.ReasonArgumentsInvalid), report)
 		r.Meta[MCPMetaViolations] = viol
-		return r, nil
-	}
-	switch e.Reason {
-	case pipeline.ReasonToolNotFound:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", tool)}
-	case pipeline.ReasonToolNameInvalid:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
-	case pipeline.ReasonArgumentsUndecodable:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
-	case pipeline.ReasonBackendCanceled, pipeline.ReasonCanceled:
-		return nil, context.Canceled
-	case pipeline.ReasonDeadlineExceeded:
-		return nil, context.DeadlineExceeded
-	case pipeline.ReasonBackendDeadline:
+		return r
+	case e.Reason == pipeline.ReasonBackendDeadline:
 		return errorResult(fmt.Sprintf("tool %q did not answer within %v (%s); it may be slow or stuck: try again later or another way",
-			tool, e.Timeout.Round(time.Millisecond), e.DeadlineSource), "backend-deadline", report), nil
-	case pipeline.ReasonBackendUnavailable:
-		return errorResult(fmt.Sprintf("tool %q is unavailable right now; try again later", tool),
-			"backend-unavailable", report), nil
-	case pipeline.ReasonAuditUnavailable:
-		return errorResult(e.Message, pipeline.ReasonAuditUnavailable, report), nil
-	case pipeline.ReasonIdempotencyKeyInvalid, pipeline.ReasonIdempotencyKeyReused, pipeline.ReasonIdempotencyInProgress,
-		pipeline.ReasonIdempotencyResultNotStored, pipeline.ReasonIdempotencyUnavailable:
-		// The model can act on each: a new key, or a retry with this one.
-		msg := e.Message
-		if e.RetryAfter > 0 {
-			msg += fmt.Sprintf(" (retry after %v)", e.RetryAfter.Round(time.Millisecond))
-		}
-		return errorResult(msg, e.Reason, report), nil
-	case pipeline.ReasonBackendError:
-		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), "backend-error", report), nil
-	case pipeline.ReasonGatewaySendLimit, pipeline.ReasonBackendResponseTooLarge:
-		// The gateway's own size limits: the message names the tool and
-		// which side (request or response) crossed it.
-		return errorResult(e.Message, e.Reason, report), nil
+			tool, e.Timeout.Round(time.Millisecond), e.DeadlineSource), string(e.Reason), report)
+	case e.Reason == pipeline.ReasonBackendUnavailable:
+		return errorResult(fmt.Sprintf("tool %q is unavailable right now; try again later", tool), string(e.Reason), report)
+	case e.Reason == pipeline.ReasonBackendError:
+		return errorResult(fmt.Sprintf("tool %q failed: %s: %s", tool, e.Code, e.Message), string(e.Reason), report)
+	case e.Reason == pipeline.ReasonAuditUnavailable:
+		return errorResult(e.Message, string(e.Reason), report)
 	}
-	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", policy.Bound(tool), "error", e.Error())
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	msg := e.Message
+	if d := e.RetryWait(); d > 0 {
+		msg += fmt.Sprintf(" (retry after %v)", d.Round(time.Millisecond))
+	}
+	return errorResult(msg, string(e.Reason), report)
 }
 
 // errorResult is an isError result whose text is msg followed by the repairs

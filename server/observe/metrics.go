@@ -126,7 +126,7 @@ func (m *Metrics) RecordCall(_ context.Context, c *pipeline.Call, o pipeline.Out
 	m.errs.set(o.Label, o.Err.Message)
 	switch o.Err.Kind {
 	case pipeline.KindPolicy:
-		m.denials.WithLabelValues(o.Label, o.Err.Reason).Inc()
+		m.denials.WithLabelValues(o.Label, string(o.Err.Reason)).Inc()
 	case pipeline.KindValidation:
 		m.invalid.WithLabelValues(o.Label).Inc()
 	}

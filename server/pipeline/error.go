@@ -70,26 +70,29 @@ const (
 // Stable reasons of the errors the pipeline makes itself (policy refusals
 // carry policy's reasons).
 const (
-	ReasonArgumentsInvalid     = "arguments-invalid"
-	ReasonArgumentsUndecodable = "arguments-undecodable"
-	ReasonEntityBound          = "entity-bound"
-	ReasonToolNotFound         = "tool-not-found"
-	ReasonToolNameInvalid      = "tool-name-invalid"
-	ReasonCallIDInvalid        = "call-id-invalid"
-	ReasonBackendUnavailable   = "backend-unavailable"
-	ReasonBackendDeadline      = "backend-deadline"
-	ReasonBackendCanceled      = "backend-canceled"
-	ReasonBackendError         = "backend-error"
+	ReasonArgumentsInvalid     Reason = "arguments-invalid"
+	ReasonArgumentsUndecodable Reason = "arguments-undecodable"
+	ReasonEntityBound          Reason = "entity-bound"
+	ReasonToolNotFound         Reason = "tool-not-found"
+	ReasonToolNameInvalid      Reason = "tool-name-invalid"
+	ReasonCallIDInvalid        Reason = "call-id-invalid"
+	ReasonBackendUnavailable   Reason = "backend-unavailable"
+	ReasonBackendDeadline      Reason = "backend-deadline"
+	ReasonBackendCanceled      Reason = "backend-canceled"
+	ReasonBackendError         Reason = "backend-error"
 	// ReasonGatewaySendLimit: the request to the backend would cross the
 	// gateway's backend send limit (it was never sent).
-	ReasonGatewaySendLimit = "gateway-send-limit"
+	ReasonGatewaySendLimit Reason = "gateway-send-limit"
 	// ReasonBackendResponseTooLarge: the backend's response crossed the
 	// gateway's receive limit for backend responses.
-	ReasonBackendResponseTooLarge = "backend-response-too-large"
-	ReasonCanceled                = "canceled"
-	ReasonDeadlineExceeded        = "deadline-exceeded"
-	ReasonInternal                = "internal"
-	ReasonAuditUnavailable        = "audit-unavailable"
+	ReasonBackendResponseTooLarge Reason = "backend-response-too-large"
+	ReasonCanceled                Reason = "canceled"
+	ReasonDeadlineExceeded        Reason = "deadline-exceeded"
+	ReasonInternal                Reason = "internal"
+	ReasonAuditUnavailable        Reason = "audit-unavailable"
+	// ReasonCredentialUndeclared: the call's tool names a credential the
+	// policy in force does not declare for it (an MCP upstream's).
+	ReasonCredentialUndeclared Reason = "credential-undeclared"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure
@@ -98,7 +101,7 @@ const (
 type Error struct {
 	Code   Code
 	Kind   Kind
-	Reason string
+	Reason Reason
 	// Message explains the failure to the caller (and the model).
 	Message string
 	Tool    string
@@ -145,7 +148,7 @@ func Classify(err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &pe):
-		return &Error{Code: policyCode(pe.Code), Kind: KindPolicy, Reason: pe.Reason, Message: pe.Message,
+		return &Error{Code: policyCode(pe.Code), Kind: KindPolicy, Reason: Reason(pe.Reason), Message: pe.Message,
 			Tool: pe.Tool, Limit: pe.Limit, Rule: pe.Rule, RetryAfter: pe.RetryAfter, Cause: pe}
 	case errors.As(err, &ve):
 		return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Message: ve.Error(),

@@ -65,11 +65,11 @@ const MaxIdempotencyKeyBytes = 256
 
 // Reasons of the idempotency errors.
 const (
-	ReasonIdempotencyKeyInvalid      = "idempotency-key-invalid"
-	ReasonIdempotencyKeyReused       = "idempotency-key-reused"
-	ReasonIdempotencyInProgress      = "idempotency-in-progress"
-	ReasonIdempotencyResultNotStored = "idempotency-result-not-stored"
-	ReasonIdempotencyUnavailable     = "idempotency-unavailable"
+	ReasonIdempotencyKeyInvalid      Reason = "idempotency-key-invalid"
+	ReasonIdempotencyKeyReused       Reason = "idempotency-key-reused"
+	ReasonIdempotencyInProgress      Reason = "idempotency-in-progress"
+	ReasonIdempotencyResultNotStored Reason = "idempotency-result-not-stored"
+	ReasonIdempotencyUnavailable     Reason = "idempotency-unavailable"
 )
 
 // LimitMaxResultBytes names the result bound in errors.

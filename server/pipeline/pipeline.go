@@ -292,12 +292,10 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 		o.Label = c.Tool
 	}
 	if e != nil {
-		o.Reason = e.Reason
-		switch e.Kind {
-		case KindPolicy, KindValidation:
-			o.Decision = policy.DecisionDeny
-		default:
-			o.Decision, o.Reason = policy.DecisionError, e.Code.String()
+		// The decision is the reason's row's; an error line names the code.
+		o.Decision, o.Reason = e.Spec().Decision, string(e.Reason)
+		if o.Decision == policy.DecisionError {
+			o.Reason = e.Code.String()
 		}
 		if e.Kind == KindValidation {
 			o.Validation = "failed"

@@ -157,7 +157,7 @@ func TestInvokeAppliesThePolicy(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || err.Kind != pipeline.KindPolicy || err.Reason != tc.refusal {
+			if err == nil || err.Kind != pipeline.KindPolicy || string(err.Reason) != tc.refusal {
 				t.Fatalf("err = %+v, want policy refusal %s (%s)", err, tc.refusal, tc.reason)
 			}
 		})
