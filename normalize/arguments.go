@@ -18,7 +18,7 @@ import (
 func ParseArguments(text string, lim Limits) (*structpb.Struct, error) {
 	p := jsonParser{s: text, b: &budget{lim: lim}, track: true}
 	if i := firstInvalidUTF8(text); i < len(text) {
-		return nil, &ParseError{Reason: NotJSON, Offset: i, InvalidUTF8: true}
+		return nil, invalidUTF8At(text, i)
 	}
 	p.ws()
 	if p.i >= len(p.s) {
@@ -35,8 +35,12 @@ func ParseArguments(text string, lim Limits) (*structpb.Struct, error) {
 			p.b.finish("")
 			return nil, p.b.err
 		}
-		return nil, &ParseError{Reason: p.err.reason, Offset: p.err.off, Length: len(text), Path: pointerOf(p.tokens),
-			Truncated: p.err.reason == NotJSON && (p.err.off >= len(p.s) || p.ranOut)}
+		e := &ParseError{Reason: p.err.reason, Offset: p.err.off, Length: len(text), Path: pointerOf(p.tokens),
+			Truncated: p.err.reason == NotJSON && (p.err.off >= len(p.s) || p.ranOut), Key: p.inKey}
+		if e.Reason == LoneSurrogate {
+			e.Surrogate, _ = hexRune(text[e.Offset+2:]) // the parser read these four digits
+		}
+		return nil, e
 	}
 	p.ws()
 	if p.i != len(p.s) {
@@ -62,6 +66,38 @@ type ParseError struct {
 	// Truncated: the text ended inside a value (cut off); Trailing: text
 	// follows the object; InvalidUTF8: the text is not UTF-8.
 	Truncated, Trailing, InvalidUTF8 bool
+	// InString: the invalid UTF-8 is inside a string, which Path and Key
+	// locate (otherwise only Offset does).
+	InString bool
+	// Key: the string at fault (LoneSurrogate, InvalidUTF8) is an object
+	// key, of the object at Path.
+	Key bool
+	// Surrogate is the unpaired surrogate escaped (LoneSurrogate).
+	Surrogate rune
+}
+
+// invalidUTF8At is the refusal of text whose first invalid UTF-8 byte is
+// at i, located by parsing the text before it (an error path only): the
+// parse runs out inside the string holding the byte, and its path is the
+// string's.
+func invalidUTF8At(text string, i int) *ParseError {
+	e := &ParseError{Reason: NotJSON, Offset: i, InvalidUTF8: true}
+	p := jsonParser{s: text[:i], track: true}
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == '{' {
+		p.value(0)
+		if p.failed && p.err.reason == NotJSON && p.ranOut {
+			e.InString, e.Key, e.Path = true, p.inKey, pointerOf(p.tokens)
+		}
+	}
+	return e
+}
+
+// hexRune reads four hex digits.
+func hexRune(s string) (rune, bool) {
+	p := jsonParser{s: s}
+	r, ok := p.hex4()
+	return r, ok
 }
 
 func (e *ParseError) Error() string { return e.Describe("arguments") }
@@ -73,7 +109,13 @@ func (e *ParseError) Describe(what string) string {
 	if at == "" {
 		at = "(root)"
 	}
+	str := "string"
+	if e.Key {
+		str = "key"
+	}
 	switch {
+	case e.InvalidUTF8 && e.InString:
+		return fmt.Sprintf("%s: the %s at %s is not valid UTF-8 (at byte %d)", what, str, at, e.Offset)
 	case e.InvalidUTF8:
 		return fmt.Sprintf("%s is not valid UTF-8 (at byte %d)", what, e.Offset)
 	case e.Reason == WrongShape:
@@ -91,7 +133,7 @@ func (e *ParseError) Describe(what string) string {
 	case TooDeep:
 		return fmt.Sprintf("%s: the value at %s nests deeper than %d levels", what, at, MaxJSONDepth)
 	case LoneSurrogate:
-		return fmt.Sprintf("%s: the string at %s holds a \\u escape of an unpaired UTF-16 surrogate", what, at)
+		return fmt.Sprintf("%s: the %s at %s holds \\u%04x, an unpaired UTF-16 surrogate (no character; decoding it would invent U+FFFD)", what, str, at, e.Surrogate)
 	}
 	return fmt.Sprintf("%s is not valid JSON: unexpected input at byte %d, inside the value at %s", what, e.Offset, at)
 }

@@ -1,6 +1,9 @@
 package normalize
 
 import (
+	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -173,4 +176,45 @@ func decodedUnder(rep Report, path string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzParseArguments: ParseArguments (gRPC's arguments_json, MCP's
+// tools/call arguments) never panics, refuses only with a *ParseError or a
+// *LimitError, accepts only what encoding/json reads as the same object (so
+// no repeated key, inexact number or invented U+FFFD passes), and limits
+// refuse only with a *LimitError what the unlimited parse accepts.
+func FuzzParseArguments(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `{"a":[1,2,{"b":"c"}]}`, `{"a":"\u00e9\ud83d\ude00"}`, `{"a":[[[[[1]]]]]}`,
+		`{"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`, `{"a":"0123456789"}`, `[1]`, `{"a":1e400}`,
+		`{"a":1,"a":2}`, `{"a":[{"b":1,"\u0062":2}]}`, "{\"a\":\"\xff\"}", "{\"k\xc3\":1}", `{"a":"\udc00"}`} {
+		f.Add(s)
+	}
+	small := Limits{MaxBytes: 256, MaxStringLength: 8, MaxDepth: 4, MaxElements: 8, MaxKeys: 8}
+	f.Fuzz(func(t *testing.T, in string) {
+		in = fuzzInput(in)
+		s, err := ParseArguments(in, Limits{})
+		var (
+			pe *ParseError
+			le *LimitError
+		)
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("%q: refused with %T %v, want a *ParseError", in, err, err)
+		}
+		if err == nil {
+			var v any
+			if jerr := json.Unmarshal([]byte(in), &v); jerr != nil {
+				t.Fatalf("%q: accepted, encoding/json refuses it: %v", in, jerr)
+			}
+			if !reflect.DeepEqual(s.AsMap(), v) {
+				t.Fatalf("%q: parsed to %v, encoding/json reads %v", in, s.AsMap(), v)
+			}
+		}
+		_, lerr := ParseArguments(in, small)
+		switch {
+		case lerr == nil && err != nil:
+			t.Fatalf("%q: accepted within limits, refused without: %v", in, err)
+		case lerr != nil && err == nil && !errors.As(lerr, &le):
+			t.Fatalf("%q: within limits refused with %v, want a *LimitError", in, lerr)
+		}
+	})
 }

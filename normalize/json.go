@@ -39,6 +39,8 @@ type jsonParser struct {
 	// ranOut: the text ended inside a string (its failure's offset is
 	// where the string began).
 	ranOut bool
+	// inKey: the failure is in an object key (ParseArguments names it so).
+	inKey bool
 }
 
 // at records a path token while a failed parse unwinds.
@@ -189,6 +191,7 @@ func (p *jsonParser) object(depth int) *structpb.Value {
 		keyOff := p.i
 		k, ok := p.str()
 		if !ok {
+			p.inKey = true
 			return nil
 		}
 		if p.b != nil && p.limited(p.b.key() && p.b.str(len(k))) {

@@ -101,7 +101,7 @@ func TestArgumentsJSONFromAModelAPI(t *testing.T) {
 			text: exact, code: codes.OK, mcpMsg: "-"},
 		{name: "bare-string", reason: "a model that answered with a string is told the shape it must send",
 			text: `"tag the quarterly report"`, code: codes.InvalidArgument, field: "",
-			msg: "arguments_json must be a JSON object; got a string", mcpMsg: "must be a JSON object, got a string"},
+			msg: "arguments_json must be a JSON object; got a string", mcpMsg: "must be a JSON object; got a string"},
 		{name: "truncated", reason: "a completion cut off at max_tokens: told where the text ends",
 			text: exact[:40], code: codes.InvalidArgument, field: "/title",
 			msg: "arguments_json ends after 40 bytes, inside the value at /title"}, // the MCP SDK's client refuses to send it

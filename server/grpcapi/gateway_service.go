@@ -126,7 +126,7 @@ func (g *gatewayService) request(ctx context.Context, rc *rawCall) (*gatewayv1.I
 	if text := req.GetArgumentsJson(); text != "" {
 		// The model's text: the pipeline parses it (strictly, within the
 		// limits) when a stage first needs the arguments.
-		rc.call.ReceiveJSON(text, req.Arguments != nil)
+		rc.call.ReceiveJSON(pipeline.ArgumentsJSONField, text, req.Arguments != nil)
 	}
 	rc.call.SetIdempotencyKey(req.GetIdempotencyKey())
 	rc.call.SetIdempotencyKey(metadata.ValueFromIncomingContext(ctx, IdempotencyKeyHeader)...)

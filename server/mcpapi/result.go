@@ -48,6 +48,9 @@ type callResult struct {
 // the gRPC face and the audit log read too; this function only words the
 // answer:
 //
+//   - malformed arguments text (the strict parser's refusal: not an object,
+//     a duplicate key, an inexact number, invalid UTF-8 or an unpaired
+//     surrogate) → invalid params naming the path, whatever the row says.
 //   - invalid arguments → isError: the violations with their pointers, and
 //     the repairs made before validation.
 //   - unknown tool → "unknown tool" (the MCP spec's example).
@@ -60,6 +63,14 @@ type callResult struct {
 //     fail-closed audit's message already says to try later.
 //   - an internal error is logged, never sent: "internal error".
 func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normalize.Report) (*callResult, error) {
+	if pipeline.IsMalformedArguments(e) {
+		// Arguments text the parser refused (not an object, a duplicate
+		// key, an inexact number, invalid text) keeps its reason
+		// (arguments-invalid, as gRPC's arguments_json) but is malformed
+		// params to MCP, as it was when the face parsed it itself: the
+		// client sent what no tool call can be.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
+	}
 	switch e.Spec().MCP {
 	case pipeline.MCPPermissionDenied:
 		return nil, &jsonrpc.Error{Code: MCPCodePermissionDenied, Message: e.Message}

@@ -26,6 +26,7 @@ package mcpapi
 //     tools/call gets its audit line there, like a refused InvokeTool.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -442,9 +444,6 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 	if p == nil || p.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
 	}
-	if err := checkArgumentText(p.Arguments); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
-	}
 	callID, _ := p.Meta[MCPMetaCallID].(string)
 	idemKey, isString := p.Meta[MCPMetaIdempotencyKey].(string)
 	if v, given := p.Meta[MCPMetaIdempotencyKey]; given && !isString {
@@ -459,22 +458,17 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 	if pol == nil {
 		pol = m.pipe.Policy()
 	}
-	members, err := scanArgumentLimits(p.Name, p.Arguments, pol.Limits)
-	if err != nil {
-		// Refused before decoding, with the pipeline's own limit refusal:
-		// recorded like any other call's outcome, mapped by callError.
-		c := pipeline.NewCall(p.Name, callID, nil)
-		c.UsePolicy(pol)
-		m.pipe.Begin(c)
-		perr := c.Fail(err)
-		m.pipe.Finish(ctx, c, perr)
-		return m.callError(ctx, perr, c.Report)
+	var c *pipeline.Call
+	if text := bytes.TrimSpace(p.Arguments); len(text) == 0 || string(text) == "null" {
+		// No arguments: an empty object, as the SDK's own handlers see it.
+		c = pipeline.NewCall(p.Name, callID, &structpb.Struct{Fields: map[string]*structpb.Value{}})
+	} else {
+		// The text as the client sent it: the pipeline parses it as it does
+		// gRPC's arguments_json (strictly, within the call's limits), so a
+		// refusal is the pipeline's, audited, and mapped by callError.
+		c = pipeline.NewCall(p.Name, callID, nil)
+		c.ReceiveJSON(pipeline.MCPArgumentsField, string(text), false)
 	}
-	args, err := parseMCPArguments(p.Arguments, members)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: arguments: %v", policy.Bound(p.Name), err)}
-	}
-	c := pipeline.NewCall(p.Name, callID, args)
 	c.UsePolicy(pol)
 	c.SetIdempotencyKey(idemKey)
 	out, perr := m.pipe.Invoke(ctx, c)

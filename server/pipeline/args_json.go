@@ -18,8 +18,13 @@ import (
 // by the call's argument limits while it parses; what it builds then goes
 // through the stages like any decoded arguments.
 
-// ArgumentsJSONField names the field in refusals.
-const ArgumentsJSONField = "arguments_json"
+// The fields holding arguments as JSON text, as refusals name them.
+const (
+	// ArgumentsJSONField is InvokeToolRequest.arguments_json.
+	ArgumentsJSONField = "arguments_json"
+	// MCPArgumentsField is the arguments of MCP's tools/call params.
+	MCPArgumentsField = "arguments"
+)
 
 // parseJSON parses c.argsJSON once; a refusal is kept for every later ask.
 func (c *Call) parseJSON() (*structpb.Struct, error) {
@@ -44,6 +49,15 @@ func (c *Call) parseJSON() (*structpb.Struct, error) {
 	return s, nil
 }
 
+// IsMalformedArguments reports whether e refuses arguments text that is
+// not what the parser accepts (not an object, a duplicate key, an inexact
+// number, invalid text), as opposed to arguments that parsed and failed a
+// check.
+func IsMalformedArguments(e *Error) bool {
+	var pe *normalize.ParseError
+	return e.Kind == KindValidation && errors.As(e.Cause, &pe)
+}
+
 // jsonRefusal is the InvalidArgument for text the parser refused: a limit
 // as the policy names it, anything else as a violation at its pointer (so
 // the gRPC status carries it as a BadRequest field and MCP as a path).
@@ -60,10 +74,12 @@ func (c *Call) jsonRefusal(err error) *Error {
 	if !errors.As(err, &pe) {
 		return Classify(err)
 	}
-	msg := pe.Describe(ArgumentsJSONField)
+	msg := pe.Describe(c.jsonField)
+	// Cause: the parser's refusal, which tells a face the text itself was
+	// malformed (MCP answers that with a JSON-RPC error, not a result).
 	return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Tool: c.Tool,
 		Message:    fmt.Sprintf("tool %q: %s", c.Tool, msg),
-		Violations: []schema.Violation{{Pointer: pe.Path, Message: msg}}}
+		Violations: []schema.Violation{{Pointer: pe.Path, Message: msg}}, Cause: pe}
 }
 
 // defaultRepairLimits are the default argument limits as normalize bounds

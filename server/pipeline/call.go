@@ -64,12 +64,13 @@ type Call struct {
 
 	received    Received
 	hasReceived bool
-	// argsJSON is the arguments as JSON text (a face's arguments_json),
-	// parsed by Args; argsBoth: the face also received a Struct.
-	argsJSON          string
-	hasJSON, argsBoth bool
-	sent              *structpb.Struct // the arguments as sent, once decoded
-	args              *structpb.Struct // the arguments to forward (normalized)
+	// argsJSON is the arguments as JSON text (gRPC's arguments_json, MCP's
+	// tools/call arguments), parsed by Args; jsonField names it in
+	// refusals; argsBoth: the face also received a Struct.
+	argsJSON, jsonField string
+	hasJSON, argsBoth   bool
+	sent                *structpb.Struct // the arguments as sent, once decoded
+	args                *structpb.Struct // the arguments to forward (normalized)
 	// sentWire is the arguments' bytes as sent when normalization repaired
 	// them on the wire (receiveRepaired): received then holds the repaired
 	// arguments, and sent decodes from these bytes.
@@ -125,11 +126,13 @@ func (c *Call) Receive(r Received) {
 }
 
 // ReceiveJSON gives the call its arguments as the JSON text a model API
-// returned (InvokeToolRequest.arguments_json): Args parses it with the
-// strict parser within the call's argument limits. alsoStruct says the
-// face received decoded arguments too, which Args refuses.
-func (c *Call) ReceiveJSON(text string, alsoStruct bool) {
-	c.argsJSON, c.hasJSON, c.argsBoth = text, true, alsoStruct
+// returned (InvokeToolRequest.arguments_json, MCP's tools/call arguments):
+// Args parses it with the strict parser within the call's argument limits,
+// and a refusal names field (ArgumentsJSONField, MCPArgumentsField) and
+// the JSON Pointer. alsoStruct says the face received decoded arguments
+// too, which Args refuses.
+func (c *Call) ReceiveJSON(field, text string, alsoStruct bool) {
+	c.argsJSON, c.jsonField, c.hasJSON, c.argsBoth = text, field, true, alsoStruct
 	c.sent, c.args = nil, nil
 }
 
