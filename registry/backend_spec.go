@@ -36,13 +36,18 @@ type GRPCMethod struct {
 	Descriptors []byte
 }
 
-// Target is the gRPC dial target the tool's calls go to, whatever its kind.
+// Target is where the tool's calls go, whatever its kind: the gRPC dial
+// target (ToolBackendService, a gRPC method), the HTTP operation's base URL,
+// or the upstream MCP server's URL (stdio://NAME for a stdio server). For
+// the operator's log lines and the backend pools, never for a caller.
 func (t Tool) Target() string {
-	if t.Spec != nil && t.Spec.GRPCMethod != nil {
+	switch {
+	case t.Spec != nil && t.Spec.GRPCMethod != nil:
 		return t.Spec.GRPCMethod.Target
-	}
-	if t.Spec != nil && t.Spec.HTTPOperation != nil {
+	case t.Spec != nil && t.Spec.HTTPOperation != nil:
 		return t.Spec.HTTPOperation.BaseURL
+	case t.Spec != nil && t.Spec.MCPTool != nil:
+		return t.Spec.MCPTool.URL
 	}
 	return t.Backend
 }

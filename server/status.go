@@ -45,7 +45,8 @@ func (g *Gateway) status() observe.Status {
 			ts.Kind = "HTTP " + t.Spec.HTTPOperation.Method + " " + t.Spec.HTTPOperation.Path
 		}
 		if t.Spec != nil && t.Spec.MCPTool != nil {
-			ts.Kind = "MCP tool " + t.Spec.MCPTool.Tool // the URL may carry a path worth keeping off a page
+			ts.Kind = "MCP tool " + t.Spec.MCPTool.Tool
+			ts.Backend = "" // the URL may carry a path worth keeping off a page
 		}
 		for _, f := range lint.Lint(t.Name, t.InputSchema, profiles...) {
 			// Short: profile, rule and place (the full text is flowdropctl lint's).
