@@ -12,6 +12,7 @@ import (
 
 	"github.com/aymanbagabas/go-udiff"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 )
@@ -147,49 +148,42 @@ func definitionText(t *gatewayv1.Tool) (string, error) {
 }
 
 func toolsApprove(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newToolsFlags("approve", "approve NAME [--expected-revision N] [--addr HOST:PORT]", stderr, 30*time.Second)
-	var expected optionalRevision
-	f.fs.Var(&expected, "expected-revision", "approve only if the tool is still at revision N (the one `tools diff` showed)")
-	pos, code := f.parse(args, 1, stderr)
-	if code >= 0 {
-		return code
-	}
-	client, ctx, done, ok := f.dial(ctx, stderr)
-	if !ok {
-		return 2
-	}
-	defer done()
-	resp, err := client.ApprovePendingChange(ctx, &gatewayv1.ApprovePendingChangeRequest{Name: pos[0], ExpectedRevision: expected.v})
-	if err != nil {
-		return f.fail(stdout, stderr, err)
-	}
-	if f.out.json {
-		raw, err := protoJSON(resp)
-		if err != nil {
-			fmt.Fprintf(stderr, "error: encoding the answer: %v\n", err)
-			return exitCall
-		}
-		writeJSONLine(stdout, raw)
-		return 0
-	}
-	if resp.GetDeleted() {
-		fmt.Fprintf(stdout, "approved: %s deleted (its upstream no longer has it)\n", pos[0])
-		return 0
-	}
-	fmt.Fprintf(stdout, "approved: %s serves the upstream's definition (revision %d)\n", pos[0], resp.GetTool().GetRevision())
-	for _, n := range resp.GetCompatibilityNotes() {
-		fmt.Fprintf(stdout, "  compatibility: %s %s: %s\n", n.GetKind(), n.GetPath(), n.GetMessage())
-	}
-	for _, l := range resp.GetLintFindings() {
-		fmt.Fprintf(stdout, "  lint: %s\n", lintLine(l))
-	}
-	return 0
+	return decidePending(ctx, args, "approve", stdout, stderr,
+		func(ctx context.Context, c gatewayv1.ToolRegistryServiceClient, name string, expected *int64) (*gatewayv1.ApprovePendingChangeResponse, error) {
+			return c.ApprovePendingChange(ctx, &gatewayv1.ApprovePendingChangeRequest{Name: name, ExpectedRevision: expected})
+		},
+		func(stdout io.Writer, name string, resp *gatewayv1.ApprovePendingChangeResponse) {
+			if resp.GetDeleted() {
+				fmt.Fprintf(stdout, "approved: %s deleted (its upstream no longer has it)\n", name)
+				return
+			}
+			fmt.Fprintf(stdout, "approved: %s serves the upstream's definition (revision %d)\n", name, resp.GetTool().GetRevision())
+			for _, n := range resp.GetCompatibilityNotes() {
+				fmt.Fprintf(stdout, "  compatibility: %s %s: %s\n", n.GetKind(), n.GetPath(), n.GetMessage())
+			}
+			for _, l := range resp.GetLintFindings() {
+				fmt.Fprintf(stdout, "  lint: %s\n", lintLine(l))
+			}
+		})
 }
 
 func toolsReject(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newToolsFlags("reject", "reject NAME [--expected-revision N] [--addr HOST:PORT]", stderr, 30*time.Second)
+	return decidePending(ctx, args, "reject", stdout, stderr,
+		func(ctx context.Context, c gatewayv1.ToolRegistryServiceClient, name string, expected *int64) (*gatewayv1.RejectPendingChangeResponse, error) {
+			return c.RejectPendingChange(ctx, &gatewayv1.RejectPendingChangeRequest{Name: name, ExpectedRevision: expected})
+		},
+		func(stdout io.Writer, name string, resp *gatewayv1.RejectPendingChangeResponse) {
+			fmt.Fprintf(stdout, "rejected: %s keeps its definition (revision %d); that upstream change is not proposed again\n", name, resp.GetTool().GetRevision())
+		})
+}
+
+// decidePending is approve and reject: NAME [--expected-revision N], one
+// call, its answer as JSON (--output json) or as say renders it.
+func decidePending[R proto.Message](ctx context.Context, args []string, verb string, stdout, stderr io.Writer,
+	call func(context.Context, gatewayv1.ToolRegistryServiceClient, string, *int64) (R, error), say func(io.Writer, string, R)) int {
+	f := newToolsFlags(verb, verb+" NAME [--expected-revision N] [--addr HOST:PORT]", stderr, 30*time.Second)
 	var expected optionalRevision
-	f.fs.Var(&expected, "expected-revision", "reject only if the tool is still at revision N (the one `tools diff` showed)")
+	f.fs.Var(&expected, "expected-revision", verb+" only if the tool is still at revision N (the one `tools diff` showed)")
 	pos, code := f.parse(args, 1, stderr)
 	if code >= 0 {
 		return code
@@ -199,7 +193,7 @@ func toolsReject(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	defer done()
-	resp, err := client.RejectPendingChange(ctx, &gatewayv1.RejectPendingChangeRequest{Name: pos[0], ExpectedRevision: expected.v})
+	resp, err := call(ctx, client, pos[0], expected.v)
 	if err != nil {
 		return f.fail(stdout, stderr, err)
 	}
@@ -212,6 +206,6 @@ func toolsReject(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		writeJSONLine(stdout, raw)
 		return 0
 	}
-	fmt.Fprintf(stdout, "rejected: %s keeps its definition (revision %d); that upstream change is not proposed again\n", pos[0], resp.GetTool().GetRevision())
+	say(stdout, pos[0], resp)
 	return 0
 }
