@@ -338,6 +338,14 @@ func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res.Conns = tf.conns
 	}
 	probe := loadgen.Probe{PIDs: pids, MetricsURL: *metricsURL, StatsURL: *statsURL}
+	if probe.MetricsURL != "" {
+		// A process without the Go collector (an older build, another
+		// exporter) is measured without its allocations, and says so.
+		if _, err := loadgen.AllocatedBytes(ctx, probe.MetricsURL); err != nil {
+			fmt.Fprintf(stderr, "flowdrop-loadgen: %s: allocations not measured: %v\n", *label, err)
+			probe.MetricsURL = ""
+		}
+	}
 	mark, err := probe.Start(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the measured process before the run: %w", err)

@@ -228,10 +228,19 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 		}
 		return r
 	}
-	ratios := []Ratio{
-		thrRatio("proxy/direct throughput (closed)", LabelProxy, LabelDirect, "", 0),
-		thrRatio("decode-proxy/proxy throughput (closed)", LabelDecodeProxy, LabelProxy, "", 0),
-		thrRatio("gateway/proxy throughput (closed)", LabelGateway, LabelProxy, "≥ 0.85", 0.85),
+	// Issue 3's ratios, always shown (n/a when an input is missing) — unless
+	// the run measured no gRPC reference hop at all (run.sh FACES=mcp).
+	var ratios []Ratio
+	grpcRun := false
+	for k := range row {
+		grpcRun = grpcRun || k.label == LabelDirect || k.label == LabelProxy
+	}
+	if grpcRun {
+		ratios = append(ratios,
+			thrRatio("proxy/direct throughput (closed)", LabelProxy, LabelDirect, "", 0),
+			thrRatio("decode-proxy/proxy throughput (closed)", LabelDecodeProxy, LabelProxy, "", 0),
+			thrRatio("gateway/proxy throughput (closed)", LabelGateway, LabelProxy, "≥ 0.85", 0.85),
+		)
 	}
 	direct := map[int]Result{}
 	for _, r := range groups[key{LabelDirect, "open"}] {
@@ -260,7 +269,9 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 		}
 		return r
 	}
-	ratios = append(ratios, addedRatio("gateway/proxy added p50 (open)", LabelGateway, LabelProxy, "≤ 1.25", 1.25))
+	if grpcRun {
+		ratios = append(ratios, addedRatio("gateway/proxy added p50 (open)", LabelGateway, LabelProxy, "≤ 1.25", 1.25))
+	}
 	// Only with a baseline in the results, so a run without one prints what
 	// it always has.
 	if _, ok := row[key{LabelBaseline, "closed"}]; ok {

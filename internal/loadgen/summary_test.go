@@ -265,7 +265,6 @@ func TestSummarizeMCP(t *testing.T) {
 	var in []Result
 	for r := 1; r <= 3; r++ {
 		in = append(in,
-			Result{Label: "direct", Round: r, Mode: "closed", ThroughputPerS: 9000, P50us: 1000},
 			Result{Label: "mcp-direct", Round: r, Mode: "closed", ThroughputPerS: 2000, P50us: 8000, CPUusPerCall: 300, PeakRSSMiB: 20, UpstreamConnsPerCall: conns(0)},
 			Result{Label: "mcp-peer", Round: r, Mode: "closed", ThroughputPerS: 1300, P50us: 12000, CPUusPerCall: 600, PeakRSSMiB: 18, UpstreamConnsPerCall: conns(0.6)},
 			Result{Label: "gateway-mcp", Round: r, Mode: "closed", ThroughputPerS: 1300 * (0.5 + 0.25*float64(r)), P50us: 20000,
@@ -305,21 +304,35 @@ func TestSummarizeMCP(t *testing.T) {
 			t.Errorf("%s pass = %v, want %v (%s)", w.name, r.Pass, w.pass, w.reason)
 		}
 	}
+	for _, r := range ratios {
+		if strings.HasPrefix(r.Name, "proxy/") || strings.HasPrefix(r.Name, "gateway/proxy") || strings.HasPrefix(r.Name, "decode-proxy/") {
+			t.Errorf("ratio %q in a run without the gRPC reference hops (FACES=mcp): it can only read n/a", r.Name)
+		}
+	}
 	var b strings.Builder
 	if err := WriteSummary(&b, in); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		// added p50 20000−8000 (mcp-direct), not 20000−1000 (gRPC direct);
-		// CPU the median 1002; connections the median 0.02.
+		// added p50 20000−8000 (mcp-direct); CPU the median 1002;
+		// connections the median 0.02.
 		"| closed | gateway-mcp | 3 | 1300 | 975–1625 | 20000 | 0 | 0 | 12000 | 0 | 0 | 1002 | 70.0 | 500000 | 0.0200 |",
 		"| closed | mcp-direct | 3 | 2000 | 2000–2000 | 8000 | 0 | 0 | — | 0 | 0 | 300 | 20.0 | — | 0.0000 |",
 		// a target without costs measured shows none
 		"| closed | gateway-mcp-backend | 3 | 1900 | 1900–1900 | 8500 | 0 | 0 | 500 | 0 | 0 | — | — | — | — |",
-		"| closed | direct | 3 | 9000 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
+	}
+	// Beside the gRPC targets (FACES=both) the MCP rows still count from
+	// mcp-direct, not from the gRPC backend's p50.
+	both := append(in, Result{Label: "direct", Round: 1, Mode: "closed", ThroughputPerS: 9000, P50us: 1000})
+	b.Reset()
+	if err := WriteSummary(&b, both); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| closed | gateway-mcp | 3 | 1300 | 975–1625 | 20000 | 0 | 0 | 12000 |"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q (added p50 from mcp-direct, not 20000−1000):\n%s", want, b.String())
 	}
 }
