@@ -183,6 +183,7 @@ type Probe struct {
 }
 
 type probeMark struct {
+	self      time.Duration // the driver's own CPU
 	cpu       time.Duration
 	alloc     float64
 	accepted  int64
@@ -192,6 +193,9 @@ type probeMark struct {
 // Start resets the peak RSS (where the kernel allows: else Finish reports
 // the process's lifetime peak) and reads the counters.
 func (p Probe) Start(ctx context.Context) (m probeMark, err error) {
+	if m.self, err = ProcCPU([]int{os.Getpid()}); err != nil {
+		return m, err
+	}
 	if len(p.PIDs) > 0 {
 		m.peakReset = ResetPeakRSS(p.PIDs) == nil
 		if m.cpu, err = ProcCPU(p.PIDs); err != nil {
@@ -220,6 +224,11 @@ func (p Probe) Finish(ctx context.Context, m probeMark, calls int64, r *Result) 
 		return nil
 	}
 	n := float64(calls)
+	self, err := ProcCPU([]int{os.Getpid()})
+	if err != nil {
+		return err
+	}
+	r.DriverCPUusPerCall = round(float64(self-m.self)/float64(time.Microsecond)/n, 1)
 	if len(p.PIDs) > 0 {
 		cpu, err := ProcCPU(p.PIDs)
 		if err != nil {

@@ -76,6 +76,9 @@ type Result struct {
 	PeakRSSLifetime      bool     `json:"peak_rss_lifetime,omitempty"`
 	AllocBytesPerCall    float64  `json:"alloc_bytes_per_call,omitempty"`
 	UpstreamConnsPerCall *float64 `json:"upstream_conns_per_call,omitempty"`
+	// DriverCPUusPerCall is the driver's own CPU per call: on a shared
+	// machine it says how much of the CPU the load itself took.
+	DriverCPUusPerCall float64 `json:"driver_cpu_us_per_call,omitempty"`
 }
 
 // Fill copies s into r: counts, successful calls per second of elapsed time,

@@ -89,6 +89,7 @@ type Row struct {
 	// Medians of the measured process's per-call costs over the rounds
 	// that have them; NaN where none has (Result's fields).
 	CPUusPerCall, PeakRSSMiB, AllocBytesPerCall, UpstreamConnsPerCall float64
+	DriverCPUusPerCall                                                float64
 	// PeakRSSLifetime: some round's peak is the process's lifetime's.
 	PeakRSSLifetime bool
 }
@@ -185,6 +186,7 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 		rw.CPUusPerCall = present(func(r Result) (float64, bool) { return r.CPUusPerCall, r.CPUusPerCall > 0 })
 		rw.PeakRSSMiB = present(func(r Result) (float64, bool) { return r.PeakRSSMiB, r.PeakRSSMiB > 0 })
 		rw.AllocBytesPerCall = present(func(r Result) (float64, bool) { return r.AllocBytesPerCall, r.AllocBytesPerCall > 0 })
+		rw.DriverCPUusPerCall = present(func(r Result) (float64, bool) { return r.DriverCPUusPerCall, r.DriverCPUusPerCall > 0 })
 		rw.UpstreamConnsPerCall = present(func(r Result) (float64, bool) {
 			if r.UpstreamConnsPerCall == nil {
 				return 0, false
@@ -359,8 +361,8 @@ func WriteSummary(w io.Writer, results []Result) error {
 		return fmt.Sprintf(format, v)
 	}
 	lifetime := false
-	fmt.Fprintf(&b, "| mode | target | rounds | calls/s (median) | calls/s min–max | p50 µs | p90 µs | p99 µs | added p50 µs | errors | dropped | CPU µs/call | peak RSS MiB | alloc B/call | new upstream conns/call |\n")
-	fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| mode | target | rounds | calls/s (median) | calls/s min–max | p50 µs | p90 µs | p99 µs | added p50 µs | errors | dropped | CPU µs/call | peak RSS MiB | alloc B/call | new upstream conns/call | driver CPU µs/call |\n")
+	fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		addedP50 := "—"
 		if d, ok := direct[mcpGroup(r.Label)][r.Mode]; ok && r.Label != LabelDirect && r.Label != LabelMCPDirect {
@@ -371,9 +373,9 @@ func WriteSummary(w io.Writer, results []Result) error {
 			rss += "*"
 			lifetime = true
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.0f–%.0f | %.0f | %.0f | %.0f | %s | %d | %d | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.0f–%.0f | %.0f | %.0f | %.0f | %s | %d | %d | %s | %s | %s | %s | %s |\n",
 			r.Mode, r.Label, r.Rounds, r.Throughput, r.ThroughputMin, r.ThroughputMax, r.P50us, r.P90us, r.P99us, addedP50, r.Errors, r.Dropped,
-			opt(r.CPUusPerCall, "%.0f"), rss, opt(r.AllocBytesPerCall, "%.0f"), opt(r.UpstreamConnsPerCall, "%.4f"))
+			opt(r.CPUusPerCall, "%.0f"), rss, opt(r.AllocBytesPerCall, "%.0f"), opt(r.UpstreamConnsPerCall, "%.4f"), opt(r.DriverCPUusPerCall, "%.0f"))
 	}
 	if lifetime {
 		fmt.Fprintf(&b, "\n\\* the process's lifetime peak (its VmHWM could not be reset before the run)\n")

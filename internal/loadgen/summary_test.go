@@ -270,7 +270,7 @@ func TestSummarizeMCP(t *testing.T) {
 			Result{Label: "gateway-mcp", Round: r, Mode: "closed", ThroughputPerS: 1300 * (0.5 + 0.25*float64(r)), P50us: 20000,
 				CPUusPerCall: 1000 + float64(r), PeakRSSMiB: 70, AllocBytesPerCall: 500000, UpstreamConnsPerCall: conns(0.01 * float64(r))},
 			Result{Label: "gateway-mcp-prod", Round: r, Mode: "closed", ThroughputPerS: 1300 * (0.5 + 0.25*float64(r)) * 0.95, P50us: 21000},
-			Result{Label: "gateway-mcp-backend", Round: r, Mode: "closed", ThroughputPerS: 1900, P50us: 8500},
+			Result{Label: "gateway-mcp-backend", Round: r, Mode: "closed", ThroughputPerS: 1900, P50us: 8500, DriverCPUusPerCall: 150},
 			Result{Label: "gateway-grpc-mcp", Round: r, Mode: "closed", ThroughputPerS: 900, P50us: 15000},
 		)
 	}
@@ -316,10 +316,10 @@ func TestSummarizeMCP(t *testing.T) {
 	for _, want := range []string{
 		// added p50 20000−8000 (mcp-direct); CPU the median 1002;
 		// connections the median 0.02.
-		"| closed | gateway-mcp | 3 | 1300 | 975–1625 | 20000 | 0 | 0 | 12000 | 0 | 0 | 1002 | 70.0 | 500000 | 0.0200 |",
+		"| closed | gateway-mcp | 3 | 1300 | 975–1625 | 20000 | 0 | 0 | 12000 | 0 | 0 | 1002 | 70.0 | 500000 | 0.0200 | — |",
 		"| closed | mcp-direct | 3 | 2000 | 2000–2000 | 8000 | 0 | 0 | — | 0 | 0 | 300 | 20.0 | — | 0.0000 |",
 		// a target without costs measured shows none
-		"| closed | gateway-mcp-backend | 3 | 1900 | 1900–1900 | 8500 | 0 | 0 | 500 | 0 | 0 | — | — | — | — |",
+		"| closed | gateway-mcp-backend | 3 | 1900 | 1900–1900 | 8500 | 0 | 0 | 500 | 0 | 0 | — | — | — | — | 150 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
