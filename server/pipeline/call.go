@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
@@ -226,10 +226,10 @@ func (c *Call) SentWire() ([]byte, bool) { return c.sentWire, c.sentWire != nil 
 
 // receiveRepaired makes the wire-repaired arguments the call's received
 // arguments: buf holds them from headLen on, after the head
-// beginInvokeRequest wrote. The bytes as sent stay for the audit line.
+// invokewire.BeginRequest wrote. The bytes as sent stay for the audit line.
 func (c *Call) receiveRepaired(buf []byte, headLen int) {
 	c.sentWire = c.received.Args
-	msg, args := finishInvokeRequest(buf, headLen, c.CallID)
+	msg, args := invokewire.FinishRequest(buf, headLen, c.CallID)
 	c.received = Received{Args: args, Message: msg}
 }
 
@@ -312,41 +312,4 @@ func (c *Call) StageTimes() []time.Duration {
 		n = min(n, len(c.p.stages))
 	}
 	return c.stageTime[:n]
-}
-
-// A backend InvokeRequest shares tool (1), arguments (2) and call_id (3)
-// with InvokeToolRequest. A call repaired on the wire has its request built
-// around the repaired arguments in one buffer: beginInvokeRequest writes the
-// tool and the arguments' tag with room for the longest length varint, the
-// arguments are appended, and finishInvokeRequest writes their length,
-// closes the gap and appends call_id — proto.Marshal's layout, one
-// allocation, no second copy of the arguments.
-const maxArgsLenVarint = 5 // a length under 4 GiB
-
-// beginInvokeRequest starts a request whose arguments will be about
-// argsSize bytes; the arguments go from len(head) on.
-func beginInvokeRequest(tool string, argsSize int, callID string) (head []byte) {
-	n := protowire.SizeTag(1) + protowire.SizeBytes(len(tool)) + protowire.SizeTag(2) + maxArgsLenVarint +
-		argsSize + argsSize/4 + 64 + protowire.SizeTag(3) + protowire.SizeBytes(len(callID))
-	head = make([]byte, 0, n)
-	if tool != "" {
-		head = protowire.AppendString(protowire.AppendTag(head, 1, protowire.BytesType), tool)
-	}
-	head = protowire.AppendTag(head, 2, protowire.BytesType)
-	return append(head, make([]byte, maxArgsLenVarint)...)
-}
-
-// finishInvokeRequest completes what beginInvokeRequest started (headLen
-// is its length): msg is the request, args the arguments within it.
-func finishInvokeRequest(buf []byte, headLen int, callID string) (msg, args []byte) {
-	at := headLen - maxArgsLenVarint
-	argsLen := len(buf) - headLen
-	n := len(protowire.AppendVarint(buf[at:at], uint64(argsLen)))
-	copy(buf[at+n:], buf[headLen:])
-	buf = buf[:at+n+argsLen]
-	args = buf[at+n : len(buf) : len(buf)]
-	if callID != "" {
-		buf = protowire.AppendString(protowire.AppendTag(buf, 3, protowire.BytesType), callID)
-	}
-	return buf, args
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
@@ -230,7 +231,7 @@ func (p *Pipeline) applyPlan(c *Call) error {
 		// Only the members needing repair are decoded and encoded again;
 		// the arguments stay bytes for the stages after this one.
 		// They are written straight into the backend request.
-		head := beginInvokeRequest(c.Tool, len(b), c.CallID)
+		head := invokewire.BeginRequest(c.Tool, len(b), c.CallID)
 		out, rep, taken, err := e.Plan.ApplyWireWithin(head, b, p.policyOf(c).repairLimits)
 		if taken {
 			c.Report = rep
