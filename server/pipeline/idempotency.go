@@ -338,7 +338,7 @@ func encodeResult(res Result) []byte {
 // outcome fields its own.
 func (c *Call) detached() *Call {
 	run := *c
-	run.received, run.hasReceived = Received{}, false
+	run.args = c.args.detached()
 	run.err = nil
 	return &run
 }

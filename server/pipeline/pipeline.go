@@ -130,6 +130,7 @@ func (p *Pipeline) Stats() Stats {
 func (p *Pipeline) Begin(c *Call) {
 	c.start = time.Now()
 	c.p = p
+	c.args.attach(p)
 	if c.pol == nil {
 		c.pol = p.pol.Load()
 	}
@@ -196,7 +197,7 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 		return Result{}, p.fail(c, err)
 	}
 	defer release()
-	if _, ok := c.Forwardable(); ok && c.received.Message != nil {
+	if rcv, ok := c.args.WireForBackend(); ok && rcv.Message != nil {
 		p.stats.forwarded.Add(1)
 	}
 	start := time.Now()

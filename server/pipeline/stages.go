@@ -172,13 +172,13 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 			}
 		}
 	}
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() {
+	if b, ok := c.args.Undecoded(); ok {
 		canonical, err := pol.Limits.CheckWire(c.Tool, b)
 		if err != nil {
 			return err
 		}
 		if !canonical {
-			c.rewrite = true
+			c.args.reencoded()
 			if _, err := c.Args(); err != nil {
 				return err
 			}
@@ -195,8 +195,8 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 // wire while they are bytes this gateway encoded (repaired on the wire,
 // so canonical), else decoded.
 func (p *Pipeline) checkLimits(c *Call) error {
-	if _, repaired := c.SentWire(); repaired && !c.Decoded() {
-		_, err := p.policyOf(c).Limits.CheckWire(c.Tool, c.received.Args)
+	if b, ok := c.args.RepairedWire(); ok {
+		_, err := p.policyOf(c).Limits.CheckWire(c.Tool, b)
 		return err
 	}
 	args, err := c.Args()
@@ -224,7 +224,7 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 // bytes stay so, undecoded, when the wire check finds nothing to repair.
 func (p *Pipeline) applyPlan(c *Call) error {
 	e := c.Entry
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast {
+	if b, ok := c.args.WireChecked(); ok {
 		if !e.Plan.NeedsRepairWire(b) {
 			return nil
 		}
@@ -239,7 +239,7 @@ func (p *Pipeline) applyPlan(c *Call) error {
 				return p.repairRefusal(c, err)
 			}
 			if out != nil {
-				c.receiveRepaired(out, len(head))
+				c.args.repairedOnWire(out, len(head), c.CallID)
 			}
 			return p.checkEntityBound(c)
 		}
@@ -256,7 +256,7 @@ func (p *Pipeline) applyPlan(c *Call) error {
 		c.Report = rep
 		return p.repairRefusal(c, err)
 	}
-	c.SetArgs(out)
+	c.args.normalized(out)
 	c.Report = rep
 	return p.checkEntityBound(c)
 }
@@ -273,7 +273,7 @@ func (p *Pipeline) dropOptionalNulls(c *Call) error {
 	if !p.policyOf(c).OptionalNulls.Drop(c.Tool) {
 		return nil
 	}
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && !structwire.HasNull(b) {
+	if b, ok := c.args.Undecoded(); ok && !structwire.HasNull(b) {
 		return nil
 	}
 	args, err := c.Args()
@@ -285,7 +285,7 @@ func (p *Pipeline) dropOptionalNulls(c *Call) error {
 		return nil
 	}
 	c.Report.Repairs = append(c.Report.Repairs, dropped...)
-	c.setChangedArgs(out)
+	c.args.replaced(out)
 	return nil
 }
 
@@ -331,7 +331,7 @@ func pointerOrRoot(p string) string {
 // shutting down, does not wait on an evaluation.
 func (p *Pipeline) validate(ctx context.Context, c *Call) error {
 	steps := p.policyOf(c).Limits.MaxValidationSteps
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWireWithin(ctx, b, steps) {
+	if b, ok := c.args.WireChecked(); ok && c.Entry.FastValidWireWithin(ctx, b, steps) {
 		c.validation = "ok"
 		return nil
 	}
@@ -360,8 +360,7 @@ func (p *Pipeline) validationBudget(c *Call, err error) error {
 // grow and deepen them; unchanged arguments were checked by screen) and the
 // CEL rules, which so judge the decoded form the tool will receive.
 func (p *Pipeline) rules(ctx context.Context, c *Call) error {
-	_, repaired := c.SentWire()
-	if _, asReceived := c.Forwardable(); repaired || !asReceived {
+	if c.args.Rescreen() {
 		if err := p.checkLimits(c); err != nil {
 			return err
 		}
