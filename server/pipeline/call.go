@@ -23,9 +23,9 @@ type Holder interface {
 type Received struct {
 	// Args is the arguments' google.protobuf.Struct wire bytes.
 	Args []byte
-	// Message is the whole received message when its only fields are tool
-	// (1), arguments (2) and call_id (3), which a backend request of the
-	// same shape can carry unchanged; nil otherwise.
+	// Message is the whole received message when it may head a backend
+	// request as it is (invokewire.ToolRequest.IsBackendHead: only tool,
+	// arguments and call_id); nil otherwise.
 	Message []byte
 	// Hold keeps Message's memory alive past the call; nil when the memory
 	// is not pooled.
