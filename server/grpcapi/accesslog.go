@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -122,11 +124,11 @@ func accessLog(log *slog.Logger, okLevel slog.Level) grpc.UnaryServerInterceptor
 		peerAddr, hasPeer := peer.FromContext(ctx)
 		if log.Enabled(a, okLevel) {
 			if hasPeer {
-				line = append(line, slog.String("peer.address", peerAddr.Addr.String()))
+				line = append(line, slog.String("peer.address", peerText(peerAddr.Addr)))
 			}
-			line = appendUnique(line, slog.String("grpc.start_time", start.Format(time.RFC3339)))
+			line = appendUnique(line, slog.String("grpc.start_time", startTimes.format(start)))
 			if dl, ok := ctx.Deadline(); ok {
-				line = appendUnique(line, slog.String("grpc.request.deadline", dl.Format(time.RFC3339)))
+				line = appendUnique(line, slog.String("grpc.request.deadline", deadlines.format(dl)))
 			}
 			for _, f := range a.fields {
 				line = appendUnique(line, f)
@@ -137,16 +139,16 @@ func accessLog(log *slog.Logger, okLevel slog.Level) grpc.UnaryServerInterceptor
 			}
 			line = appendUnique(line, slog.String("grpc.time_ms", durationMillis(d)))
 		} else {
-			line = appendUnique(line, slog.String("grpc.start_time", start.Format(time.RFC3339)))
+			line = appendUnique(line, slog.String("grpc.start_time", startTimes.format(start)))
 			line = appendUnique(line, slog.String("grpc.time_ms", durationMillis(d)))
 			for _, f := range a.fields {
 				line = appendUnique(line, f)
 			}
 			if hasPeer {
-				line = append(line, slog.String("peer.address", peerAddr.Addr.String()))
+				line = append(line, slog.String("peer.address", peerText(peerAddr.Addr)))
 			}
 			if dl, ok := ctx.Deadline(); ok {
-				line = appendUnique(line, slog.String("grpc.request.deadline", dl.Format(time.RFC3339)))
+				line = appendUnique(line, slog.String("grpc.request.deadline", deadlines.format(dl)))
 			}
 			line = appendUnique(line, slog.String("grpc.code", code.String()))
 			line = appendUnique(line, slog.String("grpc.error", fmt.Sprintf("%v", err)))
@@ -176,4 +178,54 @@ func splitMethod(full string) (service, method string) {
 		return full[:i], full[i+1:]
 	}
 	return "unknown", "unknown"
+}
+
+// secondText is the RFC 3339 text of the last second a call's time fell
+// in: the format's resolution is the second, so the calls of one second
+// share one string instead of formatting their own.
+type secondText struct {
+	last atomic.Pointer[formattedSecond]
+}
+
+type formattedSecond struct {
+	unix int64
+	loc  *time.Location
+	text string
+}
+
+func (c *secondText) format(t time.Time) string {
+	if f := c.last.Load(); f != nil && f.unix == t.Unix() && f.loc == t.Location() {
+		return f.text
+	}
+	text := t.Format(time.RFC3339)
+	c.last.Store(&formattedSecond{unix: t.Unix(), loc: t.Location(), text: text})
+	return text
+}
+
+// The start times and the deadlines of calls, each its own run of seconds.
+var startTimes, deadlines secondText
+
+// peerTexts are the texts of recent TCP peers, one slot per port modulo
+// their number: a connection's calls share its address (gRPC gives each
+// stream the connection's net.Addr), so they share its text.
+var peerTexts [64]atomic.Pointer[cachedPeer]
+
+type cachedPeer struct {
+	addr *net.TCPAddr
+	text string
+}
+
+// peerText is addr.String(), from peerTexts when addr is a recent TCP peer.
+func peerText(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	slot := &peerTexts[uint(tcp.Port)%uint(len(peerTexts))]
+	if p := slot.Load(); p != nil && p.addr == tcp {
+		return p.text
+	}
+	text := tcp.String()
+	slot.Store(&cachedPeer{addr: tcp, text: text})
+	return text
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -81,4 +82,44 @@ func TestAddLogFieldsIsTheMiddlewares(t *testing.T) {
 func TestAddLogFieldsOutsideACall(t *testing.T) {
 	t.Parallel()
 	addLogFields(context.Background(), slog.String("a", "b")) // must not panic
+}
+
+// TestSecondTextIsFormat: the shared text of a second is t.Format(RFC3339)
+// for every time, whether the second, its location or both change from one
+// call to the next, and repeats of one.
+func TestSecondTextIsFormat(t *testing.T) {
+	t.Parallel()
+	var c secondText
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		paris = time.FixedZone("CET", 3600)
+	}
+	base := time.Date(2026, 12, 5, 4, 59, 59, 900_000_000, time.UTC)
+	for i, tm := range []time.Time{
+		base, base, base.Add(50 * time.Millisecond), base.Add(100 * time.Millisecond), // the next second
+		base.In(paris), base.In(time.Local), base.In(time.FixedZone("X", -7*3600)), base,
+		base.Add(-time.Hour), base.Add(24 * time.Hour), time.Unix(0, 0), time.Unix(0, 0).In(paris),
+	} {
+		if got, want := c.format(tm), tm.Format(time.RFC3339); got != want {
+			t.Errorf("#%d %v: %q, want %q", i, tm, got, want)
+		}
+	}
+}
+
+// TestPeerTextIsString: a peer's shared text is its String() for TCP
+// peers (v4, v6 with a zone, the same address object again, another
+// object of the same port, ports in one slot) and other kinds of address.
+func TestPeerTextIsString(t *testing.T) {
+	t.Parallel()
+	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+	for i, addr := range []net.Addr{
+		a, a, &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 40000}, a,
+		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000 + len(peerTexts)},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 443, Zone: "eth0"},
+		&net.UnixAddr{Name: "/tmp/s", Net: "unix"}, &net.UDPAddr{IP: net.IPv4(1, 2, 3, 4), Port: 5},
+	} {
+		if got, want := peerText(addr), addr.String(); got != want {
+			t.Errorf("#%d: %q, want %q", i, got, want)
+		}
+	}
 }
