@@ -593,7 +593,7 @@ for mode in closed open; do
       if [ "$mode" = closed ]; then
         load=(--mode closed --concurrency "$CONCURRENCY")
       else
-        case ${labels[$i]} in mcp-*|gateway-mcp*|gateway-grpc-mcp) continue ;; esac
+        case ${labels[$i]} in mcp-*|gateway-mcp*|gateway-grpc-mcp|baseline-mcp) continue ;; esac
         load=(--mode open --rate "$RATE")
       fi
       echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
