@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -58,6 +59,16 @@ type ruleOptions struct{ costLimit uint64 }
 // WithRuleCostLimit sets the CEL cost limit per rule evaluation.
 func WithRuleCostLimit(n uint64) RuleOption { return func(o *ruleOptions) { o.costLimit = n } }
 
+// newRuleEnv is the CEL environment rules compile in: their variables
+// (ruleVars gives them values).
+func newRuleEnv() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("tool", cel.StringType),
+	)
+}
+
 // NewRules compiles every rule. A bad expression is a configuration error
 // naming the rule.
 func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
@@ -65,11 +76,7 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	env, err := cel.NewEnv(
-		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("caller", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("tool", cel.StringType),
-	)
+	env, err := newRuleEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
@@ -142,15 +149,7 @@ func (rs *Rules) evaluate(ctx context.Context, c Caller, tool string, args *stru
 	if args == nil {
 		args = &structpb.Struct{}
 	}
-	roles := c.Roles
-	if roles == nil {
-		roles = []string{}
-	}
-	vars := map[string]any{
-		"args":   args, // cel-go adapts *structpb.Struct natively: no JSON round trip
-		"caller": map[string]any{"subject": c.Subject, "method": c.Method, "roles": roles},
-		"tool":   tool,
-	}
+	vars := &ruleVars{args: args, tool: tool, c: c}
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		if len(r.Tools) > 0 && !matchAny(r.Tools, tool) {
@@ -171,8 +170,39 @@ func (rs *Rules) evaluate(ctx context.Context, c Caller, tool string, args *stru
 	return nil
 }
 
+// ruleVars are a call's rule variables (an interpreter.Activation): args,
+// tool and caller, the caller's map built only when a rule reads it (most
+// rules read args alone). One per evaluation, so the lazy map is not shared.
+type ruleVars struct {
+	args   *structpb.Struct // cel-go adapts *structpb.Struct natively: no JSON round trip
+	tool   string
+	c      Caller
+	caller map[string]any
+}
+
+func (v *ruleVars) ResolveName(name string) (any, bool) {
+	switch name {
+	case "args":
+		return v.args, true
+	case "tool":
+		return v.tool, true
+	case "caller":
+		if v.caller == nil {
+			roles := v.c.Roles
+			if roles == nil {
+				roles = []string{}
+			}
+			v.caller = map[string]any{"subject": v.c.Subject, "method": v.c.Method, "roles": roles}
+		}
+		return v.caller, true
+	}
+	return nil, false
+}
+
+func (v *ruleVars) Parent() interpreter.Activation { return nil }
+
 // judge evaluates the rule: nil when it passes, else its refusal.
-func (r *compiledRule) judge(ctx context.Context, vars map[string]any, tool string) *Error {
+func (r *compiledRule) judge(ctx context.Context, vars *ruleVars, tool string) *Error {
 	val, _, err := r.prg.ContextEval(ctx, vars)
 	if err != nil {
 		// Fail closed. The CEL error is not echoed: it can quote argument data.

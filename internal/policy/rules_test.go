@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flowdrop/gateway/normalize"
+	"github.com/google/cel-go/common/types"
 )
 
 const shellSchema = `{"type":"object","properties":{"command":{"type":"string"},"env":{"type":"object"}},"required":["command"]}`
@@ -116,4 +117,49 @@ func TestPolicyRuleCostLimitFailsClosed(t *testing.T) {
 	}
 	err = rs.Evaluate(t.Context(), Caller{}, "t", mustStruct(t, `{"items":[`+strings.Join(items, ",")+`]}`))
 	wantPolicyError(t, err, PermissionDenied, ReasonRuleError)
+}
+
+// TestRuleVarsAreTheMap: a rule sees through ruleVars exactly what it saw
+// through the map of variables it was given before (args, tool, caller with
+// its subject, method and roles, no roles as an empty list), for
+// expressions over each, and a caller read twice in one expression.
+func TestRuleVarsAreTheMap(t *testing.T) {
+	t.Parallel()
+	exprs := []string{
+		`caller.subject`, `caller.method`, `caller.roles`, `size(caller.roles)`, `"admin" in caller.roles`,
+		`tool`, `args`, `args.command`, `has(args.env)`, `caller.subject + "/" + tool`,
+		`caller.roles.all(r, r != caller.subject)`, `caller`,
+	}
+	callers := []Caller{
+		{Subject: "ci-bot", Method: MethodAPIKey, Roles: []string{RoleInvoker}},
+		{Subject: "ops", Method: MethodJWT, Roles: []string{RoleInvoker, RoleAdmin}},
+		{Subject: "anonymous", Method: MethodNone}, // nil roles
+	}
+	for _, expr := range exprs {
+		env, err := newRuleEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast, iss := env.Compile(expr)
+		if iss.Err() != nil {
+			t.Fatalf("%s: %v", expr, iss.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range callers {
+			args := mustStruct(t, `{"command":"ls","env":{"a":"b"}}`)
+			roles := c.Roles
+			if roles == nil {
+				roles = []string{}
+			}
+			old := map[string]any{"args": args, "caller": map[string]any{"subject": c.Subject, "method": c.Method, "roles": roles}, "tool": "shell.run"}
+			want, _, werr := prg.Eval(old)
+			got, _, gerr := prg.Eval(&ruleVars{args: args, tool: "shell.run", c: c})
+			if (werr != nil) != (gerr != nil) || (werr == nil && got.Equal(want) != types.True) {
+				t.Errorf("%s for %s: %v (%v), want %v (%v) as with the map", expr, c.Subject, got, gerr, want, werr)
+			}
+		}
+	}
 }

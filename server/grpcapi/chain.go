@@ -71,8 +71,7 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 	}
 	return []grpc.UnaryServerInterceptor{
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-		selector.UnaryServerInterceptor(accessLog(log, cfg.OKCallsLevel, logging.UnaryServerInterceptor(slogAdapter(log),
-			logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(accessLevels(cfg.OKCallsLevel)))), skipInfra),
+		accessLog(log, cfg.OKCallsLevel), // health and reflection skip it
 		cfg.Metrics.GRPC().UnaryServerInterceptor(),
 		selector.UnaryServerInterceptor(chainUnary(tool...), skipInfra),
 	}
@@ -112,20 +111,20 @@ func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor
 			c = pipeline.NewCall(r.GetTool(), r.GetCallId(), r.GetArguments())
 			ctx = pipeline.WithCall(ctx, c)
 		}
-		// The logging interceptor (outside us) reads these when the call ends.
+		// The access log (outside us) writes these when the call ends.
 		// Bounded prefixes: both are whatever the caller sent.
-		logging.AddFields(ctx, logging.Fields{"flowdrop.tool", policy.Bound(c.Tool), "flowdrop.call_id", policy.Bound(c.CallID)})
+		addLogFields(ctx, slog.String("flowdrop.tool", policy.Bound(c.Tool)), slog.String("flowdrop.call_id", policy.Bound(c.CallID)))
 		p.Begin(c)
 		defer func() {
 			if n := len(c.Report.Repairs); n > 0 {
-				logging.AddFields(ctx, logging.Fields{"flowdrop.repairs", n})
+				addLogFields(ctx, slog.Int("flowdrop.repairs", n))
 			}
 			if f := c.Failure(); f != nil && f.Reason != "" {
-				logging.AddFields(ctx, logging.Fields{"flowdrop.reason", string(f.Reason)})
+				addLogFields(ctx, slog.String("flowdrop.reason", string(f.Reason)))
 			}
 			if f := c.Failure(); f != nil && c.Entry != nil && pipeline.IsBackendFailure(f) {
 				// The caller's message names neither; the operator's line does.
-				logging.AddFields(ctx, backendFields(c.Entry.Tool.Target(), f))
+				addBackendFields(ctx, c.Entry.Tool.Target(), f)
 			}
 			if e := p.Finish(ctx, c, err); e != nil {
 				resp, err = nil, Status(e).Err() // fail-closed audit withholds the result
@@ -135,13 +134,14 @@ func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor
 	}
 }
 
-// backendFields are a failed backend call's target and cause, for the log.
-func backendFields(target string, f *pipeline.Error) logging.Fields {
-	fields := logging.Fields{"flowdrop.backend", target}
+// addBackendFields adds a failed backend call's target and cause to the
+// call's access line.
+func addBackendFields(ctx context.Context, target string, f *pipeline.Error) {
 	if f.Cause != nil {
-		fields = append(fields, "flowdrop.cause", f.Cause.Error())
+		addLogFields(ctx, slog.String("flowdrop.backend", target), slog.String("flowdrop.cause", f.Cause.Error()))
+		return
 	}
-	return fields
+	addLogFields(ctx, slog.String("flowdrop.backend", target))
 }
 
 // stageInterceptor is THE adapter of a pipeline stage to gRPC: it runs
@@ -231,11 +231,4 @@ func panicHandler(log *slog.Logger) recovery.RecoveryHandlerFuncContext {
 // logging middleware's level function.
 func accessLevels(ok slog.Level) logging.CodeToLevel {
 	return func(c codes.Code) logging.Level { return logging.Level(observe.AccessLevel(pipeline.Code(c), ok)) }
-}
-
-// slogAdapter lets the go-grpc-middleware logging interceptor write to slog.
-func slogAdapter(l *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		l.Log(ctx, slog.Level(lvl), msg, fields...)
-	})
 }

@@ -2,12 +2,12 @@ package grpcapi
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -86,7 +86,7 @@ func newAuthInterceptorFrom(authOf func(context.Context) *policy.Authenticator, 
 			return nil, refuse(ctx, err)
 		}
 		// The access-log line names the caller, as on MCP.
-		logging.AddFields(ctx, logging.Fields{"flowdrop.caller", policy.Bound(c.Subject), "flowdrop.caller_method", c.Method})
+		addLogFields(ctx, slog.String("flowdrop.caller", policy.Bound(c.Subject)), slog.String("flowdrop.caller_method", c.Method))
 		return policy.WithCaller(ctx, c), nil
 	}
 	return o.unary(auth.UnaryServerInterceptor(fn)), o.stream(auth.StreamServerInterceptor(fn))

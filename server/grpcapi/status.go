@@ -3,10 +3,10 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -265,7 +265,7 @@ func failed(ctx context.Context, err error) error {
 	st := statusError(err)
 	switch status.Code(st) {
 	case codes.Internal, codes.Unavailable, codes.Unknown, codes.DataLoss:
-		logging.AddFields(ctx, logging.Fields{"flowdrop.cause", err.Error()})
+		addLogFields(ctx, slog.String("flowdrop.cause", err.Error()))
 	}
 	return st
 }

@@ -30,12 +30,36 @@ type boundedHandler struct{ h slog.Handler }
 func (b boundedHandler) Enabled(ctx context.Context, l slog.Level) bool { return b.h.Enabled(ctx, l) }
 
 func (b boundedHandler) Handle(ctx context.Context, r slog.Record) error {
+	if withinBounds(r) {
+		return b.h.Handle(ctx, r) // most records: nothing to cut, no copy
+	}
 	out := slog.NewRecord(r.Time, r.Level, policy.BoundTo(r.Message, MaxLoggedValueBytes), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(boundAttr(a))
 		return true
 	})
 	return b.h.Handle(ctx, out)
+}
+
+// withinBounds reports whether r is what boundAttr would make of it: its
+// message and string values are short and it holds only plain values (no
+// group, LogValuer or any-kind value, which boundAttr resolves or formats).
+func withinBounds(r slog.Record) bool {
+	if len(r.Message) > MaxLoggedValueBytes {
+		return false
+	}
+	ok := true
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			ok = len(a.Value.String()) <= MaxLoggedValueBytes || a.Key == "stack"
+		case slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration, slog.KindTime:
+		default:
+			ok = false
+		}
+		return ok
+	})
+	return ok
 }
 
 func (b boundedHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -2,11 +2,14 @@ package observe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
 )
@@ -75,5 +78,49 @@ func TestBoundedLoggerWrapsOnce(t *testing.T) {
 	l := BoundedLogger(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	if again := BoundedLogger(l); again != l {
 		t.Error("BoundedLogger wrapped a bounded logger again")
+	}
+}
+
+// plainAttrs are an access line's kind of record: short strings and
+// numbers, more than a record holds inline.
+var plainAttrs = []slog.Attr{
+	slog.String("protocol", "grpc"), slog.String("grpc.service", "s"), slog.String("grpc.method", "m"),
+	slog.Int("flowdrop.repairs", 2), slog.Uint64("u", 7), slog.Float64("f", 1.5), slog.Bool("b", true),
+	slog.Duration("d", 3*time.Millisecond), slog.Time("t", time.Unix(1e9, 0).UTC()), slog.String("stack", strings.Repeat("s", 3*MaxLoggedValueBytes)),
+	slog.String("grpc.code", "OK"), slog.String("grpc.time_ms", "0.25"),
+}
+
+// TestBoundedLoggerPlainRecords: a record with nothing to cut or format
+// (only short strings and plain values; a stack of any length) is written
+// exactly as the handler under it writes it, at no allocation of the
+// bounding's own; a record with one long value still has it cut.
+func TestBoundedLoggerPlainRecords(t *testing.T) { // not parallel: AllocsPerRun
+	var bare, bounded bytes.Buffer
+	noClock := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	slog.New(slog.NewJSONHandler(&bare, noClock)).LogAttrs(context.Background(), slog.LevelInfo, "finished call", plainAttrs...)
+	BoundedLogger(slog.New(slog.NewJSONHandler(&bounded, noClock))).LogAttrs(context.Background(), slog.LevelInfo, "finished call", plainAttrs...)
+	if bare.String() != bounded.String() {
+		t.Errorf("plain record written as\n%s want, as the bare handler,\n%s", bounded.String(), bare.String())
+	}
+	discard := func(l *slog.Logger) float64 {
+		return testing.AllocsPerRun(200, func() {
+			l.LogAttrs(context.Background(), slog.LevelInfo, "finished call", plainAttrs...)
+		})
+	}
+	bareAllocs := discard(slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if got := discard(BoundedLogger(slog.New(slog.NewJSONHandler(io.Discard, nil)))); got > bareAllocs {
+		t.Errorf("a plain record costs %v allocations bounded, %v bare: the bounding copied it", got, bareAllocs)
+	}
+	bounded.Reset()
+	long := strings.Repeat("x", 2*MaxLoggedValueBytes)
+	BoundedLogger(slog.New(slog.NewJSONHandler(&bounded, nil))).LogAttrs(context.Background(), slog.LevelInfo, "m",
+		append(plainAttrs[:len(plainAttrs):len(plainAttrs)], slog.String("k", long))...)
+	if strings.Contains(bounded.String(), long) || !strings.Contains(bounded.String(), policy.BoundTo(long, MaxLoggedValueBytes)) {
+		t.Errorf("a long value among plain ones was not cut: %d bytes written", bounded.Len())
 	}
 }
