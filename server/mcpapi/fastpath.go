@@ -42,6 +42,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -181,9 +182,6 @@ func (f *fastPath) headersOK(r *http.Request) bool {
 	if len(r.Header.Values(lastEventIDHeader)) > 0 {
 		return false
 	}
-	if v := r.Header.Get(protocolVersionHeader); v != "" && !slices.Contains(f.versions, v) {
-		return false
-	}
 	return true
 }
 
@@ -217,6 +215,9 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 
 	// MCP-Protocol-Version against the _meta triple (servePOST).
 	header := h.Get(protocolVersionHeader)
+	if header != "" && !slices.Contains(f.versions, header) {
+		return nil, false
+	}
 	version := header
 	if version == "" {
 		version = defaultRevision
@@ -232,11 +233,13 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 		if h.Get(methodHeader) != "tools/call" {
 			return nil, false
 		}
-		var named mcp.CallToolParams
-		if !sdkDecode(w.Params, &named) || named.Name == "" || h.Get(nameHeader) != named.Name {
+		// The SDK reads the name by decoding params as CallToolParams, which
+		// differs from CallToolParamsRaw (decoded above) only in taking the
+		// arguments as a Go value: the name is p.Name if they decode so.
+		if !argumentsDecodeAsValue(w.Params, p.Arguments) || p.Name == "" || h.Get(nameHeader) != p.Name {
 			return nil, false
 		}
-		if _, annotated := f.headerTools.Load(named.Name); annotated {
+		if _, annotated := f.headerTools.Load(p.Name); annotated {
 			return nil, false
 		}
 	}
@@ -272,6 +275,68 @@ func sdkDecode(data []byte, v any) bool {
 	}
 	_, err := segjson.Parse(data, v, sdkDecodeFlags)
 	return err == nil
+}
+
+// argumentsDecodeAsValue reports whether the SDK decodes params (whose
+// arguments, raw, are args) as CallToolParams, arguments into a Go value.
+// Syntax aside (already checked), only a number float64 cannot hold fails
+// that decoding; arguments with no exponent, no integer part long enough to
+// overflow and valid UTF-8 are known to pass without decoding them. Any
+// others are decoded to find out.
+func argumentsDecodeAsValue(params, args []byte) bool {
+	if plainNumbers(args) && utf8.Valid(args) {
+		return true
+	}
+	var named struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments,omitempty"`
+	}
+	return sdkDecode(params, &named)
+}
+
+// plainNumbers reports whether every number in the JSON text data is
+// written without an exponent and with fewer than 309 integer digits, so
+// within float64's range.
+func plainNumbers(data []byte) bool {
+	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		b := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		if b == '"' {
+			inString = true
+			continue
+		}
+		if b != '-' && !isDigit(b) {
+			continue
+		}
+		j, intDigits := i, 0
+		if data[j] == '-' {
+			j++
+		}
+		for ; j < len(data) && isDigit(data[j]); j++ {
+			intDigits++
+		}
+		if j < len(data) && data[j] == '.' {
+			for j++; j < len(data) && isDigit(data[j]); j++ {
+			}
+		}
+		if intDigits >= 309 || (j < len(data) && (data[j] == 'e' || data[j] == 'E')) {
+			return false
+		}
+		i = j - 1
+	}
+	return true
 }
 
 // metaDecodes reports whether the SDK decodes the _meta value raw into v

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,13 +17,15 @@ import (
 // readBody accepts the body, the SDK's own JSON-RPC decoder reads it as a
 // call (not a batch, not a notification) of tools/call with the same id,
 // and the revision headers agree with the _meta triple as the SDK requires.
-// Its JSON validity check is readBody's, exactly.
+// Its JSON validity check is readBody's, exactly, and JSON whose numbers
+// plainNumbers passes decodes into a Go value as the SDK decodes it.
 func FuzzRecogniseToolsCall(f *testing.F) {
 	newMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, s := range []struct{ body, version, name string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`, "", ""},
 		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t","arguments":{},` + newMeta + `}}`, "2026-07-28", "t"},
 		{`{"jsonrpc":"2.0","id":1e400,"method":"tools/call","params":{"name":"t"}}`, "2025-06-18", ""},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"n":[1e400,-0.5,"1e9",true]},` + newMeta + `}}`, "2026-07-28", "t"},
 		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}]`, "", ""},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, "", ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"t","name":"u","_meta":{"flowdrop/call_id":"c"}}} `, "2025-11-25", ""},
@@ -36,6 +39,12 @@ func FuzzRecogniseToolsCall(f *testing.F) {
 		body = body[:min(len(body), 4096)]
 		if valid, one := json.Valid(body), oneJSONValue(body) == nil; valid != one {
 			t.Fatalf("json.Valid = %v but readBody's check = %v for %q", valid, one, body)
+		}
+		if json.Valid(body) && plainNumbers(body) && utf8.Valid(body) {
+			var v any
+			if !sdkDecode(body, &v) {
+				t.Fatalf("plainNumbers passed JSON the SDK cannot decode into a Go value: %q", body)
+			}
 		}
 		h := http.Header{}
 		if version != "" {
