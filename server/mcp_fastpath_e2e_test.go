@@ -51,7 +51,6 @@ type sseEvent struct {
 	Data any
 }
 
-
 func postAnswer(t *testing.T, url string, header http.Header, body string) httpAnswer {
 	t.Helper()
 	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, url, strings.NewReader(body))
