@@ -107,6 +107,7 @@ type wireMessage struct {
 // name and shape).
 type clientCapabilitiesV2 struct {
 	mcp.ClientCapabilities
+	//lint:ignore SA1019 the SDK's decoding of the field is what is mirrored, deprecated or not.
 	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 }
 
