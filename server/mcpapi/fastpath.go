@@ -92,6 +92,40 @@ type fastCall struct {
 	newProtocol bool
 }
 
+// callParamsWire is mcp.CallToolParamsRaw as decoded, but for _meta, taken
+// as a Go value: segmentio's decoder makes a typed map field (mcp.Meta) with
+// room for 64 entries, a map within a Go value with room for none, and is
+// otherwise the same code (decodeMapStringInterface) for both.
+type callParamsWire struct {
+	Meta           any                  `json:"_meta,omitempty"`
+	Name           string               `json:"name"`
+	Arguments      json.RawMessage      `json:"arguments,omitempty"`
+	InputResponses mcp.InputResponseMap `json:"inputResponses,omitempty"`
+	RequestState   string               `json:"requestState,omitempty"`
+}
+
+// decodeCallParams is tools/call's params as the SDK decodes them
+// (CallToolParamsRaw), or false: params the SDK would refuse, or that carry
+// what the face does not answer (an input-required retry).
+func decodeCallParams(params []byte) (*mcp.CallToolParamsRaw, bool) {
+	if bytes.Equal(bytes.TrimSpace(params), []byte("null")) { // no params: the SDK's to refuse
+		return nil, false
+	}
+	var pw callParamsWire
+	if !sdkDecode(params, &pw) || pw.InputResponses != nil || pw.RequestState != "" {
+		return nil, false
+	}
+	p := &mcp.CallToolParamsRaw{Name: pw.Name, Arguments: pw.Arguments}
+	switch meta := pw.Meta.(type) {
+	case nil:
+	case map[string]any:
+		p.Meta = meta
+	default: // not an object: the SDK's typed field refuses it
+		return nil, false
+	}
+	return p, true
+}
+
 // wireMessage mirrors the SDK's JSON-RPC wire decoding (jsonrpc2.wireDecode).
 type wireMessage struct {
 	VersionTag string          `json:"jsonrpc"`
@@ -209,8 +243,8 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 	if !sdkDecode(w.Method, &method) || method != "tools/call" {
 		return nil, false
 	}
-	var p *mcp.CallToolParamsRaw
-	if !sdkDecode(w.Params, &p) || p == nil || p.InputResponses != nil || p.RequestState != "" {
+	p, ok := decodeCallParams(w.Params)
+	if !ok {
 		return nil, false
 	}
 

@@ -17,7 +17,8 @@ import (
 // readBody accepts the body, the SDK's own JSON-RPC decoder reads it as a
 // call (not a batch, not a notification) of tools/call with the same id,
 // and the revision headers agree with the _meta triple as the SDK requires.
-// Its JSON validity check is readBody's, exactly, and JSON whose numbers
+// Params it decodes are what the SDK's decoding gives. Its JSON validity
+// check is readBody's, exactly, and JSON whose numbers
 // plainNumbers passes decodes into a Go value as the SDK decodes it.
 func FuzzRecogniseToolsCall(f *testing.F) {
 	newMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -30,6 +31,9 @@ func FuzzRecogniseToolsCall(f *testing.F) {
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}`, "", ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"t","name":"u","_meta":{"flowdrop/call_id":"c"}}} `, "2025-11-25", ""},
 		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":null}`, "", ""},
+		{`{"name":"t","_meta":{"a":{"b":[1,{"c":null}]},"a":2},"arguments":{"x":1}}`, "", ""},
+		{`{"name":"t","_meta":7}`, "", ""},
+		{`{"name":"t","_meta":null,"requestState":""}`, "", ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"t"}}{}`, "", ""},
 	} {
 		f.Add([]byte(s.body), s.version, s.name)
@@ -44,6 +48,12 @@ func FuzzRecogniseToolsCall(f *testing.F) {
 			var v any
 			if !sdkDecode(body, &v) {
 				t.Fatalf("plainNumbers passed JSON the SDK cannot decode into a Go value: %q", body)
+			}
+		}
+		if p, ok := decodeCallParams(body); ok {
+			var sdk *mcp.CallToolParamsRaw
+			if !sdkDecode(body, &sdk) || !reflect.DeepEqual(p, sdk) {
+				t.Fatalf("params decoded as %#v, the SDK's decoding gives %#v: %q", p, sdk, body)
 			}
 		}
 		h := http.Header{}
