@@ -67,3 +67,12 @@ func dialAddr(a net.Addr) string {
 	}
 	return net.JoinHostPort(host, port)
 }
+
+// MCPFastCalls is how many tools/call requests the MCP face's fast path
+// answered (the rest went through the go-sdk's handler); 0 when MCP is off.
+func (g *Gateway) MCPFastCalls() uint64 {
+	if g.mcp == nil {
+		return 0
+	}
+	return g.mcp.FastCalls()
+}

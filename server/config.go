@@ -254,6 +254,9 @@ type MCPConfig struct {
 	// the defaults). The admin listener has the same header timeout, idle
 	// timeout and connection cap.
 	HTTP MCPHTTPLimits
+	// SDKOnly answers every MCP request with the go-sdk's handler: the
+	// tools/call fast path (server/mcpapi/fastpath.go) off.
+	SDKOnly bool
 }
 
 // MCPHTTPLimits bound the MCP endpoint's HTTP connections.

@@ -153,6 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.DurationVar(&cfg.MCP.HTTP.WriteTimeout, "mcp-write-timeout", cfg.MCP.HTTP.WriteTimeout, "MCP: time each write of a response may take (a client that does not read is cut off; long streams are not)")
 	fs.DurationVar(&cfg.MCP.HTTP.IdleTimeout, "mcp-idle-timeout", cfg.MCP.HTTP.IdleTimeout, "MCP: an idle keep-alive connection is closed after this")
 	fs.IntVar(&cfg.MCP.HTTP.MaxConnections, "mcp-max-connections", cfg.MCP.HTTP.MaxConnections, "MCP: connections served at once; more wait to be accepted")
+	fs.BoolVar(&cfg.MCP.SDKOnly, "mcp-sdk-only", false, "MCP: answer every request with the go-sdk's handler (the tools/call fast path off; same answers, more CPU and memory per call)")
 	fs.Var(uint32Flag{&cfg.GRPC.MaxConcurrentStreams}, "grpc-max-streams", "gRPC: `streams` one connection may have open; more are refused")
 	fs.IntVar(&cfg.GRPC.MaxUnauthenticatedStreams, "grpc-max-unauthenticated-streams", cfg.GRPC.MaxUnauthenticatedStreams,
 		"gRPC: streams per connection let through before authentication (health, reflection, a JWT whose key is not cached yet); more are refused")

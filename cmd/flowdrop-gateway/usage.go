@@ -25,7 +25,7 @@ var flagGroups = []struct {
 	{"gRPC connections (what a peer can make the gateway hold)", []string{"grpc-max-streams", "grpc-max-unauthenticated-streams",
 		"grpc-unauthenticated-receive-timeout", "grpc-stream-window", "grpc-conn-window", "grpc-max-header-bytes",
 		"grpc-handshake-timeout", "grpc-idle-timeout", "grpc-keepalive-time", "grpc-keepalive-timeout"}},
-	{"MCP over HTTP", []string{"mcp-read-timeout", "mcp-write-timeout", "mcp-idle-timeout", "mcp-max-connections"}},
+	{"MCP over HTTP", []string{"mcp-read-timeout", "mcp-write-timeout", "mcp-idle-timeout", "mcp-max-connections", "mcp-sdk-only"}},
 	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "log-ok-calls", "gc-percent", "memory-limit", "shutdown-grace"}},
 }
 

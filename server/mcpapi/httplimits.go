@@ -73,7 +73,10 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // readBody reads an authenticated POST's body whole, within ReadTimeout and
 // the size bound, and refuses one that is not exactly one JSON value (the
 // SDK's own decoder ignores what follows the first). The read deadline is
-// cleared afterwards: the call itself may take as long as its budget.
+// cleared afterwards: the call itself may take as long as its budget. A
+// tools/call the fast path recognises is answered there (fastpath.go);
+// every other body goes on to next, the SDK's handler. The body's buffer is
+// pooled: both read it only while they run.
 func (m *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -82,7 +85,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(m.limits.ReadTimeout))
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(m.maxBody)))
+		buf := getBuffer()
+		defer putBuffer(buf)
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, int64(m.maxBody)))
+		body := buf.Bytes()
 		if err != nil {
 			var mbe *http.MaxBytesError
 			switch {
@@ -96,6 +102,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})
+		if fc, ok := m.fast.recogniseToolsCall(r, body); ok {
+			m.serveFastCall(w, r, fc)
+			return
+		}
 		if err := oneJSONValue(body); err != nil {
 			noteRefusal(r, "malformed-payload")
 			http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest)

@@ -119,6 +119,9 @@ type Config struct {
 	// OKCallsLevel is the level of a successful request's access-log line
 	// (accesslog.go): INFO, the zero value, or DEBUG.
 	OKCallsLevel slog.Level
+	// SDKOnly turns the tools/call fast path off (fastpath.go): every
+	// request is answered by the SDK's handler.
+	SDKOnly bool
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -132,7 +135,11 @@ type Server struct {
 	reg  *registry.Registry
 	log  *slog.Logger
 	sdk  *mcp.Server
+	impl *mcp.Implementation
 	hs   *http.Server
+	// fast answers single tools/call requests without the SDK's per-message
+	// decoding (fastpath.go); nil when off.
+	fast *fastPath
 
 	limits  HTTPLimits
 	maxBody int
@@ -185,7 +192,12 @@ func New(cfg Config) (*Server, error) {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
-	m.sdk = mcp.NewServer(&mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}, &mcp.ServerOptions{
+	var off string
+	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
+		m.log.Info("MCP tools/call fast path off", "why", off)
+	}
+	m.impl = &mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}
+	m.sdk = mcp.NewServer(m.impl, &mcp.ServerOptions{
 		// Tools only (methods.go); advertise tools with listChanged even
 		// while the registry is empty, so clients subscribe from the start.
 		Capabilities: capabilities(),
@@ -296,6 +308,7 @@ func (m *Server) sync() {
 			m.log.Error("tool not offered over MCP", "tool", e.Tool.Name, "error", err)
 			continue
 		}
+		m.fast.noteTool(t.Name, t.InputSchema)
 		m.sdk.AddTool(t, m.unreachable)
 		m.synced[e.Tool.Name] = e
 	}
@@ -304,6 +317,7 @@ func (m *Server) sync() {
 		if !live[name] {
 			gone = append(gone, name)
 			delete(m.synced, name)
+			m.fast.forgetTool(name)
 		}
 	}
 	if len(gone) > 0 {
@@ -369,19 +383,7 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				if m.tracer == nil {
-					return m.callToolAs(ctx, r)
-				}
-				ctx, span := m.tracer.Start(ctx, "MCP tools/call", trace.WithSpanKind(trace.SpanKindServer),
-					trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
-				defer span.End()
-				res, err := m.callToolAs(ctx, r)
-				if err != nil {
-					span.SetStatus(codes.Error, "JSON-RPC error")
-				} else if cr, ok := res.(*callResult); ok && cr.IsError {
-					span.SetStatus(codes.Error, "tool error")
-				}
-				return res, err
+				return m.toolsCall(ctx, r, requestRevision(r))
 			}
 		case "tools/list":
 			res, err := next(ctx, method, req)
@@ -416,15 +418,33 @@ func (m *Server) visibleTools(ctx context.Context, tools []*mcp.Tool) []*mcp.Too
 	return out
 }
 
-// callToolAs is callTool answered as the request's protocol revision
-// requires of a result. A nil result must stay a nil interface value for
-// the SDK (it marshals an error then).
-func (m *Server) callToolAs(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+// toolsCall is tools/call under protocol revision rev, traced: the SDK's
+// path (handle) and the fast path (fastpath.go) both answer it here.
+func (m *Server) toolsCall(ctx context.Context, req *mcp.CallToolRequest, rev string) (mcp.Result, error) {
+	if m.tracer == nil {
+		return m.callToolAs(ctx, req, rev)
+	}
+	ctx, span := m.tracer.Start(ctx, "MCP tools/call", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
+	defer span.End()
+	res, err := m.callToolAs(ctx, req, rev)
+	if err != nil {
+		span.SetStatus(codes.Error, "JSON-RPC error")
+	} else if cr, ok := res.(*callResult); ok && cr.IsError {
+		span.SetStatus(codes.Error, "tool error")
+	}
+	return res, err
+}
+
+// callToolAs is callTool answered as protocol revision rev requires of a
+// result. A nil result must stay a nil interface value for the SDK (it
+// marshals an error then).
+func (m *Server) callToolAs(ctx context.Context, req *mcp.CallToolRequest, rev string) (mcp.Result, error) {
 	res, err := m.callTool(ctx, req)
 	if res == nil {
 		return nil, err
 	}
-	res.ResultType = resultTypeFor(requestRevision(req))
+	res.ResultType = resultTypeFor(rev)
 	return res, err
 }
 
