@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,8 @@ type differentialUpstream struct {
 	URL string
 	mu  sync.Mutex
 	got []recordedCall
+	// blocked hears "block" start; unblocked hears its context end.
+	blocked, unblocked chan struct{}
 }
 
 type recordedCall struct {
@@ -103,8 +106,17 @@ func startDifferentialUpstream(t *testing.T, jsonResponse, stateless bool) *diff
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: note}}}, nil
 	})
+	u := &differentialUpstream{blocked: make(chan struct{}, 1), unblocked: make(chan struct{}, 1)}
+	s.AddTool(&mcp.Tool{Name: "block", InputSchema: &jsonSchemaObject}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.blocked <- struct{}{}
+		select {
+		case <-ctx.Done():
+			u.unblocked <- struct{}{}
+		case <-time.After(2 * time.Second): // the server must be able to close
+		}
+		return &mcp.CallToolResult{}, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse, Stateless: stateless})
-	u := &differentialUpstream{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
@@ -247,6 +259,49 @@ func TestCallerMatchesSDK(t *testing.T) {
 						t.Errorf("result:\n fast %s\n sdk  %s", g, w)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestCallerCancel: cancelling a call ends it at once with the context's
+// error, and the upstream's tool sees its own context end (the request is
+// aborted and the upstream told), as with the SDK's CallTool.
+func TestCallerCancel(t *testing.T) {
+	for _, mode := range []struct {
+		name                    string
+		jsonResponse, stateless bool
+	}{{"event stream", false, false}, {"json", true, false}, {"stateless", false, true}} {
+		// A stateless go-sdk server does not end a tool's context when
+		// its call is cancelled, whoever the client (the SDK's CallTool
+		// included): there, only the call's own end is checked.
+		t.Run(mode.name, func(t *testing.T) {
+			up := startDifferentialUpstream(t, mode.jsonResponse, mode.stateless)
+			c, err := mcpupstream.ConnectCaller(context.Background(), up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-up.blocked
+				cancel()
+			}()
+			start := time.Now()
+			_, err = c.CallTool(ctx, "block", json.RawMessage(`{}`))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled call: %v, want context.Canceled", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("the cancelled call took %v to end", d)
+			}
+			if mode.stateless {
+				return
+			}
+			select {
+			case <-up.unblocked:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream's tool never saw the call cancelled")
 			}
 		})
 	}

@@ -197,7 +197,7 @@ func (s *Server) Restart(t testing.TB) {
 	if err != nil {
 		t.Fatalf("re-listening on %s: %v", addr, err)
 	}
-	s.http = &httptest.Server{Listener: lis, Config: &http.Server{Handler: s.handler()}}
+	s.http = &httptest.Server{Listener: &countingListener{Listener: lis, n: &s.accepted}, Config: &http.Server{Handler: s.handler()}}
 	s.http.Start()
 }
 
