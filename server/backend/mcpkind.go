@@ -27,8 +27,9 @@ import (
 )
 
 // MCPUpstream is the backend kind of a tool of an upstream MCP server
-// (registry.MCPTool): tools/call over streamable HTTP, or over the stdio
-// of a configured process (stdio://NAME), through the go-sdk client, with
+// (registry.MCPTool): tools/call over streamable HTTP (mcpupstream.Caller
+// on a go-sdk session, over the upstream's own connection pool), or over
+// the stdio of a configured process (stdio://NAME, the go-sdk client), with
 // the normalized arguments. One session per upstream (URL and credential
 // reference; over stdio, one process), made on first use and made again
 // after it fails — a stdio server at most once a second, so a process that
