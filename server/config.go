@@ -96,6 +96,11 @@ type Config struct {
 	// within about this long (and at once by the first call that finds the
 	// connection failed).
 	BackendReconnectMaxDelay time.Duration
+	// BackendMCPIdleConns is how many idle connections to each upstream MCP
+	// server (streamable HTTP) are kept for the next calls (0: the default,
+	// mcpupstream.DefaultIdleConnsPerUpstream). Fewer than the calls in
+	// flight to one upstream makes the rest open and close a connection each.
+	BackendMCPIdleConns int
 
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
@@ -169,6 +174,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
+	}
+	if c.BackendMCPIdleConns < 0 {
+		bad("backend MCP idle connections must not be negative, got %d", c.BackendMCPIdleConns)
 	}
 	if c.BackendReconnectMaxDelay < 0 {
 		bad("backend reconnect max delay must not be negative, got %v", c.BackendReconnectMaxDelay)

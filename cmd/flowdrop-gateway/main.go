@@ -169,6 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.ToolsFile, "tools", "", "declarative tools file (YAML or JSON); default: the embedded demo tools")
 	demoFlag := fs.Bool("demo", false, "start the example tool service in-process and register the demo tools (default: on when --tools is not given)")
 	fs.DurationVar(&cfg.BackendReconnectMaxDelay, "backend-reconnect-max-delay", cfg.BackendReconnectMaxDelay, "longest wait between connection attempts to a backend that went away")
+	fs.IntVar(&cfg.BackendMCPIdleConns, "backend-mcp-idle-conns", cfg.BackendMCPIdleConns, "idle connections kept to each upstream MCP server (0: 64)")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
 	fs.DurationVar(&cfg.MaxCallTimeout, "max-call-timeout", cfg.MaxCallTimeout, "cap on every backend call: the effective deadline is the earliest of the caller's, the tool's timeout and this")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for calls in flight")

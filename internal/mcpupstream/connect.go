@@ -34,7 +34,7 @@ type ConnectOptions struct {
 // The transport does not retry on its own: a failure is the caller's to
 // see (and to reconnect after, within its own bounds).
 func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.ClientSession, error) {
-	return connect(ctx, streamable(url, h, o), o)
+	return connect(ctx, streamableWith(url, HTTPClient(url, h, o.Base), o), o)
 }
 
 // ConnectCommand starts c and opens an MCP session over its stdio; closing
@@ -46,14 +46,15 @@ func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.Clie
 }
 
 func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-gateway", Version: "1"}, o.Client)
+	client := mcp.NewClient(clientInfo, o.Client)
 	return client.Connect(ctx, t, nil)
 }
 
-func streamable(url string, h Header, o ConnectOptions) mcp.Transport {
+// streamableWith is the go-sdk's transport to url over client (HTTPClient).
+func streamableWith(url string, client *http.Client, o ConnectOptions) *mcp.StreamableClientTransport {
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:             url,
-		HTTPClient:           HTTPClient(url, h, o.Base),
+		HTTPClient:           client,
 		DisableStandaloneSSE: !o.Listen,
 		MaxRetries:           -1,
 	}

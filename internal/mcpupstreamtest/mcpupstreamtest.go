@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,8 +55,27 @@ type Server struct {
 	redirect *redirect
 	stray    []Request
 
+	accepted  atomic.Int64  // TCP connections accepted (Accepted)
 	closing   chan struct{} // closed by Close: "wait" answers
 	closeOnce sync.Once
+}
+
+// Accepted is how many TCP connections the server has accepted: a client
+// that reuses its connections opens few.
+func (s *Server) Accepted() int64 { return s.accepted.Load() }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // DontRecord stops recording arguments and credentials (benchmarks).
@@ -81,10 +101,12 @@ func (s *Server) Certificate() *x509.Certificate { return s.http.Certificate() }
 func start(t testing.TB, tls bool) *Server {
 	t.Helper()
 	s := newServer()
+	s.http = httptest.NewUnstartedServer(s.handler())
+	s.http.Listener = &countingListener{Listener: s.http.Listener, n: &s.accepted}
 	if tls {
-		s.http = httptest.NewTLSServer(s.handler())
+		s.http.StartTLS()
 	} else {
-		s.http = httptest.NewServer(s.handler())
+		s.http.Start()
 	}
 	s.URL = s.http.URL + "/mcp"
 	t.Cleanup(s.Close)
@@ -175,7 +197,7 @@ func (s *Server) Restart(t testing.TB) {
 	if err != nil {
 		t.Fatalf("re-listening on %s: %v", addr, err)
 	}
-	s.http = &httptest.Server{Listener: lis, Config: &http.Server{Handler: s.handler()}}
+	s.http = &httptest.Server{Listener: &countingListener{Listener: lis, n: &s.accepted}, Config: &http.Server{Handler: s.handler()}}
 	s.http.Start()
 }
 

@@ -27,8 +27,9 @@ import (
 )
 
 // MCPUpstream is the backend kind of a tool of an upstream MCP server
-// (registry.MCPTool): tools/call over streamable HTTP, or over the stdio
-// of a configured process (stdio://NAME), through the go-sdk client, with
+// (registry.MCPTool): tools/call over streamable HTTP (mcpupstream.Caller
+// on a go-sdk session, over the upstream's own connection pool), or over
+// the stdio of a configured process (stdio://NAME, the go-sdk client), with
 // the normalized arguments. One session per upstream (URL and credential
 // reference; over stdio, one process), made on first use and made again
 // after it fails — a stdio server at most once a second, so a process that
@@ -103,6 +104,11 @@ type mcpUpstreamKey struct {
 type mcpUpstreamSession struct {
 	mu sync.Mutex
 	cs *mcp.ClientSession
+	// caller sends an HTTP upstream's tools/call on cs (nil over stdio).
+	caller *mcpupstream.Caller
+	// transport is an HTTP upstream's connection pool, kept across its
+	// sessions (a new session reuses the connections the old one left).
+	transport *http.Transport
 	// calls counts the calls between session and release; once retired
 	// (no registered tool uses the upstream), the last of them closes cs —
 	// also a cs a call made on s after it was retired, which is no longer
@@ -158,10 +164,23 @@ func (m *MCPUpstream) Retain(live []*registry.Entry) {
 // call uses it; s.mu is held.
 func (m *MCPUpstream) closeIdle(s *mcpUpstreamSession) {
 	if s.retired && s.calls == 0 && s.cs != nil {
-		cs := s.cs
-		s.cs = nil
-		m.ending.Go(func() { _ = cs.Close() })
+		m.end(s)
 	}
+}
+
+// end closes s's session in the background, then its idle connections; s.mu
+// is held.
+func (m *MCPUpstream) end(s *mcpUpstreamSession) {
+	cs, tr := s.cs, s.transport
+	s.cs, s.caller = nil, nil
+	m.ending.Go(func() {
+		if cs != nil {
+			_ = cs.Close()
+		}
+		if tr != nil {
+			tr.CloseIdleConnections()
+		}
+	})
 }
 
 // release ends a call's use of s (after session).
@@ -184,11 +203,7 @@ func (m *MCPUpstream) Close() {
 	m.closed = true
 	for k, s := range m.sessions {
 		s.mu.Lock()
-		if cs := s.cs; cs != nil {
-			// In parallel: a stdio server may take seconds to exit.
-			m.ending.Go(func() { _ = cs.Close() })
-			s.cs = nil
-		}
+		m.end(s) // in parallel: a stdio server may take seconds to exit
 		s.mu.Unlock()
 		delete(m.sessions, k)
 	}
@@ -228,11 +243,15 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
 	for try := 0; ; try++ {
-		s, cs, fresh, err := m.session(ctx, up, spec.TLS)
+		s, cs, caller, fresh, err := m.session(ctx, up, spec.TLS)
 		if err != nil {
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
-		res, err = cs.CallTool(ctx, params)
+		if caller != nil {
+			res, err = caller.CallTool(ctx, up.Tool, js)
+		} else {
+			res, err = cs.CallTool(ctx, params)
+		}
 		m.release(s)
 		if err == nil {
 			break
@@ -281,12 +300,12 @@ func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
 
 // session is the upstream's session, made when there is none (fresh); the
 // call holds it until release.
-func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (_ *mcpUpstreamSession, _ *mcp.ClientSession, fresh bool, _ error) {
+func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (_ *mcpUpstreamSession, _ *mcp.ClientSession, _ *mcpupstream.Caller, fresh bool, _ error) {
 	k := keyFor(up, ts)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, nil, false, errors.New("the gateway is shutting down")
+		return nil, nil, nil, false, errors.New("the gateway is shutting down")
 	}
 	s := m.sessions[k]
 	if s == nil {
@@ -299,15 +318,15 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	defer s.mu.Unlock()
 	if s.cs != nil {
 		s.calls++
-		return s, s.cs, false, nil
+		return s, s.cs, s.caller, false, nil
 	}
 	if name, ok := registry.StdioName(up.URL); ok {
 		cmd, ok := m.ts.cfg.MCPStdio[name]
 		switch {
 		case !ok:
-			return nil, nil, false, fmt.Errorf("upstream %s: no stdio server %q is configured on this gateway (mcp_upstreams.stdio)", up.URL, name)
+			return nil, nil, nil, false, fmt.Errorf("upstream %s: no stdio server %q is configured on this gateway (mcp_upstreams.stdio)", up.URL, name)
 		case !s.started.IsZero() && time.Since(s.started) < stdioRestartGap:
-			return nil, nil, false, fmt.Errorf("upstream %s: its process, started %v ago, has ended; it is started at most once per %v",
+			return nil, nil, nil, false, fmt.Errorf("upstream %s: its process, started %v ago, has ended; it is started at most once per %v",
 				up.URL, time.Since(s.started).Round(time.Millisecond), stdioRestartGap)
 		}
 		s.started = time.Now()
@@ -325,7 +344,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 			count(name, err == nil)
 		}
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
+			return nil, nil, nil, false, fmt.Errorf("starting upstream %s: %w", up.URL, err)
 		}
 		if log := m.ts.cfg.Log; log != nil {
 			log.Info("mcp stdio server started", "server", name) // a restart loop shows as many
@@ -338,24 +357,31 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		}()
 		s.cs = cs
 		s.calls++
-		return s, cs, true, nil
+		return s, cs, nil, true, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
 	h, _, err := ref.Load()
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
+		return nil, nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
 	}
-	base, err := m.baseFor(up.URL, ts)
+	if s.transport == nil {
+		tr, err := m.transportFor(up.URL, ts)
+		if err != nil {
+			return nil, nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
+		}
+		s.transport = tr
+	}
+	var base http.RoundTripper = s.transport
+	if m.base != nil && ts == nil {
+		base = m.base
+	}
+	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize)})
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("upstream %s: %w", up.URL, err)
+		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
-	cs, err := mcpupstream.Connect(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize)})
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
-	}
-	s.cs = cs
+	s.cs, s.caller = caller.Session, caller
 	s.calls++
-	return s, cs, true, nil
+	return s, caller.Session, caller, true, nil
 }
 
 // drop forgets cs if it is still s's session, and closes it in the
@@ -364,7 +390,7 @@ func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs == cs {
-		s.cs = nil
+		s.cs, s.caller = nil, nil
 		m.ending.Go(func() { _ = cs.Close() })
 	}
 }
@@ -416,14 +442,17 @@ func mcpResultValue(res *mcp.CallToolResult) (*structpb.Value, error) {
 	return structpb.NewStringValue(strings.Join(texts, "\n")), nil
 }
 
-// baseFor is the HTTP transport for an upstream under spec.tls
-// (HTTPTransportFor over m.base).
-func (m *MCPUpstream) baseFor(url string, ts *registry.TransportSecurity) (http.RoundTripper, error) {
+// transportFor is an upstream's own HTTP transport under spec.tls
+// (HTTPTransportFor over m.base), its idle pool sized by
+// MCPIdleConnsPerUpstream.
+func (m *MCPUpstream) transportFor(url string, ts *registry.TransportSecurity) (*http.Transport, error) {
 	base, _ := m.base.(*http.Transport)
-	if ts == nil && m.base != nil {
-		return m.base, nil
+	rt, err := HTTPTransportFor(url, ts, base)
+	if err != nil {
+		return nil, err
 	}
-	return HTTPTransportFor(url, ts, base)
+	tr, _ := rt.(*http.Transport)
+	return mcpupstream.PooledTransport(tr, m.ts.cfg.MCPIdleConnsPerUpstream), nil
 }
 
 // HTTPTransportFor is the HTTP transport to url under a tool's spec.tls:

@@ -73,6 +73,10 @@ type ToolServiceConfig struct {
 	Log *slog.Logger
 	// CountStdioStart hears each start of a stdio server (nil: none).
 	CountStdioStart func(server string, ok bool)
+	// MCPIdleConnsPerUpstream is how many idle connections to one upstream
+	// MCP server (streamable HTTP) are kept for the next calls (0:
+	// mcpupstream.DefaultIdleConnsPerUpstream).
+	MCPIdleConnsPerUpstream int
 	// CredentialAllowed says whether an upstream MCP tool may use the
 	// credential it names, before it is read (nil: any): the gateway's
 	// policy declares the sources (credentials).

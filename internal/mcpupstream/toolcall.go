@@ -1,0 +1,375 @@
+package mcpupstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Caller is a session to an upstream MCP server over streamable HTTP whose
+// tools/call requests are sent by the gateway itself (CallTool) on the
+// session the go-sdk made: the SDK keeps initialize, notifications, lists
+// and the session's end. The SDK decodes every message with a fresh
+// 32 KiB-buffered decoder, and returns a call as soon as its answer is
+// read, racing the read of the stream's end with the call's cancellation,
+// which closes the connection; CallTool decodes with pooled buffers and
+// reads the answer's body to its end before returning, so the connection
+// is reused. The answer is decoded as the SDK decodes it (callresult.go),
+// held equal to it by TestCallerMatchesSDK.
+type Caller struct {
+	// Session is the go-sdk session: the one CallTool's requests belong to.
+	Session *mcp.ClientSession
+
+	endpoint string
+	client   *http.Client
+	// maxEvent bounds one server-sent event, as the SDK's transport does
+	// (its MaxEventSize, resolved); also the bound on a JSON answer.
+	maxEvent int
+	// sdk sends calls through the SDK: the session has options (handlers,
+	// capabilities) whose effect on a call CallTool does not reproduce.
+	sdk bool
+	ids atomic.Uint64
+	// meta is the SEP-2575 per-request _meta the SDK adds to every request
+	// from protocol revision 2026-07-28 on (nil before it).
+	meta json.RawMessage
+}
+
+// clientInfo is what the gateway's sessions say they are.
+var clientInfo = &mcp.Implementation{Name: "flowdrop-gateway", Version: "1"}
+
+// revisionRequestMeta is the first protocol revision whose requests carry
+// _meta (protocolVersion, clientInfo, clientCapabilities) and the
+// Mcp-Method and Mcp-Name headers (the SDK's usesNewProtocol and
+// setStandardHeaders).
+const revisionRequestMeta = "2026-07-28"
+
+// ConnectCaller is Connect for a Caller: the SDK's session and CallTool
+// share one HTTP client, so the credential, origin pin, redirect refusal
+// and response budget hold for both.
+func ConnectCaller(ctx context.Context, url string, h Header, o ConnectOptions) (*Caller, error) {
+	client := HTTPClient(url, h, o.Base)
+	t := streamableWith(url, client, o)
+	cs, err := connect(ctx, t, o)
+	if err != nil {
+		return nil, err
+	}
+	c := &Caller{Session: cs, endpoint: url, client: client, maxEvent: t.MaxEventSize, sdk: o.Client != nil}
+	if c.maxEvent == 0 {
+		c.maxEvent = mcp.DefaultMaxEventSize
+	}
+	if pv := c.revision(); pv >= revisionRequestMeta {
+		// The SDK's default client capabilities (roots, listChanged), as
+		// its toV2 writes them; TestCallerMatchesSDK compares the bytes.
+		meta, err := json.Marshal(map[string]any{
+			mcp.MetaKeyProtocolVersion:    pv,
+			mcp.MetaKeyClientInfo:         clientInfo,
+			mcp.MetaKeyClientCapabilities: map[string]any{"roots": map[string]any{"listChanged": true}},
+		})
+		if err != nil {
+			cs.Close()
+			return nil, err
+		}
+		c.meta = meta
+	}
+	return c, nil
+}
+
+// Close ends the session.
+func (c *Caller) Close() error { return c.Session.Close() }
+
+func (c *Caller) revision() string {
+	if r := c.Session.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+// errNoAnswer is a call's error when the upstream ended its answer's stream
+// without the answer.
+var errNoAnswer = errors.New("request terminated without response")
+
+// drainMax and drainWait bound what is read of a response after the
+// call's answer, so its connection can be reused: an upstream that sends
+// more, or does not end the stream, costs the connection instead.
+const (
+	drainMax  = 64 << 10
+	drainWait = 100 * time.Millisecond
+)
+
+// CallTool calls the upstream tool name with args (a JSON object; none:
+// {}). Errors are as the SDK's: an upstream's JSON-RPC error is a
+// *jsonrpc.Error, an expired session wraps mcp.ErrSessionMissing, a
+// redirect ErrRedirect; cancelling ctx aborts the HTTP request.
+func (c *Caller) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if c.sdk {
+		return c.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	}
+	body := getBuffer()
+	defer putBuffer(body)
+	id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
+	if err := c.writeRequest(body, id, name, args); err != nil {
+		return nil, err
+	}
+	// reqCtx ends the request: at the call's end, or when draining its
+	// body after the answer takes too long.
+	reqCtx, endReq := context.WithCancel(ctx)
+	defer endReq()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.endpoint, bytes.NewReader(body.Bytes()))
+	if err != nil {
+		return nil, err
+	}
+	pv, sid := c.revision(), c.Session.ID()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if pv != "" {
+		req.Header.Set("Mcp-Protocol-Version", pv)
+	}
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if pv >= revisionRequestMeta {
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			go c.notifyCancelled(ctx, id)
+		}
+		return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+	}
+	defer drainClose(resp.Body, endReq)
+	if err := c.checkStatus(resp, sid); err != nil {
+		return nil, err
+	}
+	var ans *message
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "application/json":
+		ans, err = c.readJSON(resp.Body)
+	case "text/event-stream":
+		ans, err = c.readStream(ctx, resp.Body, id)
+	default:
+		return nil, fmt.Errorf(`sending "tools/call": unsupported content type %q`, mediaType(resp.Header.Get("Content-Type")))
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			go c.notifyCancelled(ctx, id)
+			return nil, fmt.Errorf("%w: %v", ctxErr, err)
+		}
+		return nil, err
+	}
+	if ans.isRequest() || ans.ID != id {
+		return nil, errors.New(`the upstream's JSON answer to "tools/call" is not its response`)
+	}
+	if ans.Error != nil {
+		return nil, ans.Error
+	}
+	return decodeCallToolResult(ans.Result)
+}
+
+// writeRequest is the tools/call request, as the SDK writes it (params:
+// name, arguments, and _meta from revision 2026-07-28 on).
+func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage) error {
+	qname, err := json.Marshal(name)
+	if err != nil {
+		return err
+	}
+	b.WriteString(`{"jsonrpc":"2.0","id":"`)
+	b.WriteString(id)
+	b.WriteString(`","method":"tools/call","params":{`)
+	if c.meta != nil {
+		b.WriteString(`"_meta":`)
+		b.Write(c.meta)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"name":`)
+	b.Write(qname)
+	b.WriteString(`,"arguments":`)
+	b.Write(args)
+	b.WriteString(`}}`)
+	return nil
+}
+
+// checkStatus is the SDK's checkResponse: a transient status is an error;
+// another failure status carrying a JSON-RPC error is that error; 404 on a
+// session is mcp.ErrSessionMissing.
+func (c *Caller) checkStatus(resp *http.Response, sid string) error {
+	const summary = `sending "tools/call"`
+	switch resp.StatusCode {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return fmt.Errorf("%s: %v", summary, http.StatusText(resp.StatusCode))
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		if m, err := c.readJSON(resp.Body); err == nil && !m.isRequest() && m.Error != nil {
+			return fmt.Errorf("%s: %w: %v", summary, m.Error, http.StatusText(resp.StatusCode))
+		}
+		if resp.StatusCode == http.StatusNotFound && sid != "" {
+			return fmt.Errorf("%s: failed to connect (session ID: %v): %w", summary, sid, mcp.ErrSessionMissing)
+		}
+		return fmt.Errorf("%s: %v", summary, http.StatusText(resp.StatusCode))
+	}
+	if got := resp.Header.Get("Mcp-Session-Id"); got != "" && sid != "" && got != sid {
+		return fmt.Errorf("mismatching session IDs %q and %q", sid, got)
+	}
+	return nil
+}
+
+// readJSON reads one message, at most maxEvent bytes.
+func (c *Caller) readJSON(r io.Reader) (*message, error) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	limit := int64(c.maxEvent)
+	if limit < 0 {
+		limit = 1<<63 - 2
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, fmt.Errorf(`sending "tools/call": failed to read body: %v`, err)
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf(`sending "tools/call": the answer is over %d bytes`, limit)
+	}
+	m, err := decodeMessage(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf(`sending "tools/call": failed to decode response: %v`, err)
+	}
+	return m, nil
+}
+
+// readStream reads the answer's event stream up to the answer to id
+// (events.go), answering the upstream's requests on the way (answer).
+func (c *Caller) readStream(ctx context.Context, body io.Reader, id string) (*message, error) {
+	s := newEventScanner(body, c.maxEvent)
+	defer s.release()
+	for {
+		ev, err := s.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errNoAnswer
+			}
+			return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+		}
+		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+			continue
+		}
+		m, err := decodeMessage(ev.data)
+		if err != nil {
+			return nil, fmt.Errorf(`sending "tools/call": failed to decode event: %v`, err)
+		}
+		switch {
+		case m.isRequest() && m.hasID():
+			if err := c.answer(ctx, m); err != nil {
+				return nil, err
+			}
+		case m.isRequest(): // a notification: progress, a log line; not the gateway's to act on
+		case m.ID == id:
+			return m, nil
+		}
+	}
+}
+
+// notifyCancellationTimeout bounds notifyCancelled, as the SDK bounds its
+// own notice.
+const notifyCancellationTimeout = 5 * time.Second
+
+// notifyCancelled tells the upstream a call ended before its answer
+// (notifications/cancelled, best effort, as the SDK does), so it can stop
+// the work; the aborted request alone may not reach the tool.
+func (c *Caller) notifyCancelled(ctx context.Context, id string) {
+	reason, _ := json.Marshal(fmt.Sprint(ctx.Err()))
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), notifyCancellationTimeout)
+	defer stop()
+	b := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%q,"reason":%s}}`, id, reason)
+	_ = c.post(ctx, "notifications/cancelled", b)
+}
+
+// answer answers a request the upstream makes while a call runs, as the
+// SDK's client without handlers does: ping is answered, roots/list with no
+// roots, anything else refused as an unknown method.
+func (c *Caller) answer(ctx context.Context, m *message) error {
+	var res string
+	switch m.Method {
+	case "ping":
+		res = `"result":{}`
+	case "roots/list":
+		res = `"result":{"roots":[]}`
+	default:
+		res = fmt.Sprintf(`"error":{"code":%d,"message":"method not found"}`, jsonrpc.CodeMethodNotFound)
+	}
+	return c.post(ctx, m.Method, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,%s}`, m.rawID, res))
+}
+
+// post sends one message that has no answer (a notification, or the
+// answer to the upstream's request about what).
+func (c *Caller) post(ctx context.Context, about string, msg []byte) error {
+	ctx, end := context.WithCancel(ctx)
+	defer end()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if pv := c.revision(); pv != "" {
+		req.Header.Set("Mcp-Protocol-Version", pv)
+	}
+	if sid := c.Session.ID(); sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("sending %q: %w", about, err)
+	}
+	drainClose(resp.Body, end)
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return fmt.Errorf("sending %q: %s", about, http.StatusText(resp.StatusCode))
+	}
+	return nil
+}
+
+// drainClose reads what is left of a response (at most drainMax bytes,
+// for at most drainWait: then end ends the request) and closes it: a body
+// read to its end leaves its connection to the next request.
+func drainClose(body io.ReadCloser, end context.CancelFunc) {
+	t := time.AfterFunc(drainWait, end)
+	_, _ = io.CopyN(io.Discard, body, drainMax)
+	t.Stop()
+	_ = body.Close()
+}
+
+func mediaType(v string) string {
+	t, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// keptBuffer is the largest buffer returned to the pool: one large answer
+// does not pin its memory.
+const keptBuffer = 64 << 10
+
+func getBuffer() *bytes.Buffer { b := buffers.Get().(*bytes.Buffer); b.Reset(); return b }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= keptBuffer {
+		buffers.Put(b)
+	}
+}
