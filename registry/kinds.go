@@ -183,11 +183,11 @@ func (e *UnknownKindError) Error() string {
 	if e.Tool != "" {
 		fmt.Fprintf(&b, "tool %q: ", e.Tool)
 	}
-	b.WriteString("spec ")
 	if e.Name != "" {
-		fmt.Fprintf(&b, "names an unknown backend kind %q: ", e.Name)
+		fmt.Fprintf(&b, "unknown backend kind %q: %s", e.Name, e.Reason)
+	} else {
+		b.WriteString("spec " + e.Reason)
 	}
-	b.WriteString(e.Reason)
 	return b.String()
 }
 
