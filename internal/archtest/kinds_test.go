@@ -5,23 +5,60 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 )
 
-// kindMarkers are the identifiers that name one backend kind: its
-// registry type and BackendSpec field, its Kind constant and registry
-// implementation, the contract's oneof member and getter. A declaration
+// kindMarkers are the identifiers that name one backend kind, derived
+// from the registry and the contract so a new kind needs no row here: its
+// BackendSpec field and type (found by asking registry.KindOf which kind
+// setting the field makes) and Kind constant ("Kind" + the field), and
+// the contract's oneof member's getter and wrapper type. A declaration
 // naming two kinds is choosing between kinds.
-var kindMarkers = map[registry.Kind][]string{
-	registry.KindToolBackendService: {"KindToolBackendService", "toolBackendServiceKind"},
-	registry.KindGRPCMethod:         {"GRPCMethod", "KindGRPCMethod", "grpcMethodKind", "GetGrpcMethod", "BackendSpec_GrpcMethod"},
-	registry.KindHTTPOperation:      {"HTTPOperation", "KindHTTPOperation", "httpOperationKind", "GetHttpOperation", "BackendSpec_HttpOperation"},
-	registry.KindMCPTool:            {"MCPTool", "KindMCPTool", "mcpToolKind", "GetMcpTool", "BackendSpec_McpTool"},
+func kindMarkers(t *testing.T) map[string]registry.Kind {
+	t.Helper()
+	m := map[string]registry.Kind{"KindToolBackendService": registry.KindToolBackendService}
+	st := reflect.TypeFor[registry.BackendSpec]()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if f.Type.Kind() != reflect.Pointer {
+			continue
+		}
+		spec := reflect.New(st)
+		spec.Elem().Field(i).Set(reflect.New(f.Type.Elem()))
+		k, err := registry.KindOf(&registry.Tool{Spec: spec.Interface().(*registry.BackendSpec)})
+		if err != nil {
+			continue // not a kind (tls)
+		}
+		m[f.Name], m[f.Type.Elem().Name()], m["Kind"+f.Name] = k, k, k
+	}
+	oneof := (&gatewayv1.BackendSpec{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
+	for i := range oneof.Fields().Len() {
+		name := string(oneof.Fields().Get(i).Name())
+		k, ok := registry.SpecKind(name)
+		if !ok {
+			t.Fatalf("the contract's oneof member %s is no registry kind", name)
+		}
+		var camel strings.Builder
+		for _, part := range strings.Split(name, "_") {
+			camel.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+		m["Get"+camel.String()], m["BackendSpec_"+camel.String()] = k, k
+	}
+	for _, k := range registry.Kinds() {
+		if !slices.Contains(slices.Collect(maps.Values(m)), k) {
+			t.Fatalf("kind %s has no marker: the check cannot see it", k)
+		}
+	}
+	return m
 }
 
 // kindsRegistry are the files that may choose between kinds: the
@@ -41,17 +78,7 @@ var kindsRegistry = map[string]string{
 // purpose.
 func TestOnlyTheKindsRegistryKnowsTheKinds(t *testing.T) {
 	t.Parallel()
-	for _, k := range registry.Kinds() {
-		if len(kindMarkers[k]) == 0 {
-			t.Errorf("kind %s has no markers: add its identifiers to kindMarkers", k)
-		}
-	}
-	marker := map[string]registry.Kind{}
-	for k, names := range kindMarkers {
-		for _, n := range names {
-			marker[n] = k
-		}
-	}
+	marker := kindMarkers(t)
 	type pkg struct {
 		ImportPath, Dir string
 		GoFiles         []string
