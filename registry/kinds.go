@@ -14,20 +14,22 @@ import (
 // translator.GetTranslator does for API schemas.
 //
 // A new kind NAME touches, besides its own files (registry/NAME.go: its
-// type, admission, target, status line, stored and file forms;
+// type, admission, target, titles, stored and file forms;
 // server/backend/NAME.go: its adapter; a test beside each), exactly four
-// hand-written files, held to it by internal/archtest's
-// TestOnlyTheKindsRegistryKnowsTheKinds:
+// hand-written files (internal/archtest's
+// TestOnlyTheKindsRegistryKnowsTheKinds refuses a choice between kinds
+// anywhere else):
 //
 //  1. registry/kinds.go: a BackendSpec field, a Kind constant, a row of
 //     backendKinds and a line of KindOf's switch;
-//  2. proto/flowdrop/gateway/v1/registry.proto: a member of BackendSpec's
-//     kind oneof (./generate regenerates gen/);
+//  2. proto/flowdrop/gateway/v1/tool.proto: a member of BackendSpec's kind
+//     oneof, named NAME (./generate regenerates gen/);
 //  3. internal/toolproto/kinds.go: the oneof member ↔ the registry's type;
-//  4. server/backend/kinds.go: the kind's adapter in Kinds.
+//  4. server/backend/kinds.go: the kind's adapter in newAdapter.
 //
-// The exhaustive tests (registry's TestEveryKindRoundTrips,
-// toolproto's and backend's kind tests) fail until each has its row.
+// and, on purpose, one test row: registry's TestEveryKindRoundTrips fails
+// until kinds_test.go has an example of the kind (toolproto's and
+// backend's kind tests and the archtest derive theirs from this list).
 
 // BackendSpec is a typed backend, for a service that does not implement
 // ToolBackendService. Exactly one kind is set.
