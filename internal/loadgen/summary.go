@@ -44,6 +44,9 @@ const (
 	LabelGatewayMCPProd    = "gateway-mcp-prod"
 	LabelGatewayGRPCMCP    = "gateway-grpc-mcp"
 	LabelGatewayMCPBackend = "gateway-mcp-backend"
+	// LabelBaselineMCP is the baseline build's MCP face, auth off, in front
+	// of the same echo upstream (run.sh's BASELINE_REF with the MCP targets).
+	LabelBaselineMCP = "baseline-mcp"
 )
 
 // mcpGroup reports whether label is one of the MCP targets, whose added
@@ -51,7 +54,7 @@ const (
 // gRPC backend.
 func mcpGroup(label string) bool {
 	switch label {
-	case LabelMCPDirect, LabelMCPPeer, LabelGatewayMCP, LabelGatewayMCPProd, LabelGatewayGRPCMCP, LabelGatewayMCPBackend:
+	case LabelMCPDirect, LabelMCPPeer, LabelGatewayMCP, LabelGatewayMCPProd, LabelGatewayGRPCMCP, LabelGatewayMCPBackend, LabelBaselineMCP:
 		return true
 	}
 	return false
@@ -244,21 +247,22 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 			thrRatio("gateway/proxy throughput (closed)", LabelGateway, LabelProxy, "≥ 0.85", 0.85),
 		)
 	}
-	direct := map[int]Result{}
-	for _, r := range groups[key{LabelDirect, "open"}] {
-		direct[r.Round] = r
-	}
-	// addedRatio is a's open-loop p50 above direct's over b's; NaN where
-	// b adds nothing (the ratio would be meaningless) or an input is missing.
-	addedRatio := func(name, a, b, target string, bound float64) Ratio {
+	// addedRatioOver is a's p50 above directLabel's over b's, all in mode;
+	// NaN where b adds nothing (the ratio would be meaningless) or an
+	// input is missing.
+	addedRatioOver := func(name, mode, directLabel, a, b, target string, bound float64) Ratio {
+		direct := map[int]Result{}
+		for _, r := range groups[key{directLabel, mode}] {
+			direct[r.Round] = r
+		}
 		r := Ratio{Name: name, Value: nan, Target: target}
-		d, okd := row[key{LabelDirect, "open"}]
-		ra, oka := row[key{a, "open"}]
-		rb, okb := row[key{b, "open"}]
+		d, okd := row[key{directLabel, mode}]
+		ra, oka := row[key{a, mode}]
+		rb, okb := row[key{b, mode}]
 		if okd && oka && okb && rb.P50us > d.P50us {
 			r.Value = (ra.P50us - d.P50us) / (rb.P50us - d.P50us)
 		}
-		r.PerRound = perRound("open", a, b, func(x, y Result) float64 {
+		r.PerRound = perRound(mode, a, b, func(x, y Result) float64 {
 			d, ok := direct[x.Round]
 			if !ok || y.P50us <= d.P50us {
 				return nan
@@ -270,6 +274,10 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 			r.Pass = &pass
 		}
 		return r
+	}
+	// addedRatio: the gRPC targets' open-loop p50 above the backend's.
+	addedRatio := func(name, a, b, target string, bound float64) Ratio {
+		return addedRatioOver(name, "open", LabelDirect, a, b, target, bound)
 	}
 	if grpcRun {
 		ratios = append(ratios, addedRatio("gateway/proxy added p50 (open)", LabelGateway, LabelProxy, "≤ 1.25", 1.25))
@@ -330,10 +338,16 @@ func Summarize(results []Result) ([]Row, []Ratio) {
 		{"mcp-peer/mcp-direct throughput (closed)", LabelMCPPeer, LabelMCPDirect, "", 0},
 		{"gateway-mcp-prod/mcp-peer throughput (closed)", LabelGatewayMCPProd, LabelMCPPeer, "", 0},
 		{"gateway-grpc-mcp/mcp-direct throughput (closed)", LabelGatewayGRPCMCP, LabelMCPDirect, "", 0},
+		{"gateway-mcp/baseline-mcp throughput (closed)", LabelGatewayMCP, LabelBaselineMCP, "", 0},
 	} {
 		if has(m.a, "closed") && has(m.b, "closed") {
 			ratios = append(ratios, thrRatio(m.name, m.a, m.b, m.target, m.min))
 		}
+	}
+	if has(LabelGatewayMCP, "closed") && has(LabelBaselineMCP, "closed") {
+		// The MCP targets run closed loop only: added p50 over the echo
+		// upstream's, at the same concurrency.
+		ratios = append(ratios, addedRatioOver("gateway-mcp/baseline-mcp added p50 (closed)", "closed", LabelMCPDirect, LabelGatewayMCP, LabelBaselineMCP, "", 0))
 	}
 	return rows, ratios
 }

@@ -272,6 +272,7 @@ func TestSummarizeMCP(t *testing.T) {
 			Result{Label: "gateway-mcp-prod", Round: r, Mode: "closed", ThroughputPerS: 1300 * (0.5 + 0.25*float64(r)) * 0.95, P50us: 21000},
 			Result{Label: "gateway-mcp-backend", Round: r, Mode: "closed", ThroughputPerS: 1900, P50us: 8500, DriverCPUusPerCall: 150},
 			Result{Label: "gateway-grpc-mcp", Round: r, Mode: "closed", ThroughputPerS: 900, P50us: 15000},
+			Result{Label: "baseline-mcp", Round: r, Mode: "closed", ThroughputPerS: 1300, P50us: 8000 + 6000*float64(r)},
 		)
 	}
 	_, ratios := Summarize(in)
@@ -291,6 +292,8 @@ func TestSummarizeMCP(t *testing.T) {
 		{"gateway-mcp-backend/mcp-direct throughput (closed)", 0.95, ptr(false), "1900/2000 < 1.00"},
 		{"mcp-peer/mcp-direct throughput (closed)", 0.65, nil, "informational"},
 		{"gateway-grpc-mcp/mcp-direct throughput (closed)", 0.45, nil, "informational"},
+		{"gateway-mcp/baseline-mcp throughput (closed)", 1.0, nil, "before/after: rounds 0.75, 1.00, 1.25"},
+		{"gateway-mcp/baseline-mcp added p50 (closed)", 1.0, nil, "12 ms added over the echo upstream against baseline's 6, 12, 18 ms: rounds 2, 1, 0.67, median 1"},
 	} {
 		r, ok := got[w.name]
 		if !ok {

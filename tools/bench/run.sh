@@ -13,8 +13,8 @@
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
 #      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +13..+16 for the
 #      in-flight phase, +20..+22 for baseline-prod, +23..+24 for the
-#      gateway's and the baseline's admin metrics, +30..+48 for the MCP
-#      targets)
+#      gateway's and the baseline's admin metrics, +30..+52 for the MCP
+#      targets, baseline-mcp's included)
 #      CONNS (4: gRPC client connections per target, every gRPC target;
 #      calls spread over them round-robin)
 #      FACES (both: grpc, mcp or both — which targets are measured)
@@ -84,7 +84,10 @@
 # median). With gateway-prod on, the baseline also runs the production
 # policy as "baseline-prod" (BASE_PORT+20..+22; the baseline commit's
 # tools/bench/prod-policy.yaml when it has one), with the same two ratios
-# against gateway-prod. The gateway itself is built from the work tree,
+# against gateway-prod. With the MCP targets on, the baseline's MCP face (auth
+# off, in front of the same echo upstream) runs as "baseline-mcp", with
+# gateway-mcp/baseline-mcp throughput and added-p50 ratios. The gateway
+# itself is built from the work tree,
 # uncommitted edits included.
 # The gateway runs with --auth-off (the bench measures the pipeline without
 # credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
@@ -187,7 +190,6 @@ PROD=${PROD:-1}
 REPAIR=${REPAIR:-1}
 if [ "$GRPC_ON" = 0 ]; then
   # FACES=mcp: none of the gRPC targets, nor the phases built on them.
-  [ -z "$BASELINE_REV" ] || die "BASELINE_REF measures the gRPC face: it needs FACES=grpc or both"
   PEERS=0 PROD=0 REPAIR=0 INFLIGHT=0
 fi
 [ "$PAYLOAD" = clean ] || REPAIR=0 # every target already gets the repair payload
@@ -372,12 +374,13 @@ write_mcp_proxy_config() {
 JSON
 }
 
-# start_gateway_mcp NAME TOOLS PROD GRPC MCP ADMIN PPROF: a gateway for one
-# MCP target, in $tmp/NAME (its audit file lands there), with its MCP face
-# on MCP; PROD=prod runs tools/bench/prod-policy.yaml, anything else auth
-# off (unless GATEWAY_FLAGS chooses). Sets MCPGW_STARTED_PID.
+# start_gateway_mcp NAME TOOLS PROD GRPC MCP ADMIN PPROF [BINARY]: a gateway
+# for one MCP target, in $tmp/NAME (its audit file lands there), with its
+# MCP face on MCP; PROD=prod runs tools/bench/prod-policy.yaml, anything else
+# auth off (unless GATEWAY_FLAGS chooses). BINARY defaults to this tree's
+# build (the baseline's MCP target passes its own). Sets MCPGW_STARTED_PID.
 start_gateway_mcp() {
-  local name=$1 tools=$2 prod=$3 listen=$4 mcp=$5 admin=$6 pprof=$7
+  local name=$1 tools=$2 prod=$3 listen=$4 mcp=$5 admin=$6 pprof=$7 bin=${8:-$tmp/flowdrop-gateway}
   local extra=()
   if [ "$prod" = prod ]; then
     extra+=(--policy "$root/tools/bench/prod-policy.yaml")
@@ -389,7 +392,7 @@ start_gateway_mcp() {
   fi
   mkdir -p "$tmp/$name"
   # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
-  (cd "$tmp/$name" && exec "$tmp/flowdrop-gateway" --tools "$tools" --data-dir "$tmp/$name/data" \
+  (cd "$tmp/$name" && exec "$bin" --tools "$tools" --data-dir "$tmp/$name/data" \
     --mcp-listen "$mcp" --admin-listen "$admin" --pprof-listen "$pprof" --listen "$listen" \
     "${extra[@]}" $GATEWAY_FLAGS \
     >"$tmp/$name.out" 2>"$tmp/$name.log") & MCPGW_STARTED_PID=$!; pids+=("$MCPGW_STARTED_PID")
@@ -410,7 +413,7 @@ if [ "$HAVE_GATEWAY" = 1 ] && [ "$GRPC_ON" = 1 ]; then
   GW_PID=$GW_STARTED_PID; GW_PPROF_OK=$GW_STARTED_PPROF
 fi
 BGW_PID="" PGW_PID="" BPGW_PID=""
-if [ -n "$BASELINE_REV" ]; then
+if [ -n "$BASELINE_REV" ] && [ "$GRPC_ON" = 1 ]; then
   start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF" "$BGW_ADMIN"
   BGW_PID=$GW_STARTED_PID
 fi
@@ -457,10 +460,14 @@ if [ "$MCP_ON" = 1 ]; then
 JSON
   if [ "$HAVE_GATEWAY" = 1 ]; then
     p=$((BASE_PORT + 33))
-    for spec in gateway-mcp:tools-mcp.json: gateway-mcp-prod:tools-mcp.json:prod \
-      gateway-grpc-mcp:tools-mcp.json: gateway-mcp-backend:tools.json:; do
-      IFS=: read -r name tf prod <<<"$spec"
-      start_gateway_mcp "$name" "$tmp/$tf" "$prod" "127.0.0.1:$p" "127.0.0.1:$((p + 1))" "127.0.0.1:$((p + 2))" "127.0.0.1:$((p + 3))"
+    specs=(gateway-mcp:tools-mcp.json:: gateway-mcp-prod:tools-mcp.json:prod: \
+      gateway-grpc-mcp:tools-mcp.json:: gateway-mcp-backend:tools.json::)
+    # BASELINE_REF: the baseline build's MCP face too (auth off), so the
+    # MCP face's before/after is in the same interleaved rounds.
+    [ -z "$BASELINE_REV" ] || specs+=("baseline-mcp:tools-mcp.json::$tmp/flowdrop-gateway-baseline")
+    for spec in "${specs[@]}"; do
+      IFS=: read -r name tf prod bin <<<"$spec"
+      start_gateway_mcp "$name" "$tmp/$tf" "$prod" "127.0.0.1:$p" "127.0.0.1:$((p + 1))" "127.0.0.1:$((p + 2))" "127.0.0.1:$((p + 3))" "$bin"
       MCPGW_PID[$name]=$MCPGW_STARTED_PID MCPGW_ADDR[$name]=127.0.0.1:$p
       MCPGW_MCP[$name]=http://127.0.0.1:$((p + 1))/mcp MCPGW_ADMIN[$name]=127.0.0.1:$((p + 2))
       p=$((p + 4))
@@ -501,6 +508,7 @@ if [ "$HAVE_MCP" = 1 ]; then
     add gateway-mcp-prod mcp bench_tool "${MCPGW_MCP[gateway-mcp-prod]}" clean echo
     add gateway-grpc-mcp grpc gateway "${MCPGW_ADDR[gateway-grpc-mcp]}" clean
     add gateway-mcp-backend mcp bench_tool "${MCPGW_MCP[gateway-mcp-backend]}" clean backend
+    if [ -n "$BASELINE_REV" ]; then add baseline-mcp mcp bench_tool "${MCPGW_MCP[baseline-mcp]}" clean echo; fi
   fi
 fi
 # keyflags LABEL: the API key for the targets that need one.
@@ -534,7 +542,7 @@ pidof_label() {
       echo "$NX_PID${w:+,${w// /,}}" ;;
     mcp-direct) echo "$UP_PID" ;;
     mcp-peer) echo "$PEER_PID" ;;
-    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend) echo "${MCPGW_PID[$1]}" ;;
+    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend|baseline-mcp) echo "${MCPGW_PID[$1]}" ;;
   esac
 }
 # probeflags LABEL: where drive reads the target's costs.
@@ -547,11 +555,11 @@ probeflags() {
     baseline) admin=$BGW_ADMIN ;;
     gateway-prod|gateway-prod-repair) admin=$PGW_ADMIN ;;
     baseline-prod) admin=$BPGW_ADMIN ;;
-    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend) admin=${MCPGW_ADMIN[$1]} ;;
+    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend|baseline-mcp) admin=${MCPGW_ADMIN[$1]} ;;
   esac
   [ -z "$admin" ] || printf -- '--metrics-url http://%s/metrics ' "$admin"
   case $1 in
-    mcp-direct|mcp-peer|gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp) printf -- '--upstream-stats http://%s/stats ' "$UP_STATS" ;;
+    mcp-direct|mcp-peer|gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|baseline-mcp) printf -- '--upstream-stats http://%s/stats ' "$UP_STATS" ;;
   esac
 }
 
@@ -585,7 +593,7 @@ for mode in closed open; do
       if [ "$mode" = closed ]; then
         load=(--mode closed --concurrency "$CONCURRENCY")
       else
-        case ${labels[$i]} in mcp-*|gateway-mcp*|gateway-grpc-mcp) continue ;; esac
+        case ${labels[$i]} in mcp-*|gateway-mcp*|gateway-grpc-mcp|baseline-mcp) continue ;; esac
         load=(--mode open --rate "$RATE")
       fi
       echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
