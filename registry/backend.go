@@ -1,10 +1,14 @@
 package registry
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // targetSchemes are the gRPC resolver schemes a backend may use. Other
@@ -147,3 +151,33 @@ func checkPort(port string) string {
 	}
 	return ""
 }
+
+// toolBackendServiceKind is a tool without a spec: Tool.Backend is the
+// dial target of a service implementing ToolBackendService.
+type toolBackendServiceKind struct{}
+
+func (toolBackendServiceKind) name() string                  { return "" }
+func (toolBackendServiceKind) title(*Tool) string            { return "ToolBackendService" }
+func (toolBackendServiceKind) target(t *Tool) string         { return t.Backend }
+func (toolBackendServiceKind) operatorTarget(t *Tool) string { return t.Backend }
+func (toolBackendServiceKind) line(t *Tool) string           { return t.Backend }
+func (toolBackendServiceKind) equal(a, b *BackendSpec) bool  { return true } // Tool.Backend is compared with the tool
+func (toolBackendServiceKind) hideAddress(*BackendSpec)      {}
+
+func (toolBackendServiceKind) check(t *Tool) (protoreflect.MethodDescriptor, *ToolError) {
+	if r := ValidateBackend(t.Backend); r != "" {
+		return nil, &ToolError{Tool: t.Name, Field: "backend", Reason: r}
+	}
+	return nil, nil
+}
+
+// A ToolBackendService has no spec, so no spec form.
+func (toolBackendServiceKind) record(*BackendSpec) (any, error) { return nil, errNoSpecForm }
+func (toolBackendServiceKind) fromRecord(json.RawMessage, *BackendSpec) error {
+	return errNoSpecForm
+}
+func (toolBackendServiceKind) fromFile(json.RawMessage, *BackendSpec) (string, error) {
+	return "", errNoSpecForm
+}
+
+var errNoSpecForm = errors.New("a ToolBackendService has no spec: its target is the tool's backend")

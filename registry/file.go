@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -45,49 +46,23 @@ type fileTool struct {
 }
 
 // fileSpec is a tool's BackendSpec in the tools file, under the gRPC API's
-// field names:
+// field names: one kind under its name (the kind's own file says its form:
+// mcp_tool.go, http_operation.go; a gRPC method is not declared here, its
+// descriptors are binary, so such tools are imported) and tls:
 //
 //	spec:
 //	  mcp_tool: {url: https://weather.internal/mcp, tool: forecast, credential_file: /etc/flowdrop/weather.token}
 //	  tls: {require: true}
 //
-//	spec:
-//	  http_operation:
-//	    base_url: https://pets.internal
-//	    method: GET
-//	    path: /pets/{petId}
-//	    parameters: [{name: petId, in: path}, {name: verbose, in: query}]
-//
-// A gRPC method is not declared here: its descriptors are binary, so such
-// tools are imported (flowdropctl tools import grpc).
+// It is read strictly like the rest of the file: an unknown field, or a
+// kind this build does not know, is an error.
 type fileSpec struct {
-	MCPTool       *fileMCPTool       `json:"mcp_tool"`
-	HTTPOperation *fileHTTPOperation `json:"http_operation"`
-	TLS           *fileTLS           `json:"tls"`
-	GRPCMethod    json.RawMessage    `json:"grpc_method"`
+	spec BackendSpec
+	// reason is why the spec cannot be read (naming the field), "" when it can.
+	reason string
 }
 
-type fileMCPTool struct {
-	URL            string `json:"url"`
-	Tool           string `json:"tool"`
-	CredentialEnv  string `json:"credential_env"`
-	CredentialFile string `json:"credential_file"`
-}
-
-type fileHTTPOperation struct {
-	BaseURL        string              `json:"base_url"`
-	Method         string              `json:"method"`
-	Path           string              `json:"path"`
-	Parameters     []fileHTTPParameter `json:"parameters"`
-	BodyArgument   string              `json:"body_argument"`
-	ResponseSchema json.RawMessage     `json:"response_schema"`
-}
-
-type fileHTTPParameter struct {
-	Name string `json:"name"`
-	In   string `json:"in"` // path, query, header or body
-}
-
+// fileTLS is a TransportSecurity.
 type fileTLS struct {
 	CAFile     string `json:"ca_file"`
 	CertFile   string `json:"cert_file"`
@@ -96,38 +71,47 @@ type fileTLS struct {
 	Require    bool   `json:"require"`
 }
 
+func (s *fileSpec) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if _, ok := SpecKind(name); !ok && name != "tls" {
+			return unknownKind(name) // or a misspelt tls: either way refused
+		}
+	}
+	for _, k := range Kinds() {
+		raw, ok := fields[k.String()]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		reason, err := backendKinds[k].fromFile(raw, &s.spec)
+		if err != nil {
+			return err
+		}
+		if s.reason == "" {
+			s.reason = reason
+		}
+	}
+	if raw, ok := fields["tls"]; ok && string(raw) != "null" {
+		var t fileTLS
+		if err := decodeStrict(raw, &t); err != nil {
+			return err
+		}
+		s.spec.TLS = &TransportSecurity{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, Require: t.Require}
+	}
+	return nil
+}
+
 // backendSpec is the registry's form of s; the reason names the field at
 // fault when it has none. Everything else is Compile's to check.
 func (s *fileSpec) backendSpec() (*BackendSpec, string) {
-	if len(s.GRPCMethod) > 0 && string(s.GRPCMethod) != "null" {
-		return nil, "spec.grpc_method: gRPC-method tools are imported, not declared (flowdropctl tools import grpc)"
+	if s.reason != "" {
+		return nil, s.reason
 	}
-	out := &BackendSpec{}
-	if m := s.MCPTool; m != nil {
-		out.MCPTool = &MCPTool{URL: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile}
-	}
-	if h := s.HTTPOperation; h != nil {
-		op := &HTTPOperation{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
-		for i, p := range h.Parameters {
-			in, ok := ParseHTTPIn(p.In)
-			if !ok {
-				return nil, fmt.Sprintf("spec.http_operation.parameters[%d].in %q: must be path, query, header or body", i, p.In)
-			}
-			op.Parameters = append(op.Parameters, HTTPParameter{Name: p.Name, In: in})
-		}
-		if len(h.ResponseSchema) > 0 && string(h.ResponseSchema) != "null" {
-			var rs structpb.Struct
-			if err := protojson.Unmarshal(h.ResponseSchema, &rs); err != nil {
-				return nil, fmt.Sprintf("spec.http_operation.response_schema must be an object: %v", err)
-			}
-			op.ResponseSchema = &rs
-		}
-		out.HTTPOperation = op
-	}
-	if t := s.TLS; t != nil {
-		out.TLS = &TransportSecurity{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, Require: t.Require}
-	}
-	return out, ""
+	out := s.spec
+	return &out, ""
 }
 
 // fileAnnotations are ToolAnnotations in the tools file (MCP's names).

@@ -1,13 +1,17 @@
 package registry
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -218,4 +222,142 @@ func sameHTTPOperation(a, b *HTTPOperation) bool {
 		}
 	}
 	return true
+}
+
+// httpOperationKind is the HTTP-operation kind (spec.http_operation).
+type httpOperationKind struct{}
+
+func (httpOperationKind) name() string { return "http_operation" }
+func (httpOperationKind) title(t *Tool) string {
+	return "HTTP " + t.Spec.HTTPOperation.Method + " " + t.Spec.HTTPOperation.Path
+}
+func (httpOperationKind) target(t *Tool) string { return t.Spec.HTTPOperation.BaseURL }
+
+// operatorTarget is the base URL whole: admission refuses one with
+// credentials, a query or a fragment.
+func (httpOperationKind) operatorTarget(t *Tool) string { return t.Spec.HTTPOperation.BaseURL }
+func (httpOperationKind) line(t *Tool) string {
+	op := t.Spec.HTTPOperation
+	return op.Method + " " + op.BaseURL + op.Path
+}
+
+func (httpOperationKind) check(t *Tool) (protoreflect.MethodDescriptor, *ToolError) {
+	if te := checkHTTPOperation(t.Name, t.Spec.HTTPOperation); te != nil {
+		return nil, te
+	}
+	return nil, nil
+}
+
+func (httpOperationKind) equal(a, b *BackendSpec) bool {
+	return sameHTTPOperation(a.HTTPOperation, b.HTTPOperation)
+}
+
+func (httpOperationKind) hideAddress(s *BackendSpec) {
+	op := *s.HTTPOperation
+	op.BaseURL = ""
+	s.HTTPOperation = &op
+}
+
+// httpOperationForm is the stored form and the tools file's (read
+// strictly there):
+//
+//	http_operation:
+//	  base_url: https://pets.internal
+//	  method: GET
+//	  path: /pets/{petId}
+//	  parameters: [{name: petId, in: path}, {name: verbose, in: query}]
+//
+// A parameter's in is the part's name (HTTPIn.String), not its number: the
+// forms read on their own; the response schema is raw protojson.
+type httpOperationForm struct {
+	BaseURL        string              `json:"base_url"`
+	Method         string              `json:"method"`
+	Path           string              `json:"path"`
+	Parameters     []httpParameterForm `json:"parameters,omitempty"`
+	BodyArgument   string              `json:"body_argument,omitempty"`
+	ResponseSchema json.RawMessage     `json:"response_schema,omitempty"`
+}
+
+type httpParameterForm struct {
+	Name string `json:"name"`
+	In   string `json:"in"` // path, query, header or body
+}
+
+func (httpOperationKind) record(s *BackendSpec) (any, error) {
+	h := s.HTTPOperation
+	hr := &httpOperationForm{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
+	for _, p := range h.Parameters {
+		hr.Parameters = append(hr.Parameters, httpParameterForm{Name: p.Name, In: p.In.String()})
+	}
+	if h.ResponseSchema != nil {
+		raw, err := compactProtoJSON(h.ResponseSchema)
+		if err != nil {
+			return nil, fmt.Errorf("encode spec.http_operation.response_schema: %w", err)
+		}
+		hr.ResponseSchema = raw
+	}
+	return hr, nil
+}
+
+func (httpOperationKind) fromRecord(raw json.RawMessage, s *BackendSpec) error {
+	var hr httpOperationForm
+	if err := json.Unmarshal(raw, &hr); err != nil {
+		return err
+	}
+	op := &HTTPOperation{BaseURL: hr.BaseURL, Method: hr.Method, Path: hr.Path, BodyArgument: hr.BodyArgument}
+	for i, p := range hr.Parameters {
+		in, ok := ParseHTTPIn(p.In)
+		if !ok {
+			return fmt.Errorf("parameters[%d].in: unknown part %q", i, p.In)
+		}
+		op.Parameters = append(op.Parameters, HTTPParameter{Name: p.Name, In: in})
+	}
+	if len(hr.ResponseSchema) > 0 && !bytes.Equal(hr.ResponseSchema, []byte("null")) {
+		rs := &structpb.Struct{}
+		if err := protojson.Unmarshal(hr.ResponseSchema, rs); err != nil {
+			return fmt.Errorf("response_schema: %w", err)
+		}
+		op.ResponseSchema = rs
+	}
+	s.HTTPOperation = op
+	return nil
+}
+
+func (httpOperationKind) fromFile(raw json.RawMessage, s *BackendSpec) (string, error) {
+	var h httpOperationForm
+	if err := decodeStrict(raw, &h); err != nil {
+		return "", err
+	}
+	op := &HTTPOperation{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
+	for i, p := range h.Parameters {
+		in, ok := ParseHTTPIn(p.In)
+		if !ok {
+			return fmt.Sprintf("spec.http_operation.parameters[%d].in %q: must be path, query, header or body", i, p.In), nil
+		}
+		op.Parameters = append(op.Parameters, HTTPParameter{Name: p.Name, In: in})
+	}
+	if len(h.ResponseSchema) > 0 && string(h.ResponseSchema) != "null" {
+		var rs structpb.Struct
+		if err := protojson.Unmarshal(h.ResponseSchema, &rs); err != nil {
+			return fmt.Sprintf("spec.http_operation.response_schema must be an object: %v", err), nil
+		}
+		op.ResponseSchema = &rs
+	}
+	s.HTTPOperation = op
+	return "", nil
+}
+
+// compactProtoJSON is m as compact protojson: protojson output has
+// deliberately unstable whitespace, compacted so equal tools encode to
+// equal bytes.
+func compactProtoJSON(m proto.Message) (json.RawMessage, error) {
+	raw, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // MCPTool is a tool of an upstream MCP server reached over streamable
@@ -105,4 +108,73 @@ func checkMCPToolName(bad func(field, reason string) *ToolError, m *MCPTool) *To
 		return bad("tool", "must be at most 128 bytes without control characters")
 	}
 	return nil
+}
+
+// mcpToolKind is the upstream-MCP-tool kind (spec.mcp_tool), over
+// streamable HTTP or stdio.
+type mcpToolKind struct{}
+
+func (mcpToolKind) name() string          { return "mcp_tool" }
+func (mcpToolKind) title(t *Tool) string  { return "MCP tool " + t.Spec.MCPTool.Tool }
+func (mcpToolKind) target(t *Tool) string { return t.Spec.MCPTool.URL }
+func (mcpToolKind) line(t *Tool) string {
+	return "mcp " + t.Spec.MCPTool.URL + " " + t.Spec.MCPTool.Tool
+}
+
+// operatorTarget is the upstream's URL without its query and fragment (a
+// query may carry a token; admission refuses user info), as the other
+// kinds' targets show scheme, host and path; stdio://NAME names the
+// configured server, not its command.
+func (mcpToolKind) operatorTarget(t *Tool) string {
+	u := t.Spec.MCPTool.URL
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
+func (mcpToolKind) check(t *Tool) (protoreflect.MethodDescriptor, *ToolError) {
+	if te := checkMCPTool(t.Name, t.Spec.MCPTool, t.Spec); te != nil {
+		return nil, te
+	}
+	return nil, nil
+}
+
+func (mcpToolKind) equal(a, b *BackendSpec) bool { return *a.MCPTool == *b.MCPTool }
+
+func (mcpToolKind) hideAddress(s *BackendSpec) {
+	m := *s.MCPTool
+	m.URL, m.CredentialEnv, m.CredentialFile = "", "", ""
+	s.MCPTool = &m
+}
+
+// mcpToolForm is the stored form and the tools file's (read strictly
+// there): references to a credential, never one.
+//
+//	mcp_tool: {url: https://weather.internal/mcp, tool: forecast, credential_file: /etc/flowdrop/weather.token}
+type mcpToolForm struct {
+	URL            string `json:"url"`
+	Tool           string `json:"tool"`
+	CredentialEnv  string `json:"credential_env,omitempty"`
+	CredentialFile string `json:"credential_file,omitempty"`
+}
+
+func (mcpToolKind) record(s *BackendSpec) (any, error) { return (*mcpToolForm)(s.MCPTool), nil }
+
+func (mcpToolKind) fromRecord(raw json.RawMessage, s *BackendSpec) error {
+	var m mcpToolForm
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	s.MCPTool = (*MCPTool)(&m)
+	return nil
+}
+
+func (mcpToolKind) fromFile(raw json.RawMessage, s *BackendSpec) (string, error) {
+	var m mcpToolForm
+	if err := decodeStrict(raw, &m); err != nil {
+		return "", err
+	}
+	s.MCPTool = (*MCPTool)(&m)
+	return "", nil
 }

@@ -36,18 +36,9 @@ func (g *Gateway) status() observe.Status {
 	for _, e := range entries {
 		t := e.Tool
 		c := counts[t.Name]
-		ts := observe.ToolStatus{Name: t.Name, Revision: t.Revision, Kind: "ToolBackendService", Backend: t.Target(),
+		kind, target := registry.OperatorView(&t)
+		ts := observe.ToolStatus{Name: t.Name, Revision: t.Revision, Kind: kind, Backend: target,
 			Repairs: c[0], Denials: c[1], Invalid: c[2]}
-		if t.Spec != nil && t.Spec.GRPCMethod != nil {
-			ts.Kind = "gRPC method " + t.Spec.GRPCMethod.Method
-		}
-		if t.Spec != nil && t.Spec.HTTPOperation != nil {
-			ts.Kind = "HTTP " + t.Spec.HTTPOperation.Method + " " + t.Spec.HTTPOperation.Path
-		}
-		if t.Spec != nil && t.Spec.MCPTool != nil {
-			ts.Kind = "MCP tool " + t.Spec.MCPTool.Tool
-			ts.Backend = "" // the URL may carry a path worth keeping off a page
-		}
 		for _, f := range lint.Lint(t.Name, t.InputSchema, profiles...) {
 			// Short: profile, rule and place (the full text is flowdropctl lint's).
 			ts.Findings = append(ts.Findings, fmt.Sprintf("%s %s %s at %s", f.Profile, f.Severity, f.Rule, cmp.Or(f.Path, "/")))

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/registry"
 )
 
 // statusEnv is a gateway with the admin listener and a few calls made: a
@@ -103,5 +106,39 @@ func TestStatusPageInABrowser(t *testing.T) {
 		if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1280,720", "--screenshot="+abs, env.AdminURL+"/")...).CombinedOutput(); err != nil {
 			t.Fatalf("screenshot: %v\n%s", err, out)
 		}
+	}
+}
+
+// TestStatusPageKinds: each tool's row names its backend kind and a
+// target, alike for every kind: an upstream MCP server's URL shows
+// without its query (which may carry a token), an HTTP operation's base
+// URL and a ToolBackendService's target whole.
+func TestStatusPageKinds(t *testing.T) {
+	t.Parallel()
+	object := &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("object")}}
+	env := gatewaytest.Start(t, gatewaytest.WithAdmin(),
+		gatewaytest.WithTool(func(string) registry.Tool {
+			return registry.Tool{Name: "weather.forecast", InputSchema: object, Spec: &registry.BackendSpec{
+				MCPTool: &registry.MCPTool{URL: "http://127.0.0.1:9/mcp?token=s3cr3t-q", Tool: "forecast"}}}
+		}),
+		gatewaytest.WithTool(func(string) registry.Tool {
+			return registry.Tool{Name: "pets.get", InputSchema: object, Spec: &registry.BackendSpec{
+				HTTPOperation: &registry.HTTPOperation{BaseURL: "http://127.0.0.1:9/v1", Method: "GET", Path: "/pets"}}}
+		}))
+	resp, err := http.Get(env.AdminURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	page := string(b)
+	for _, want := range []string{"MCP tool forecast<br><small>http://127.0.0.1:9/mcp</small>", "HTTP GET /pets<br><small>http://127.0.0.1:9/v1</small>",
+		"ToolBackendService<br><small>127.0.0.1:"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "s3cr3t-q") {
+		t.Error("the page shows an MCP URL's query")
 	}
 }

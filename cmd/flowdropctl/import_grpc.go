@@ -9,6 +9,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/grpcimport"
+	"github.com/flowdrop/gateway/internal/toolproto"
 	"github.com/flowdrop/gateway/registry"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -178,17 +179,10 @@ func printToolsJSON(stdout, stderr io.Writer, tools []*gatewayv1.Tool) int {
 	return 0
 }
 
-// toolBackend is how list and watch show a tool's backend: the
-// ToolBackendService target, or a gRPC method's target and method name.
+// toolBackend is how list and watch show a tool's backend, as its kind
+// says (registry.BackendLine): the ToolBackendService target, a gRPC
+// method's target and method name, an HTTP operation, an upstream MCP tool.
 func toolBackend(t *gatewayv1.Tool) string {
-	if m := t.GetSpec().GetGrpcMethod(); m != nil {
-		return m.GetTarget() + m.GetMethod()
-	}
-	if h := t.GetSpec().GetHttpOperation(); h != nil {
-		return h.GetMethod() + " " + h.GetBaseUrl() + h.GetPath()
-	}
-	if m := t.GetSpec().GetMcpTool(); m != nil {
-		return "mcp " + m.GetUrl() + " " + m.GetTool()
-	}
-	return t.GetBackend()
+	rt := registry.Tool{Backend: t.GetBackend(), Spec: toolproto.SpecFromProto(t.GetSpec())}
+	return registry.BackendLine(&rt)
 }

@@ -4,22 +4,58 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
-// Kinds is the pipeline's backend: it carries a call out through the kind
-// its tool's backend is (registry.Tool.Spec), a ToolBackendService target
-// when there is no spec. The kinds share one connection pool.
+// Kinds is the pipeline's backend: it carries a call out through the
+// adapter of its tool's kind (registry.KindOf). The kinds share one
+// connection pool.
 type Kinds struct {
 	ToolService   *ToolService
 	GRPCMethod    *GRPCMethod
 	HTTPOperation *HTTPOperation
 	MCPUpstream   *MCPUpstream
+	// adapters are the kinds' adapters, by registry.Kind (newAdapter).
+	adapters []pipeline.Backend
 }
 
 // NewKinds is every kind over ts's connections.
 func NewKinds(ts *ToolService) *Kinds {
-	return &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts), HTTPOperation: NewHTTPOperation(ts), MCPUpstream: NewMCPUpstream(ts)}
+	k := &Kinds{ToolService: ts, GRPCMethod: NewGRPCMethod(ts), HTTPOperation: NewHTTPOperation(ts), MCPUpstream: NewMCPUpstream(ts)}
+	kinds := registry.Kinds()
+	k.adapters = make([]pipeline.Backend, int(kinds[len(kinds)-1])+1)
+	for _, kind := range kinds {
+		k.adapters[kind] = k.newAdapter(kind)
+	}
+	return k
+}
+
+// newAdapter is the one switch from a registry kind to the code that
+// carries its calls (registry/kinds.go lists what a new kind touches); nil
+// for a kind this build does not know.
+func (k *Kinds) newAdapter(kind registry.Kind) pipeline.Backend {
+	switch kind {
+	case registry.KindToolBackendService:
+		return k.ToolService // retries inside, per attempt of its pooled call
+	case registry.KindGRPCMethod:
+		return k.GRPCMethod
+	case registry.KindHTTPOperation:
+		return retrying{k.HTTPOperation}
+	case registry.KindMCPTool:
+		return retrying{k.MCPUpstream}
+	}
+	return nil
+}
+
+// adapter is kind's adapter; a kind without one is an
+// *registry.UnknownKindError (the call fails closed: Internal, the detail
+// in the cause only).
+func (k *Kinds) adapter(kind registry.Kind) (pipeline.Backend, error) {
+	if int(kind) < len(k.adapters) && k.adapters[kind] != nil {
+		return k.adapters[kind], nil
+	}
+	return nil, &registry.UnknownKindError{Name: kind.String(), Reason: "the gateway has no adapter for it"}
 }
 
 // Close releases what the kinds hold besides ts's connections: the HTTP
@@ -29,31 +65,35 @@ func (k *Kinds) Close() {
 	k.MCPUpstream.Close()
 }
 
-// Invoke dispatches by the tool's kind; the entry's resolved method marks
-// a gRPC-method tool.
+// Invoke dispatches by the tool's kind; a call without a registry entry
+// goes to a ToolBackendService.
 func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
-	if c.Entry != nil && c.Entry.Method != nil {
-		return k.GRPCMethod.Invoke(ctx, c)
+	kind := registry.KindToolBackendService
+	if c.Entry != nil {
+		var err error
+		if kind, err = registry.KindOf(&c.Entry.Tool); err != nil {
+			return pipeline.Result{}, err
+		}
 	}
-	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.HTTPOperation != nil {
-		return invokeRetrying(ctx, c, k.HTTPOperation.Invoke)
+	a, err := k.adapter(kind)
+	if err != nil {
+		return pipeline.Result{}, err
 	}
-	if c.Entry != nil && c.Entry.Tool.Spec != nil && c.Entry.Tool.Spec.MCPTool != nil {
-		return invokeRetrying(ctx, c, k.MCPUpstream.Invoke)
-	}
-	return k.ToolService.Invoke(ctx, c) // retries inside, per attempt of its pooled call
+	return a.Invoke(ctx, c)
 }
 
-// invokeRetrying calls invoke once, and again (retry.go's rule: idempotent
-// tools only, on Unavailable only, bounded, within the deadline) for a tool
-// marked idempotent.
-func invokeRetrying(ctx context.Context, c *pipeline.Call, invoke func(context.Context, *pipeline.Call) (pipeline.Result, error)) (pipeline.Result, error) {
-	res, err := invoke(ctx, c)
+// retrying calls its kind once, and again (retry.go's rule: idempotent
+// tools only, on Unavailable only, bounded, within the deadline) for a
+// tool marked idempotent.
+type retrying struct{ kind pipeline.Backend }
+
+func (r retrying) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
+	res, err := r.kind.Invoke(ctx, c)
 	if !c.Entry.Tool.Idempotent() {
 		return res, err
 	}
 	for attempt := 1; attempt < retryAttempts && isUnavailable(err) && retryWait(ctx, attempt); attempt++ {
-		res, err = invoke(ctx, c)
+		res, err = r.kind.Invoke(ctx, c)
 	}
 	return res, err
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/flowdrop/gateway/registry"
@@ -85,42 +87,77 @@ type tlsRecord struct {
 	Require    bool   `json:"require,omitempty"`
 }
 
-// specRecord is registry.BackendSpec; descriptors are base64 (encoding/json's []byte).
+// specRecord is registry.BackendSpec: {"<kind>": <the kind's own stored
+// form>, "tls": …}. The registry's kinds own their forms
+// (registry.EncodeSpecKind, DecodeSpecKind); a kind this build does not
+// know is refused on reading, never dropped.
 type specRecord struct {
-	GRPCMethod    *grpcMethodRecord    `json:"grpc_method,omitempty"`
-	HTTPOperation *httpOperationRecord `json:"http_operation,omitempty"`
-	MCPTool       *mcpToolRecord       `json:"mcp_tool,omitempty"`
-	TLS           *tlsRecord           `json:"tls,omitempty"` // version 3
+	Kind      string          // "" when the spec names none
+	KindValue any             // the kind's stored form
+	TLS       *tlsRecord      // version 3
+	raw       json.RawMessage // as read, for decodeSpec
 }
 
-// mcpToolRecord is registry.MCPTool: references to a credential, never one.
-type mcpToolRecord struct {
-	URL            string `json:"url"`
-	Tool           string `json:"tool"`
-	CredentialEnv  string `json:"credential_env,omitempty"`
-	CredentialFile string `json:"credential_file,omitempty"`
+func (s *specRecord) UnmarshalJSON(b []byte) error {
+	s.raw = bytes.Clone(b)
+	return nil
 }
 
-type httpOperationRecord struct {
-	BaseURL        string                `json:"base_url"`
-	Method         string                `json:"method"`
-	Path           string                `json:"path"`
-	Parameters     []httpParameterRecord `json:"parameters,omitempty"`
-	BodyArgument   string                `json:"body_argument,omitempty"`
-	ResponseSchema json.RawMessage       `json:"response_schema,omitempty"`
+// MarshalJSON writes the kind, then tls: the bytes the per-kind fields
+// wrote before the kinds owned their forms.
+func (s *specRecord) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if s.Kind != "" {
+		v, err := json.Marshal(s.KindValue)
+		if err != nil {
+			return nil, err
+		}
+		k, _ := json.Marshal(s.Kind)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	if s.TLS != nil {
+		v, err := json.Marshal(s.TLS)
+		if err != nil {
+			return nil, err
+		}
+		if s.Kind != "" {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"tls":`)
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
-// httpParameterRecord's In is the part's name (registry.HTTPIn.String),
-// not its number: the stored form reads on its own.
-type httpParameterRecord struct {
-	Name string `json:"name"`
-	In   string `json:"in"`
-}
-
-type grpcMethodRecord struct {
-	Target      string `json:"target"`
-	Method      string `json:"method"`
-	Descriptors []byte `json:"descriptors"`
+// decodeSpec reads a stored spec.
+func decodeSpec(raw json.RawMessage) (*registry.BackendSpec, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	out := &registry.BackendSpec{}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[name]
+		if bytes.Equal(v, []byte("null")) {
+			continue
+		}
+		if name == "tls" {
+			var s tlsRecord
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, fmt.Errorf("spec.tls: %w", err)
+			}
+			out.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
+			continue
+		}
+		if err := registry.DecodeSpecKind(name, v, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Encode returns the stored form of t, including t.Revision when non-zero.
@@ -137,20 +174,11 @@ func Encode(t registry.Tool) ([]byte, error) {
 		r.Timeout = t.Timeout.String()
 	}
 	if t.Spec != nil {
-		r.V, r.Spec = VersionSpec, &specRecord{}
-		if m := t.Spec.GRPCMethod; m != nil {
-			r.Spec.GRPCMethod = &grpcMethodRecord{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		name, v, err := registry.EncodeSpecKind(t.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("toolcodec: tool %q: %w", t.Name, err)
 		}
-		if m := t.Spec.MCPTool; m != nil {
-			r.Spec.MCPTool = (*mcpToolRecord)(m)
-		}
-		if h := t.Spec.HTTPOperation; h != nil {
-			hr, err := encodeHTTPOperation(h)
-			if err != nil {
-				return nil, fmt.Errorf("toolcodec: tool %q: %w", t.Name, err)
-			}
-			r.Spec.HTTPOperation = hr
-		}
+		r.V, r.Spec = VersionSpec, &specRecord{Kind: name, KindValue: v}
 		if s := t.Spec.TLS; s != nil {
 			r.V = max(r.V, VersionAnnotations)
 			r.Spec.TLS = &tlsRecord{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
@@ -215,23 +243,11 @@ func Decode(b []byte) (registry.Tool, error) {
 		Labels:      r.Labels,
 	}
 	if r.Spec != nil {
-		t.Spec = &registry.BackendSpec{}
-		if m := r.Spec.GRPCMethod; m != nil {
-			t.Spec.GRPCMethod = &registry.GRPCMethod{Target: m.Target, Method: m.Method, Descriptors: m.Descriptors}
+		spec, err := decodeSpec(r.Spec.raw)
+		if err != nil {
+			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: %w", r.Name, err)
 		}
-		if m := r.Spec.MCPTool; m != nil {
-			t.Spec.MCPTool = (*registry.MCPTool)(m)
-		}
-		if h := r.Spec.HTTPOperation; h != nil {
-			op, err := decodeHTTPOperation(h)
-			if err != nil {
-				return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: spec.http_operation: %w", r.Name, err)
-			}
-			t.Spec.HTTPOperation = op
-		}
-		if s := r.Spec.TLS; s != nil {
-			t.Spec.TLS = &registry.TransportSecurity{CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName, Require: s.Require}
-		}
+		t.Spec = spec
 	}
 	t.MaxResultBytes, t.OnInvalidOutput = r.MaxResultBytes, r.OnInvalidOutput
 	if len(r.OutputSchema) > 0 && !bytes.Equal(r.OutputSchema, []byte("null")) {
@@ -282,40 +298,6 @@ func compactStruct(s *structpb.Struct) (json.RawMessage, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-func encodeHTTPOperation(h *registry.HTTPOperation) (*httpOperationRecord, error) {
-	hr := &httpOperationRecord{BaseURL: h.BaseURL, Method: h.Method, Path: h.Path, BodyArgument: h.BodyArgument}
-	for _, p := range h.Parameters {
-		hr.Parameters = append(hr.Parameters, httpParameterRecord{Name: p.Name, In: p.In.String()})
-	}
-	if h.ResponseSchema != nil {
-		raw, err := compactStruct(h.ResponseSchema)
-		if err != nil {
-			return nil, fmt.Errorf("encode spec.http_operation.response_schema: %w", err)
-		}
-		hr.ResponseSchema = raw
-	}
-	return hr, nil
-}
-
-func decodeHTTPOperation(hr *httpOperationRecord) (*registry.HTTPOperation, error) {
-	op := &registry.HTTPOperation{BaseURL: hr.BaseURL, Method: hr.Method, Path: hr.Path, BodyArgument: hr.BodyArgument}
-	for i, p := range hr.Parameters {
-		in, ok := registry.ParseHTTPIn(p.In)
-		if !ok {
-			return nil, fmt.Errorf("parameters[%d].in: unknown part %q", i, p.In)
-		}
-		op.Parameters = append(op.Parameters, registry.HTTPParameter{Name: p.Name, In: in})
-	}
-	if len(hr.ResponseSchema) > 0 && !bytes.Equal(hr.ResponseSchema, []byte("null")) {
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(hr.ResponseSchema, s); err != nil {
-			return nil, fmt.Errorf("response_schema: %w", err)
-		}
-		op.ResponseSchema = s
-	}
-	return op, nil
 }
 
 func encodeAnnotations(a *registry.ToolAnnotations) *annotationsRecord {
