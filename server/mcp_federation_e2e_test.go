@@ -138,6 +138,27 @@ func startFederation(t *testing.T) *federation {
 	f.connect = func(key, version string) *mcp.ClientSession {
 		return mustConnect(t, f.ctx, f.env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer " + key}}, version: version})
 	}
+	// Both upstreams up before the tests start: a stdio server's first
+	// start may take seconds on a loaded machine, and what the gateway
+	// declares waits at most 5 s for an upstream.
+	if err := poll(60*time.Second, func() error {
+		cs, err := mcpConnect(t, f.ctx, f.env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer agent-key"}}})
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		list, err := cs.ListResources(f.ctx, nil)
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(list)
+		if !strings.Contains(string(b), evDoc) || !strings.Contains(string(b), stDoc) {
+			return fmt.Errorf("both upstreams' resources are not listed yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the upstreams did not come up: %v", err)
+	}
 	f.agent, f.denied, f.toolsOnly = f.connect("agent-key", ""), f.connect("denied-key", ""), f.connect("toolsonly-key", "")
 	return f
 }
