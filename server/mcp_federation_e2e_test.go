@@ -105,12 +105,13 @@ type federation struct {
 	agent, denied, toolsOnly *mcp.ClientSession
 	connect                  func(key, version string) *mcp.ClientSession
 	answers                  []string
+	logs                     *syncBuffer // the gateway's log
 }
 
 func startFederation(t *testing.T) *federation {
 	t.Helper()
 	node, script := everythingNode(t)
-	f := &federation{httpURL: startEverythingHTTP(t, node, script), audit: filepath.Join(t.TempDir(), "audit.jsonl")}
+	f := &federation{httpURL: startEverythingHTTP(t, node, script), audit: filepath.Join(t.TempDir(), "audit.jsonl"), logs: &syncBuffer{}}
 	p := server.DemoPolicy()
 	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
 		{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
@@ -131,7 +132,7 @@ func startFederation(t *testing.T) *federation {
 				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: tool}}}
 		})
 	}
-	f.env = gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p),
+	f.env = gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(f.logs),
 		imported("ev_echo", f.httpURL, "echo"), imported("st_echo", "stdio://everything", "echo"),
 		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 8 << 10 }))
 	f.ctx = testCtx(t)
@@ -161,6 +162,11 @@ func startFederation(t *testing.T) *federation {
 	}
 	f.agent, f.denied, f.toolsOnly = f.connect("agent-key", ""), f.connect("denied-key", ""), f.connect("toolsonly-key", "")
 	return f
+}
+
+// stdioStarts is how many times the gateway started the stdio server.
+func (f *federation) stdioStarts() int {
+	return strings.Count(f.logs.String(), "mcp stdio server started")
 }
 
 // keep remembers an answer, for checkNoUpstreamNamed.

@@ -87,11 +87,20 @@ func TestMCPFederatesResources(t *testing.T) {
 				}
 			})
 		}
+		started := f.stdioStarts()
 		for _, uri := range []string{evBig, stBig} {
 			_, err := f.agent.ReadResource(f.ctx, &mcp.ReadResourceParams{URI: uri})
 			if code := f.rpcCode(err); code != mcpapi.MCPCodeUpstreamTooLarge || !strings.Contains(err.Error(), "8192 bytes") {
 				t.Fatalf("an upstream resource over the backend receive limit is refused: %s: %v (code %d)", uri, err, code)
 			}
+		}
+		// The refusal leaves the upstream's session sound: the stdio
+		// server is not ended and started again.
+		if _, err := f.agent.ReadResource(f.ctx, &mcp.ReadResourceParams{URI: stDoc}); err != nil {
+			t.Fatalf("read %s right after an oversized answer was refused: %v", stDoc, err)
+		}
+		if n := f.stdioStarts(); n != started {
+			t.Fatalf("the stdio server was started %d times more for a refused answer", n-started)
 		}
 	})
 
@@ -149,7 +158,7 @@ func TestMCPFederatesResources(t *testing.T) {
 			t.Fatalf("resources/list for a caller without a resource allow list: %v (code %d), want method not found", err, code)
 		}
 		_, err = f.toolsOnly.ReadResource(f.ctx, &mcp.ReadResourceParams{URI: evDoc})
-		if code := f.rpcCode(err); code != jsonrpc.CodeInvalidParams {
+		if code := f.rpcCode(err); code != jsonrpc.CodeMethodNotFound {
 			t.Fatalf("resources/read for a caller without a resource allow list: %v (code %d)", err, code)
 		}
 	})

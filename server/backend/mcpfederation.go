@@ -21,7 +21,8 @@ import (
 // timeout (capped by the maximum), and over HTTP the upstream's responses
 // share the backend receive limit, crossing it ending the request
 // (an error wrapping mcpupstream.ErrResponseTooLarge). Over stdio the SDK bounds each message (16 MiB):
-// the caller checks what f read against MaxResponseBytes. An error names
+// the caller checks what f read against MaxResponseBytes (and refuses it
+// with an error wrapping mcpupstream.ErrResponseTooLarge). An error names
 // the upstream's URL: it is for the log, never for a caller.
 func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error {
 	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
@@ -55,8 +56,11 @@ func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *r
 		if err == nil {
 			return nil
 		}
+		// A JSON-RPC error, or f's own refusal of an answer it read whole
+		// (wrapping ErrResponseTooLarge), leaves the session sound: over
+		// stdio dropping it would end the process for nothing.
 		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) {
+		if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) {
 			m.drop(s, cs)
 		}
 		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {

@@ -297,9 +297,11 @@ func (m *Server) upstreamError(ctx context.Context, method, what string, err err
 	return &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable, Message: fmt.Sprintf("%s %q: the upstream MCP server did not answer", method, policy.Bound(what))}
 }
 
-// errTooLarge marks an upstream answer over the limit (either kind of
-// upstream: mcpupstream.ErrResponseTooLarge over HTTP, measured over stdio).
-var errTooLarge = errors.New("over the backend receive limit")
+// errTooLarge is the face's refusal of an upstream answer it read whole
+// and measured over the limit (a stdio upstream's: over HTTP the transport
+// cuts it off); it wraps mcpupstream.ErrResponseTooLarge, which tells
+// Upstreams.Federated the session is sound.
+var errTooLarge = fmt.Errorf("measured: %w", mcpupstream.ErrResponseTooLarge)
 
 // federationBounds are the listing bounds (unset: mcpimport's defaults).
 func (m *Server) federationBounds() mcpimport.Bounds {

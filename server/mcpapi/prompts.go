@@ -175,6 +175,9 @@ func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 	if req.Params == nil || req.Params.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing prompt name"}
 	}
+	if len(m.promptsView(ctx)) == 0 {
+		return nil, notOffered("prompts/get") // not declared to this caller
+	}
 	name, sent := req.Params.Name, req.Params.Arguments
 	p := m.findPrompt(ctx, name)
 	if p == nil {

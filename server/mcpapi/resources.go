@@ -189,6 +189,9 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if req.Params == nil || req.Params.URI == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing uri"}
 	}
+	if len(m.resourcesView(ctx)) == 0 {
+		return nil, notOffered("resources/read") // not declared to this caller
+	}
 	uri := req.Params.URI
 	ns, upstreamURI, ok := splitGatewayURI(uri)
 	var u *federatedUpstream
