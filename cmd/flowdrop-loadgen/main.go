@@ -2,11 +2,15 @@
 // reference servers: a minimal backend and a bare (or decoding) pass-through
 // proxy. See BENCHMARKS.md and tools/bench/run.sh.
 //
-//	flowdrop-loadgen drive   --target gateway|direct|proxy --addr 127.0.0.1:P --mode closed --concurrency 16 --duration 10s
+//	flowdrop-loadgen drive   --target gateway|direct|proxy --addr 127.0.0.1:P [--conns 4] --mode closed --concurrency 16 --duration 10s
 //	flowdrop-loadgen drive   --target ... --mode open --rate 1000 --duration 10s
+//	flowdrop-loadgen drive   --face mcp --url http://127.0.0.1:P/mcp --tool echo --expect echo --concurrency 16 --duration 10s
+//	                         (either face: [--pid N,M] [--metrics-url URL] [--upstream-stats URL] for the per-call costs)
 //	flowdrop-loadgen backend --listen 127.0.0.1:P [--delay 2s]
 //	flowdrop-loadgen proxy   --listen 127.0.0.1:P --backend 127.0.0.1:Q [--decode]
+//	flowdrop-loadgen mcp-upstream --listen 127.0.0.1:P --stats-listen 127.0.0.1:Q  (go-sdk MCP server, tool echo)
 //	flowdrop-loadgen wait    --target ... --addr ... [--timeout 15s] [--call-timeout 1s]
+//	flowdrop-loadgen wait    --face mcp --url ... --tool ... --expect echo|backend
 //	flowdrop-loadgen summarize < results.jsonl  (medians over rounds and the ratios)
 //	flowdrop-loadgen schema  (prints the bench tool's input JSON Schema)
 package main
@@ -21,8 +25,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,7 +41,7 @@ import (
 	"github.com/flowdrop/gateway/internal/loadgen"
 )
 
-const usage = `usage: flowdrop-loadgen <drive|backend|proxy|wait|summarize|schema> [flags]
+const usage = `usage: flowdrop-loadgen <drive|backend|proxy|mcp-upstream|wait|summarize|schema> [flags]
 run "flowdrop-loadgen <command> -h" for a command's flags`
 
 func main() {
@@ -58,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return backend(ctx, rest, stderr)
 	case "proxy":
 		return proxy(ctx, rest, stderr)
+	case "mcp-upstream":
+		return mcpUpstream(ctx, rest, stderr)
 	case "wait":
 		return wait(ctx, rest, stderr)
 	case "summarize":
@@ -117,37 +126,180 @@ func (c apiKeyCredential) GetRequestMetadata(context.Context, ...string) (map[st
 
 func (apiKeyCredential) RequireTransportSecurity() bool { return false }
 
+// targetFlags say what drive and wait call: a gRPC target (--target,
+// --addr, --conns) or an MCP endpoint (--face mcp, --url, --tool, --expect).
+type targetFlags struct {
+	face, target, addr, url, tool, expect, payload, apiKey string
+	conns                                                  int
+}
+
+func (f *targetFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.face, "face", "grpc", "grpc (--target, --addr) or mcp (--url, --tool, --expect)")
+	fs.StringVar(&f.target, "target", "", "gRPC: gateway, direct or proxy")
+	fs.StringVar(&f.addr, "addr", "", "gRPC: target address, 127.0.0.1:PORT")
+	fs.IntVar(&f.conns, "conns", 1, "gRPC: client connections, calls spread over them round-robin")
+	fs.StringVar(&f.url, "url", "", "MCP: streamable-HTTP endpoint, http://127.0.0.1:PORT/PATH")
+	fs.StringVar(&f.tool, "tool", loadgen.EchoTool, "MCP: the tool called")
+	fs.StringVar(&f.expect, "expect", "echo", "MCP: the answer checked on every call: echo (the arguments) or backend (the bench backend's result)")
+	fs.StringVar(&f.payload, "payload", loadgen.PayloadClean, "clean (no repair needed) or repair")
+	fs.StringVar(&f.apiKey, "api-key", "", "send this API key (x-api-key) on every call")
+}
+
+// label is what names the target when --label does not.
+func (f *targetFlags) label() string {
+	if f.face == "mcp" {
+		return "mcp"
+	}
+	return f.target
+}
+
+// check validates the flags of the chosen face.
+func (f *targetFlags) check() error {
+	switch f.face {
+	case "grpc":
+		if _, err := loadgen.MethodFor(f.target); err != nil {
+			return fmt.Errorf("--target: %w", err)
+		}
+		if f.conns < 1 || f.conns > 256 {
+			return fmt.Errorf("--conns %d: want 1..256", f.conns)
+		}
+		if _, err := loadgen.RequestBytes(f.payload); err != nil {
+			return fmt.Errorf("--payload: %w", err)
+		}
+		return loopback("addr", f.addr)
+	case "mcp":
+		u, err := url.Parse(f.url)
+		if err != nil || u.Scheme != "http" {
+			return fmt.Errorf("--url %q: want http://127.0.0.1:PORT/PATH", f.url)
+		}
+		if err := loopback("url", u.Host); err != nil {
+			return err
+		}
+		if f.tool == "" {
+			return errors.New("--tool: must not be empty")
+		}
+		if f.expect != "echo" && f.expect != "backend" {
+			return fmt.Errorf("--expect %q: want echo or backend", f.expect)
+		}
+		if f.payload != loadgen.PayloadClean {
+			// A repaired call's echo differs from the arguments sent: only
+			// the clean payload has one answer on every MCP target.
+			return fmt.Errorf("--payload %q: the MCP face is driven with the clean payload only", f.payload)
+		}
+		return nil
+	}
+	return fmt.Errorf("--face %q: want grpc or mcp", f.face)
+}
+
+// open connects and returns the call to make; sessions is the number of MCP
+// sessions (calls in flight at once).
+func (f *targetFlags) open(ctx context.Context, sessions int) (loadgen.Call, func(), error) {
+	if f.face == "mcp" {
+		args, err := loadgen.MCPArguments(f.payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		expect := args
+		if f.expect == "echo" {
+			text, err := loadgen.EchoText(args)
+			if err != nil {
+				return nil, nil, err
+			}
+			expect = json.RawMessage(text)
+		} else if expect, err = json.Marshal(loadgen.BackendResult()); err != nil {
+			return nil, nil, err
+		}
+		h := http.Header{}
+		if f.apiKey != "" {
+			h.Set("X-API-Key", f.apiKey)
+		}
+		t, err := loadgen.NewMCPTarget(ctx, loadgen.MCPConfig{URL: f.url, Tool: f.tool, Arguments: args,
+			Expect: expect, Header: h, Sessions: sessions})
+		if err != nil {
+			return nil, nil, err
+		}
+		return t.Call, t.Close, nil
+	}
+	method, _ := loadgen.MethodFor(f.target)
+	body, err := loadgen.RequestBytes(f.payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ccs []grpc.ClientConnInterface
+	var closers []*grpc.ClientConn
+	closeAll := func() {
+		for _, cc := range closers {
+			cc.Close()
+		}
+	}
+	for range f.conns {
+		cc, err := dial(f.addr, f.apiKey)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		// Connect now: a lazily connecting client would spend the first
+		// calls of the measured window dialling.
+		cc.Connect()
+		ccs, closers = append(ccs, cc), append(closers, cc)
+	}
+	return loadgen.NewCallSpread(ccs, method, body), closeAll, nil
+}
+
+// parsePIDs reads --pid: process ids, comma-separated.
+func parsePIDs(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--pid %q: want process ids, comma-separated", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("drive", flag.ContinueOnError)
-	target := fs.String("target", "", "gateway, direct or proxy")
-	addr := fs.String("addr", "", "target address, 127.0.0.1:PORT")
+	var tf targetFlags
+	tf.register(fs)
 	mode := fs.String("mode", "closed", "closed (fixed concurrency) or open (fixed rate)")
-	conc := fs.Int("concurrency", 16, "closed loop: calls in flight")
+	conc := fs.Int("concurrency", 16, "closed loop: calls in flight (MCP: one session each)")
 	rate := fs.Float64("rate", 1000, "open loop: calls per second")
 	maxOut := fs.Int("max-outstanding", 256, "open loop: bound on calls in flight")
 	dur := fs.Duration("duration", 10*time.Second, "measured run length")
 	warm := fs.Duration("warmup", 0, "unmeasured closed-loop warm-up before the run")
-	payload := fs.String("payload", loadgen.PayloadClean, "clean (no repair needed) or repair")
 	timeout := fs.Duration("timeout", 5*time.Second, "per-call deadline")
 	label := fs.String("label", "", "name for this target in the output (default: the target)")
 	round := fs.Int("round", 0, "round number to record in the output")
-	apiKey := fs.String("api-key", "", "send this API key (x-api-key) on every call")
+	pidList := fs.String("pid", "", "process(es) measured, comma-separated: CPU per call and peak RSS (VmHWM) from /proc")
+	metricsURL := fs.String("metrics-url", "", "the measured Go process's Prometheus /metrics: bytes allocated per call")
+	statsURL := fs.String("upstream-stats", "", "the echo upstream's /stats: new upstream connections per call")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
-	method, err := loadgen.MethodFor(*target)
-	if err != nil {
-		return fmt.Errorf("--target: %w", err)
-	}
-	if err := loopback("addr", *addr); err != nil {
+	if err := tf.check(); err != nil {
 		return err
 	}
-	body, err := loadgen.RequestBytes(*payload)
+	pids, err := parsePIDs(*pidList)
 	if err != nil {
-		return fmt.Errorf("--payload: %w", err)
+		return err
+	}
+	for name, u := range map[string]string{"metrics-url": *metricsURL, "upstream-stats": *statsURL} {
+		if u == "" {
+			continue
+		}
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "http" {
+			return fmt.Errorf("--%s %q: want http://127.0.0.1:PORT/PATH", name, u)
+		} else if err := loopback(name, pu.Host); err != nil {
+			return err
+		}
 	}
 	if *label == "" {
-		*label = *target
+		*label = tf.label()
 	}
 	switch {
 	case *dur <= 0 || *dur > time.Hour:
@@ -164,21 +316,40 @@ func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--max-outstanding %d: want 1..10000", *maxOut)
 	case *mode != "closed" && *mode != "open":
 		return fmt.Errorf("--mode %q: want closed or open", *mode)
+	case *mode == "open" && tf.face == "mcp":
+		return errors.New("--mode open: the MCP face is driven in a closed loop only (one session per worker)")
 	}
 
-	cc, err := dial(*addr, *apiKey)
+	call, closeTarget, err := tf.open(ctx, *conc)
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
-	call := loadgen.NewCall(cc, method, body)
+	defer closeTarget()
 
 	if *warm > 0 {
 		if _, err := loadgen.RunClosed(ctx, loadgen.ClosedConfig{Concurrency: *conc, Duration: *warm, CallTimeout: *timeout}, call); err != nil {
 			return err
 		}
 	}
-	res := loadgen.Result{Label: *label, Round: *round, Target: *target, Mode: *mode, Payload: *payload}
+	res := loadgen.Result{Label: *label, Round: *round, Target: tf.label(), Mode: *mode, Payload: tf.payload}
+	if tf.face == "mcp" {
+		res.Face = "mcp"
+	} else {
+		res.Conns = tf.conns
+	}
+	probe := loadgen.Probe{PIDs: pids, MetricsURL: *metricsURL, StatsURL: *statsURL}
+	if probe.MetricsURL != "" {
+		// A process without the Go collector (an older build, another
+		// exporter) is measured without its allocations, and says so.
+		if _, err := loadgen.AllocatedBytes(ctx, probe.MetricsURL); err != nil {
+			fmt.Fprintf(stderr, "flowdrop-loadgen: %s: allocations not measured: %v\n", *label, err)
+			probe.MetricsURL = ""
+		}
+	}
+	mark, err := probe.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the measured process before the run: %w", err)
+	}
 	var st loadgen.Stats
 	if *mode == "closed" {
 		res.Concurrency = *conc
@@ -191,6 +362,9 @@ func drive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := probe.Finish(ctx, mark, st.Calls, &res); err != nil {
+		return fmt.Errorf("reading the measured process after the run: %w", err)
 	}
 	st.Fill(&res)
 	return json.NewEncoder(stdout).Encode(res)
@@ -310,51 +484,98 @@ func proxy(ctx context.Context, args []string, stderr io.Writer) error {
 // the whole chain (e.g. gateway → registered tool → backend), not just a port.
 func wait(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
-	target := fs.String("target", "", "gateway, direct or proxy")
-	addr := fs.String("addr", "", "target address, 127.0.0.1:PORT")
-	payload := fs.String("payload", loadgen.PayloadClean, "clean or repair")
+	var tf targetFlags
+	tf.register(fs)
 	timeout := fs.Duration("timeout", 15*time.Second, "give up after this long")
 	// Above a slow backend's --delay, or no attempt could ever succeed.
 	callTimeout := fs.Duration("call-timeout", time.Second, "deadline of each attempt")
-	apiKey := fs.String("api-key", "", "send this API key (x-api-key) on every call")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if *callTimeout <= 0 {
 		return fmt.Errorf("--call-timeout %v: must be positive", *callTimeout)
 	}
-	method, err := loadgen.MethodFor(*target)
-	if err != nil {
-		return fmt.Errorf("--target: %w", err)
-	}
-	if err := loopback("addr", *addr); err != nil {
+	if err := tf.check(); err != nil {
 		return err
 	}
-	body, err := loadgen.RequestBytes(*payload)
-	if err != nil {
-		return fmt.Errorf("--payload: %w", err)
-	}
-	cc, err := dial(*addr, *apiKey)
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
-	call := loadgen.NewCall(cc, method, body)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	where := tf.addr
+	if tf.face == "mcp" {
+		where = tf.url
+	}
+	var err error
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, *callTimeout)
-		err = call(cctx)
-		ccancel()
-		if err == nil {
-			return nil
+		// An MCP session is opened afresh each attempt: the endpoint may
+		// not have been listening for the last one.
+		var call loadgen.Call
+		var closeTarget func()
+		if call, closeTarget, err = tf.open(ctx, 1); err == nil {
+			cctx, ccancel := context.WithTimeout(ctx, *callTimeout)
+			err = call(cctx)
+			ccancel()
+			closeTarget()
+			if err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s at %s not ready after %v: last error: %v", *target, *addr, *timeout, err)
+			return fmt.Errorf("%s at %s not ready after %v: last error: %v", tf.label(), where, *timeout, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// mcpUpstream serves the echo upstream (streamable HTTP) and its /stats on
+// a listener of its own, until signalled or its lifetime passes.
+func mcpUpstream(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp-upstream", flag.ContinueOnError)
+	listen := fs.String("listen", "", "MCP listen address, 127.0.0.1:PORT (any path serves the endpoint)")
+	statsListen := fs.String("stats-listen", "", "address of GET /stats (accepted connections, calls), 127.0.0.1:PORT")
+	lifetime := fs.Duration("lifetime", time.Hour, "exit after this long even if never signalled")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := loopback("listen", *listen); err != nil {
+		return err
+	}
+	if err := loopback("stats-listen", *statsListen); err != nil {
+		return err
+	}
+	if *lifetime <= 0 {
+		return fmt.Errorf("--lifetime %v: must be positive", *lifetime)
+	}
+	up := loadgen.NewEchoUpstream()
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	slis, err := net.Listen("tcp", *statsListen)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	hs := &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	ss := &http.Server{Handler: up.StatsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = ss.Serve(slis) }()
+	defer ss.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(up.CountAccepts(lis)) }()
+	fmt.Fprintf(stderr, "MCP on http://%s/mcp, stats on http://%s/stats\n", lis.Addr(), slis.Addr())
+	ctx, cancel := context.WithTimeout(ctx, *lifetime)
+	defer cancel()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer scancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	return nil
 }
 
 func summarize(args []string, stdout, stderr io.Writer) error {

@@ -100,3 +100,51 @@ func TestOnlyCommandsImportTheCompositionRoot(t *testing.T) {
 		t.Fatalf("go list saw %d packages; the check would be vacuous", seen)
 	}
 }
+
+// TestOnlyInvokewireEncodesInvocationsByHand: the invocation messages'
+// field numbers live in one package (internal/invokewire), so protowire is
+// imported there and only by the packages below, which read other
+// messages' wire bytes; a face, the pipeline or a backend kind importing it
+// again would be a second owner of the invocation formats. An entry that
+// no longer imports protowire is reported too, so the list stays true.
+func TestOnlyInvokewireEncodesInvocationsByHand(t *testing.T) {
+	t.Parallel()
+	const protowire = "google.golang.org/protobuf/encoding/protowire"
+	allowed := map[string]string{
+		module + "/internal/invokewire":      "the owner of the invocation messages' wire formats",
+		module + "/internal/structwire":      "google.protobuf.Struct's wire bytes, read for the hot path's checks",
+		module + "/normalize":                "RT-TOOL-8 repairs applied to a Struct's wire bytes (wire.go)",
+		module + "/internal/protoschema":     "a request message's descriptor, walked to a JSON Schema",
+		module + "/internal/policy":          "the argument limits checked on a Struct's wire bytes (limits.go)",
+		module + "/cmd/flowdrop-adversarial": "hostile arguments built on the wire, bigger than proto.Marshal would take",
+	}
+	type pkg struct {
+		ImportPath string
+		Imports    []string
+	}
+	out := goList(t, "-json=ImportPath,Imports", "./...")
+	dec := json.NewDecoder(strings.NewReader(strings.Join(out, " ")))
+	seen, importers := 0, map[string]bool{}
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if !slices.Contains(p.Imports, protowire) {
+			continue
+		}
+		importers[p.ImportPath] = true
+		if _, ok := allowed[p.ImportPath]; !ok {
+			t.Errorf("%s imports protowire: only internal/invokewire encodes invocation messages by hand (use its functions), and the packages allowed here read other messages", p.ImportPath)
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list saw %d packages; the check would be vacuous", seen)
+	}
+	for p, why := range allowed {
+		if !importers[p] {
+			t.Errorf("%s is allowed protowire (%s) but no longer imports it: drop it from the list", p, why)
+		}
+	}
+}

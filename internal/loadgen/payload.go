@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -61,6 +62,22 @@ func Arguments(kind string) (*structpb.Struct, error) {
 		s.Fields["labels"] = structpb.NewStringValue(`["ops","release","staging","credentials","weekly"]`)
 	}
 	return s, nil
+}
+
+// MCPArguments is a payload kind's arguments as the JSON object an MCP
+// tools/call carries (~920 bytes for the clean kind).
+func MCPArguments(kind string) (json.RawMessage, error) {
+	args, err := Arguments(kind)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(args.AsMap())
+}
+
+// BackendResult is the result Backend answers every call with; over the
+// gateway's MCP face it is the answer's text, as JSON.
+func BackendResult() map[string]any {
+	return map[string]any{"status": "ok", "task_id": "T-1042"}
 }
 
 // RequestBytes is the marshalled InvokeToolRequest for a payload kind. The

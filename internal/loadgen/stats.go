@@ -60,6 +60,25 @@ type Result struct {
 	P99us          float64 `json:"p99_us"`
 	MaxUs          float64 `json:"max_us"`
 	FirstError     string  `json:"first_error,omitempty"`
+	// Face is the protocol driven: "grpc" (the default, omitted) or "mcp".
+	// Conns is how many gRPC client connections carried the calls; an MCP
+	// run has Concurrency sessions instead.
+	Face  string `json:"face,omitempty"`
+	Conns int    `json:"conns,omitempty"`
+	// The measured process's costs over the measured window (Probe), each
+	// only when the harness gave the driver what it needs to read it: CPU
+	// per completed call, peak resident memory (VmHWM; over this run, or
+	// over the process's life when PeakRSSLifetime), bytes the Go runtime
+	// allocated per call, and TCP connections the echo upstream accepted
+	// per call (a pointer: 0 is a result).
+	CPUusPerCall         float64  `json:"cpu_us_per_call,omitempty"`
+	PeakRSSMiB           float64  `json:"peak_rss_mib,omitempty"`
+	PeakRSSLifetime      bool     `json:"peak_rss_lifetime,omitempty"`
+	AllocBytesPerCall    float64  `json:"alloc_bytes_per_call,omitempty"`
+	UpstreamConnsPerCall *float64 `json:"upstream_conns_per_call,omitempty"`
+	// DriverCPUusPerCall is the driver's own CPU per call: on a shared
+	// machine it says how much of the CPU the load itself took.
+	DriverCPUusPerCall float64 `json:"driver_cpu_us_per_call,omitempty"`
 }
 
 // Fill copies s into r: counts, successful calls per second of elapsed time,

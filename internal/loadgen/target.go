@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -43,6 +44,24 @@ func NewCall(cc grpc.ClientConnInterface, method string, payload []byte) Call {
 	}
 }
 
+// NewCallSpread is NewCall over several client connections, each call on
+// the next one round-robin: a proxy that serves one connection on one
+// worker or thread (nginx's HTTP/2) is measured as many agents load it.
+func NewCallSpread(ccs []grpc.ClientConnInterface, method string, payload []byte) Call {
+	if len(ccs) == 1 {
+		return NewCall(ccs[0], method, payload)
+	}
+	calls := make([]Call, len(ccs))
+	for i, cc := range ccs {
+		calls[i] = NewCall(cc, method, payload)
+	}
+	var next atomic.Uint64
+	n := uint64(len(calls))
+	return func(ctx context.Context) error {
+		return calls[(next.Add(1)-1)%n](ctx)
+	}
+}
+
 // Backend is a minimal fast ToolBackendService: it answers every call with
 // the same small result, without sleeping or logging, so a benchmark
 // measures the hops in front of it.
@@ -53,7 +72,7 @@ type Backend struct {
 
 // NewBackend returns a Backend.
 func NewBackend() *Backend {
-	result, _ := structpb.NewValue(map[string]any{"status": "ok", "task_id": "T-1042"})
+	result, _ := structpb.NewValue(BackendResult())
 	// One shared response: protobuf messages are safe to marshal concurrently.
 	return &Backend{resp: &gatewayv1.InvokeResponse{Result: result}}
 }

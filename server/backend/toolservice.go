@@ -7,17 +7,16 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
@@ -118,14 +117,14 @@ func (t *ToolService) Close() { t.pool.close() }
 
 // Invoke calls the tool's backend. When the received request's bytes are
 // still what the backend must get, they go as they are with the caller
-// (field 4) after them: InvokeToolRequest {tool=1, arguments=2, call_id=3}
-// and InvokeRequest {tool=1, arguments=2, call_id=3, caller=4} agree on 1–3.
+// field after them (the messages share tool, arguments and call_id:
+// internal/invokewire).
 // The response comes back undecoded and is handed on as bytes when it is a
 // plain InvokeResponse.
 func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, error) {
 	var req any
 	if rcv, ok := c.Forwardable(); ok && rcv.Message != nil {
-		callerField, err := encodeCallerField(callerProto(c))
+		callerField, err := callerField(c)
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("encoding the caller: %w", err)
 		}
@@ -157,7 +156,7 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if err := t.call(ctx, c, req, resp); err != nil {
 		return pipeline.Result{}, err
 	}
-	if plainInvokeResponse(resp.Buf) {
+	if invokewire.IsPlainResponse(resp.Buf) {
 		return pipeline.Result{Encoded: resp.Buf}, nil
 	}
 	// Unknown fields (a newer backend) must not reach the caller as, say,
@@ -385,68 +384,14 @@ func callerProto(c *pipeline.Call) *gatewayv1.Caller {
 	return out
 }
 
-// encodeCallerField encodes InvokeRequest.caller (field 4) on its own, to
-// follow the received request's bytes (fields 1–3) on the wire. By hand
-// with protowire, as proto.Marshal would: the reflective marshaller took
-// ~2.5 µs a call for these three fields. TestEncodeCallerField holds it to
-// proto.Marshal's bytes.
-func encodeCallerField(caller *gatewayv1.Caller) ([]byte, error) {
-	if caller == nil {
-		return nil, nil
+// callerField is callerProto(c) as InvokeRequest's caller field on its own,
+// to follow a received request's bytes.
+func callerField(c *pipeline.Call) ([]byte, error) {
+	var roles []string
+	if c.Caller.Method != policy.MethodNone {
+		roles = c.Caller.Roles
 	}
-	size, valid := 0, true
-	eachCallerField(caller, func(_ protowire.Number, s string) {
-		size += 1 + protowire.SizeBytes(len(s)) // tags 1–3 take one byte
-		valid = valid && utf8.ValidString(s)
-	})
-	if !valid { // proto3 strings must be valid UTF-8; proto.Marshal refuses them too
-		return nil, errors.New("caller identity is not valid UTF-8")
-	}
-	out := make([]byte, 0, 1+protowire.SizeVarint(uint64(size))+size)
-	out = protowire.AppendTag(out, 4, protowire.BytesType)
-	out = protowire.AppendVarint(out, uint64(size))
-	eachCallerField(caller, func(num protowire.Number, s string) {
-		out = protowire.AppendString(protowire.AppendTag(out, num, protowire.BytesType), s)
-	})
-	return out, nil
-}
-
-// eachCallerField calls f for each field of c that proto.Marshal writes, in
-// field order: subject (1) and method (2) unless empty (proto3), every role (3).
-func eachCallerField(c *gatewayv1.Caller, f func(num protowire.Number, s string)) {
-	if s := c.GetSubject(); s != "" {
-		f(1, s)
-	}
-	if s := c.GetMethod(); s != "" {
-		f(2, s)
-	}
-	for _, r := range c.GetRoles() {
-		f(3, r)
-	}
-}
-
-// plainInvokeResponse reports whether b holds only InvokeResponse's fields
-// (result = 1, is_error = 2), each at most once with its wire type.
-func plainInvokeResponse(b []byte) bool {
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || seen&(1<<(num&7)) != 0 {
-			return false
-		}
-		switch {
-		case num == 1 && typ == protowire.BytesType, num == 2 && typ == protowire.VarintType:
-		default:
-			return false
-		}
-		seen |= 1 << num
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return false
-		}
-		b = b[n+m:]
-	}
-	return true
+	return invokewire.CallerField(c.Caller.Subject, c.Caller.Method, roles)
 }
 
 // responseTooLarge is the error for a backend's response over the backend

@@ -7,13 +7,15 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/normalize"
 )
 
-// TestAppendRepairs: the backend's InvokeResponse bytes followed by the
-// appended repairs decode as the InvokeToolResponse proto.Marshal would
-// have built, for every field combination.
-func TestAppendRepairs(t *testing.T) {
+// TestRawResponseRepairsAsDecoded: the raw path's response (the backend's
+// InvokeResponse bytes with the repairs appended by invokewire) decodes as
+// the response the decoded path builds with repairsProto, for every field
+// combination: the face's two ways of answering agree.
+func TestRawResponseRepairsAsDecoded(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, reason string
@@ -34,7 +36,7 @@ func TestAppendRepairs(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := new(gatewayv1.InvokeToolResponse)
-			if err := proto.Unmarshal(appendRepairs(enc[:len(enc):len(enc)], tc.repairs), got); err != nil {
+			if err := proto.Unmarshal(invokewire.ToolResponse(enc, tc.repairs, false), got); err != nil {
 				t.Fatal(err)
 			}
 			want := &gatewayv1.InvokeToolResponse{Result: backend.Result, IsError: true, Repairs: repairsProto(tc.repairs)}

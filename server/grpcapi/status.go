@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
@@ -166,17 +167,10 @@ func invalidArgumentsStatus(e *pipeline.Error) *status.Status {
 	return withDetails(status.New(codes.InvalidArgument, e.Message), details...)
 }
 
+// repairProto is r as a Repair message (the kind numbered by invokewire's
+// one mapping, as the raw responses carry it).
 func repairProto(r normalize.Repair) *gatewayv1.Repair {
-	kind := gatewayv1.RepairKind_REPAIR_KIND_UNSPECIFIED
-	switch r.Kind {
-	case normalize.JSONDecoded:
-		kind = gatewayv1.RepairKind_REPAIR_KIND_JSON_DECODED
-	case normalize.EntitiesDecoded:
-		kind = gatewayv1.RepairKind_REPAIR_KIND_ENTITIES_DECODED
-	case normalize.NullDropped:
-		kind = gatewayv1.RepairKind_REPAIR_KIND_NULL_DROPPED
-	}
-	return &gatewayv1.Repair{Path: r.Path, Kind: kind, Passes: int32(r.Passes), BoundHit: r.BoundHit}
+	return &gatewayv1.Repair{Path: r.Path, Kind: gatewayv1.RepairKind(invokewire.RepairKind(r.Kind)), Passes: int32(r.Passes), BoundHit: r.BoundHit}
 }
 
 func repairsProto(rs []normalize.Repair) []*gatewayv1.Repair {

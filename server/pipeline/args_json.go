@@ -26,26 +26,25 @@ const (
 	MCPArgumentsField = "arguments"
 )
 
-// parseJSON parses c.argsJSON once; a refusal is kept for every later ask.
-func (c *Call) parseJSON() (*structpb.Struct, error) {
-	if c.argsBoth {
-		c.decodeErr = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: c.Tool,
+// parseJSON parses the text once, within pol's limits (the defaults
+// without a policy); a refusal is kept for every later ask.
+func (a *Arguments) parseJSON(tool string, pol *Policy) (*structpb.Struct, error) {
+	if a.alsoStruct {
+		a.err = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: tool,
 			Message: "the request sets both arguments and arguments_json: set one of them"}
-		return nil, c.decodeErr
+		return nil, a.err
 	}
 	lim := defaultRepairLimits
-	if c.pol != nil {
-		lim = c.pol.repairLimits
+	if pol != nil {
+		lim = pol.repairLimits
 	}
-	s, err := normalize.ParseArguments(c.argsJSON, lim)
+	s, err := normalize.ParseArguments(a.text, lim)
 	if err != nil {
-		c.decodeErr = c.jsonRefusal(err)
-		return nil, c.decodeErr
+		a.err = a.jsonRefusal(tool, pol, err)
+		return nil, a.err
 	}
-	if c.p != nil {
-		c.p.stats.decoded.Add(1)
-	}
-	c.sent, c.args = s, s
+	a.countDecode()
+	a.sent, a.fwd = s, s
 	return s, nil
 }
 
@@ -61,24 +60,24 @@ func IsMalformedArguments(e *Error) bool {
 // jsonRefusal is the InvalidArgument for text the parser refused: a limit
 // as the policy names it, anything else as a violation at its pointer (so
 // the gRPC status carries it as a BadRequest field and MCP as a path).
-func (c *Call) jsonRefusal(err error) *Error {
+func (a *Arguments) jsonRefusal(tool string, pol *Policy, err error) *Error {
 	var le *normalize.LimitError
 	if errors.As(err, &le) {
 		limits := policy.Limits{}.WithDefaults()
-		if c.pol != nil {
-			limits = c.pol.Limits
+		if pol != nil {
+			limits = pol.Limits
 		}
-		return Classify(limits.Exceeded(c.Tool, repairLimitNames[le.Kind], le.Path, false))
+		return Classify(limits.Exceeded(tool, repairLimitNames[le.Kind], le.Path, false))
 	}
 	var pe *normalize.ParseError
 	if !errors.As(err, &pe) {
 		return Classify(err)
 	}
-	msg := pe.Describe(c.jsonField)
+	msg := pe.Describe(a.textField)
 	// Cause: the parser's refusal, which tells a face the text itself was
 	// malformed (MCP answers that with a JSON-RPC error, not a result).
-	return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Tool: c.Tool,
-		Message:    fmt.Sprintf("tool %q: %s", c.Tool, msg),
+	return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Tool: tool,
+		Message:    fmt.Sprintf("tool %q: %s", tool, msg),
 		Violations: []schema.Violation{{Pointer: pe.Path, Message: msg}}, Cause: pe}
 }
 

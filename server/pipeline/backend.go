@@ -21,10 +21,11 @@ type Result struct {
 	Value   *structpb.Value
 	IsError bool
 	// Encoded is the answer as a flowdrop.gateway.v1.InvokeResponse: the
-	// backend's bytes when they hold only result (1) and is_error (2), or an
-	// answer in MCP's content model encoded by its backend kind (content
-	// (5) and meta (6) as well). InvokeToolResponse numbers those fields the
-	// same, so a face speaking that message may send the bytes as they are.
+	// backend's bytes when they hold only result and is_error
+	// (invokewire.IsPlainResponse), or an answer in MCP's content model
+	// encoded by its backend kind (content and meta as well). A face reads
+	// or extends the bytes with internal/invokewire (InvokeToolResponse
+	// shares those fields), never by field number.
 	Encoded []byte
 	// Replayed: the answer is an earlier call's stored outcome under the
 	// same idempotency key (the backend was not called).

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 )
@@ -26,9 +23,9 @@ type Holder interface {
 type Received struct {
 	// Args is the arguments' google.protobuf.Struct wire bytes.
 	Args []byte
-	// Message is the whole received message when its only fields are tool
-	// (1), arguments (2) and call_id (3), which a backend request of the
-	// same shape can carry unchanged; nil otherwise.
+	// Message is the whole received message when it may head a backend
+	// request as it is (invokewire.ToolRequest.IsBackendHead: only tool,
+	// arguments and call_id); nil otherwise.
 	Message []byte
 	// Hold keeps Message's memory alive past the call; nil when the memory
 	// is not pooled.
@@ -37,14 +34,8 @@ type Received struct {
 
 // Call is one tool call as it moves through the stages. A face builds it
 // (NewCall, or Init on memory of its own); each stage reads and fills its
-// part. A Call belongs to one goroutine.
-//
-// The arguments are held as received bytes, decoded, or both: Args decodes
-// the received bytes at most once, and a stage that can work on the bytes
-// never asks. Forwardable reports whether the received bytes are still
-// exactly what the backend must get. A repair made on the wire replaces the
-// received bytes with the repaired ones (and a request built around them),
-// keeping the bytes as sent for the audit line (SentWire).
+// part. A Call belongs to one goroutine. Its arguments are one value
+// (Arguments) that the stages ask questions of.
 type Call struct {
 	Tool   string
 	CallID string
@@ -62,24 +53,8 @@ type Call struct {
 	// Report is what normalization repaired or skipped.
 	Report normalize.Report
 
-	received    Received
-	hasReceived bool
-	// argsJSON is the arguments as JSON text (gRPC's arguments_json, MCP's
-	// tools/call arguments), parsed by Args; jsonField names it in
-	// refusals; argsBoth: the face also received a Struct.
-	argsJSON, jsonField string
-	hasJSON, argsBoth   bool
-	sent                *structpb.Struct // the arguments as sent, once decoded
-	args                *structpb.Struct // the arguments to forward (normalized)
-	// sentWire is the arguments' bytes as sent when normalization repaired
-	// them on the wire (receiveRepaired): received then holds the repaired
-	// arguments, and sent decodes from these bytes.
-	sentWire  []byte
-	decodeErr *Error
-	// rewrite: the received bytes hold more than their decoded form
-	// (unknown fields, repeated kinds or entry fields), so they are never
-	// forwarded as they came: the backend gets the decoded form re-encoded.
-	rewrite bool
+	// args is the arguments in the forms they have taken (arguments.go).
+	args Arguments
 
 	start       time.Time
 	validation  string                   // "ok" | "failed" | "" (not reached)
@@ -115,15 +90,12 @@ func NewCall(tool, callID string, args *structpb.Struct) *Call {
 // with its other per-call state.
 func (c *Call) Init(tool, callID string, args *structpb.Struct) {
 	c.Tool, c.CallID = tool, callID
-	c.sent, c.args = args, args
+	c.args.setStruct(args)
 }
 
 // Receive gives the call its arguments as received bytes (instead of
 // decoded ones).
-func (c *Call) Receive(r Received) {
-	c.received, c.hasReceived = r, true
-	c.sent, c.args = nil, nil
-}
+func (c *Call) Receive(r Received) { c.args.receive(r) }
 
 // ReceiveJSON gives the call its arguments as the JSON text a model API
 // returned (InvokeToolRequest.arguments_json, MCP's tools/call arguments):
@@ -132,8 +104,7 @@ func (c *Call) Receive(r Received) {
 // the JSON Pointer. alsoStruct says the face received decoded arguments
 // too, which Args refuses.
 func (c *Call) ReceiveJSON(field, text string, alsoStruct bool) {
-	c.argsJSON, c.jsonField, c.hasJSON, c.argsBoth = text, field, true, alsoStruct
-	c.sent, c.args = nil, nil
+	c.args.receiveJSON(field, text, alsoStruct)
 }
 
 // SetIdempotencyKey sets the call's idempotency key from the places a
@@ -155,115 +126,14 @@ func (c *Call) SetIdempotencyKey(keys ...string) {
 // outcome (the backend was not called).
 func (c *Call) Replayed() bool { return c.replayed }
 
-// Decoded reports whether the arguments exist in decoded form.
-func (c *Call) Decoded() bool { return c.args != nil || !c.hasReceived }
-
-// ReceivedArgs returns the received argument bytes, if the call has them.
-func (c *Call) ReceivedArgs() ([]byte, bool) { return c.received.Args, c.hasReceived }
-
-// Args returns the arguments to forward, decoding the received bytes the
-// first time it is asked. A decode failure is an InvalidArgument *Error.
-func (c *Call) Args() (*structpb.Struct, error) {
-	if c.decodeErr != nil {
-		return nil, c.decodeErr
-	}
-	if c.hasJSON && c.args == nil {
-		return c.parseJSON()
-	}
-	if c.args != nil || !c.hasReceived {
-		return c.args, nil
-	}
-	s, err := c.decode()
-	if err != nil {
-		c.decodeErr = &Error{Code: InvalidArgument, Reason: ReasonArgumentsUndecodable, Tool: c.Tool,
-			Message: "arguments are not a valid google.protobuf.Struct", Cause: err}
-		return nil, c.decodeErr
-	}
-	if c.p != nil {
-		c.p.stats.decoded.Add(1)
-	}
-	c.args = s
-	if c.sentWire == nil {
-		c.sent = s
-	}
-	return s, nil
-}
-
-// decode decodes the received arguments: by hand (structwire's decoder,
-// equal to proto.Unmarshal for the bytes it takes, several times faster)
-// unless the fast paths are off or it leaves the bytes to proto.Unmarshal.
-// Unknown fields are dropped: what goes on is only what was checked.
-func (c *Call) decode() (*structpb.Struct, error) { return c.decodeBytes(c.received.Args) }
-
-func (c *Call) decodeBytes(b []byte) (*structpb.Struct, error) {
-	if c.p == nil || c.p.fast {
-		if s, ok := structwire.DecodeStruct(b); ok {
-			return s, nil
-		}
-	}
-	s := new(structpb.Struct)
-	return s, proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, s)
-}
-
-// Sent returns the arguments as the model sent them, decoding them if
-// needed; nil if they cannot be decoded.
-func (c *Call) Sent() *structpb.Struct {
-	if c.sent == nil && c.sentWire != nil {
-		// Bytes the screen stage read as canonical, so they decode.
-		if s, err := c.decodeBytes(c.sentWire); err == nil {
-			c.sent = s
-		}
-	}
-	if c.sent == nil {
-		c.Args()
-	}
-	return c.sent
-}
-
-// SentWire returns the arguments' bytes as sent when normalization
-// repaired them on the wire (ReceivedArgs then returns the repaired bytes).
-func (c *Call) SentWire() ([]byte, bool) { return c.sentWire, c.sentWire != nil }
-
-// receiveRepaired makes the wire-repaired arguments the call's received
-// arguments: buf holds them from headLen on, after the head
-// beginInvokeRequest wrote. The bytes as sent stay for the audit line.
-func (c *Call) receiveRepaired(buf []byte, headLen int) {
-	c.sentWire = c.received.Args
-	msg, args := finishInvokeRequest(buf, headLen, c.CallID)
-	c.received = Received{Args: args, Message: msg}
-}
-
-// SetArgs replaces the arguments to forward (normalization's result).
-func (c *Call) SetArgs(s *structpb.Struct) { c.args = s }
-
-// setChangedArgs replaces the arguments to forward with s, which differ
-// from every form the call holds: the received bytes (also when they were
-// repaired on the wire) are no longer what the backend must get.
-func (c *Call) setChangedArgs(s *structpb.Struct) {
-	c.args, c.rewrite = s, true
-}
+// Args returns the arguments to forward, decoding the received bytes (or
+// parsing the text) the first time it is asked. A refusal is an
+// InvalidArgument *Error.
+func (c *Call) Args() (*structpb.Struct, error) { return c.args.Struct(c.Tool, c.pol) }
 
 // Forwardable returns the received bytes when they are exactly what the
-// backend must receive: never decoded, or decoded and left unchanged, or
-// repaired on the wire (then decoding is only a read of the repaired
-// bytes). With the pipeline's fast paths off it reports false: the backend
-// re-encodes.
-func (c *Call) Forwardable() (Received, bool) {
-	changed := c.args != nil && c.args != c.sent && c.sentWire == nil
-	if !c.hasReceived || c.rewrite || changed || (c.p != nil && !c.p.fast) {
-		return Received{}, false
-	}
-	return c.received, true
-}
-
-// ArgSize is the arguments' encoded size: the received bytes' length, or
-// the decoded arguments' proto.Size.
-func (c *Call) ArgSize() int {
-	if c.args == nil && c.hasReceived {
-		return len(c.received.Args)
-	}
-	return proto.Size(c.args)
-}
+// backend must receive (Arguments.WireForBackend).
+func (c *Call) Forwardable() (Received, bool) { return c.args.WireForBackend() }
 
 // Fail classifies err and records it as the call's outcome, for a face
 // whose own step (authentication) refused the call. It returns the *Error.
@@ -312,41 +182,4 @@ func (c *Call) StageTimes() []time.Duration {
 		n = min(n, len(c.p.stages))
 	}
 	return c.stageTime[:n]
-}
-
-// A backend InvokeRequest shares tool (1), arguments (2) and call_id (3)
-// with InvokeToolRequest. A call repaired on the wire has its request built
-// around the repaired arguments in one buffer: beginInvokeRequest writes the
-// tool and the arguments' tag with room for the longest length varint, the
-// arguments are appended, and finishInvokeRequest writes their length,
-// closes the gap and appends call_id — proto.Marshal's layout, one
-// allocation, no second copy of the arguments.
-const maxArgsLenVarint = 5 // a length under 4 GiB
-
-// beginInvokeRequest starts a request whose arguments will be about
-// argsSize bytes; the arguments go from len(head) on.
-func beginInvokeRequest(tool string, argsSize int, callID string) (head []byte) {
-	n := protowire.SizeTag(1) + protowire.SizeBytes(len(tool)) + protowire.SizeTag(2) + maxArgsLenVarint +
-		argsSize + argsSize/4 + 64 + protowire.SizeTag(3) + protowire.SizeBytes(len(callID))
-	head = make([]byte, 0, n)
-	if tool != "" {
-		head = protowire.AppendString(protowire.AppendTag(head, 1, protowire.BytesType), tool)
-	}
-	head = protowire.AppendTag(head, 2, protowire.BytesType)
-	return append(head, make([]byte, maxArgsLenVarint)...)
-}
-
-// finishInvokeRequest completes what beginInvokeRequest started (headLen
-// is its length): msg is the request, args the arguments within it.
-func finishInvokeRequest(buf []byte, headLen int, callID string) (msg, args []byte) {
-	at := headLen - maxArgsLenVarint
-	argsLen := len(buf) - headLen
-	n := len(protowire.AppendVarint(buf[at:at], uint64(argsLen)))
-	copy(buf[at+n:], buf[headLen:])
-	buf = buf[:at+n+argsLen]
-	args = buf[at+n : len(buf) : len(buf)]
-	if callID != "" {
-		buf = protowire.AppendString(protowire.AppendTag(buf, 3, protowire.BytesType), callID)
-	}
-	return buf, args
 }

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flowdrop/gateway/internal/idempotency"
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 )
 
@@ -324,26 +324,13 @@ func (p *Pipeline) argsHash(c *Call) (idempotency.Hash, error) {
 	return idempotency.Hash(sha256.Sum256(enc)), err
 }
 
-// encodeResult is the answer as flowdrop.gateway.v1.InvokeResponse
-// {result=1, is_error=2} bytes (the form Result.Encoded carries).
+// encodeResult is the answer as an encoded InvokeResponse (the form
+// Result.Encoded carries).
 func encodeResult(res Result) []byte {
 	if res.Encoded != nil {
 		return bytes.Clone(res.Encoded)
 	}
-	var b []byte
-	if res.Value != nil {
-		v, err := proto.MarshalOptions{Deterministic: true}.Marshal(res.Value)
-		if err == nil {
-			b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), v)
-		}
-	}
-	if res.IsError {
-		b = protowire.AppendVarint(protowire.AppendTag(b, 2, protowire.VarintType), 1)
-	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b
+	return invokewire.EncodeResponse(res.Value, res.IsError)
 }
 
 // detached is a copy of c for a run that may outlive the call: the
@@ -351,7 +338,7 @@ func encodeResult(res Result) []byte {
 // outcome fields its own.
 func (c *Call) detached() *Call {
 	run := *c
-	run.received, run.hasReceived = Received{}, false
+	run.args = c.args.detached()
 	run.err = nil
 	return &run
 }

@@ -118,26 +118,15 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		rec.ShadowDenials = append(rec.ShadowDenials, policy.ShadowDenial{Reason: d.Reason, Rule: d.Rule, Message: d.Message})
 	}
 	fromWire := false
-	if b, ok := c.ReceivedArgs(); ok && c.Entry != nil && !c.Decoded() {
+	if sent, repaired, ok := c.args.forAuditWire(); ok && c.Entry != nil {
 		// Never decoded (the wire checks proved them; rules read only
 		// their members): encoded from the bytes, as sent and, when
 		// repaired on the wire, as forwarded. Bytes the wire encoder does
 		// not take (deeper than it follows) are decoded below.
-		sent, repaired := b, []byte(nil)
-		if s, ok := c.SentWire(); ok {
-			sent, repaired = s, b
-		}
 		fromWire = rec.SetArgsWire(a.redactor(c.Entry), sent, repaired) == nil
 	}
 	if !fromWire && c.Entry != nil {
-		sent := c.Sent()
-		repaired := c.args
-		if _, ok := c.SentWire(); ok && repaired == nil {
-			repaired, _ = c.Args() // repaired on the wire, not yet decoded
-		}
-		if repaired == sent {
-			repaired = nil
-		}
+		sent, repaired := c.args.forAudit(c.Tool, c.pol)
 		if err := rec.SetArgs(a.redactor(c.Entry), sent, repaired); err != nil {
 			rec.ArgsSent, rec.ArgsRepaired = nil, nil
 		}

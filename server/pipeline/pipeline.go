@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -130,6 +130,7 @@ func (p *Pipeline) Stats() Stats {
 func (p *Pipeline) Begin(c *Call) {
 	c.start = time.Now()
 	c.p = p
+	c.args.attach(p)
 	if c.pol == nil {
 		c.pol = p.pol.Load()
 	}
@@ -196,7 +197,7 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 		return Result{}, p.fail(c, err)
 	}
 	defer release()
-	if _, ok := c.Forwardable(); ok && c.received.Message != nil {
+	if rcv, ok := c.args.WireForBackend(); ok && rcv.Message != nil {
 		p.stats.forwarded.Add(1)
 	}
 	start := time.Now()
@@ -229,7 +230,7 @@ func (p *Pipeline) checkOutput(ctx context.Context, c *Call, res Result) Result 
 	v, isError := res.Value, res.IsError
 	if res.Encoded != nil {
 		var ok bool
-		if v, isError, ok = decodeInvokeResponse(res.Encoded); !ok {
+		if v, isError, ok = invokewire.ResponseResult(res.Encoded); !ok {
 			return res // the face's own decode reports it
 		}
 	}
@@ -361,41 +362,4 @@ func (p *Pipeline) policyFor(ctx context.Context) *Policy {
 		return pol
 	}
 	return p.Policy()
-}
-
-// decodeInvokeResponse reads a plain InvokeResponse's result (field 1, a
-// google.protobuf.Value) and is_error (field 2) from its wire bytes.
-func decodeInvokeResponse(b []byte) (v *structpb.Value, isError, ok bool) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false, false
-		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			raw, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return nil, false, false
-			}
-			v = new(structpb.Value)
-			if proto.Unmarshal(raw, v) != nil {
-				return nil, false, false
-			}
-			b = b[m:]
-		case num == 2 && typ == protowire.VarintType:
-			x, m := protowire.ConsumeVarint(b)
-			if m < 0 {
-				return nil, false, false
-			}
-			isError, b = x != 0, b[m:]
-		default:
-			m := protowire.ConsumeFieldValue(num, typ, b)
-			if m < 0 {
-				return nil, false, false
-			}
-			b = b[m:]
-		}
-	}
-	return v, isError, true
 }

@@ -15,8 +15,8 @@ import (
 // (policy.Rules.ArgFields); the call's arguments stay undecoded, so
 // nothing decodes them whole (the audit line encodes from the bytes too).
 func (p *Pipeline) ruleArgs(c *Call, rules *policy.Rules) (*structpb.Struct, error) {
-	b, received := c.ReceivedArgs()
-	if !received || c.Decoded() || !p.fast || c.validation != "ok" {
+	b, ok := c.args.WireChecked()
+	if !ok || c.validation != "ok" {
 		return c.Args()
 	}
 	names, ok := rules.ArgFields(c.Tool)

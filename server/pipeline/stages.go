@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/structwire"
 	"github.com/flowdrop/gateway/normalize"
@@ -171,13 +172,13 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 			}
 		}
 	}
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() {
+	if b, ok := c.args.Undecoded(); ok {
 		canonical, err := pol.Limits.CheckWire(c.Tool, b)
 		if err != nil {
 			return err
 		}
 		if !canonical {
-			c.rewrite = true
+			c.args.reencoded()
 			if _, err := c.Args(); err != nil {
 				return err
 			}
@@ -194,8 +195,8 @@ func (p *Pipeline) screen(_ context.Context, c *Call) error {
 // wire while they are bytes this gateway encoded (repaired on the wire,
 // so canonical), else decoded.
 func (p *Pipeline) checkLimits(c *Call) error {
-	if _, repaired := c.SentWire(); repaired && !c.Decoded() {
-		_, err := p.policyOf(c).Limits.CheckWire(c.Tool, c.received.Args)
+	if b, ok := c.args.RepairedWire(); ok {
+		_, err := p.policyOf(c).Limits.CheckWire(c.Tool, b)
 		return err
 	}
 	args, err := c.Args()
@@ -223,14 +224,14 @@ func (p *Pipeline) normalize(_ context.Context, c *Call) error {
 // bytes stay so, undecoded, when the wire check finds nothing to repair.
 func (p *Pipeline) applyPlan(c *Call) error {
 	e := c.Entry
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast {
+	if b, ok := c.args.WireChecked(); ok {
 		if !e.Plan.NeedsRepairWire(b) {
 			return nil
 		}
 		// Only the members needing repair are decoded and encoded again;
 		// the arguments stay bytes for the stages after this one.
 		// They are written straight into the backend request.
-		head := beginInvokeRequest(c.Tool, len(b), c.CallID)
+		head := invokewire.BeginRequest(c.Tool, len(b), c.CallID)
 		out, rep, taken, err := e.Plan.ApplyWireWithin(head, b, p.policyOf(c).repairLimits)
 		if taken {
 			c.Report = rep
@@ -238,7 +239,7 @@ func (p *Pipeline) applyPlan(c *Call) error {
 				return p.repairRefusal(c, err)
 			}
 			if out != nil {
-				c.receiveRepaired(out, len(head))
+				c.args.repairedOnWire(out, len(head), c.CallID)
 			}
 			return p.checkEntityBound(c)
 		}
@@ -255,7 +256,7 @@ func (p *Pipeline) applyPlan(c *Call) error {
 		c.Report = rep
 		return p.repairRefusal(c, err)
 	}
-	c.SetArgs(out)
+	c.args.normalized(out)
 	c.Report = rep
 	return p.checkEntityBound(c)
 }
@@ -272,7 +273,7 @@ func (p *Pipeline) dropOptionalNulls(c *Call) error {
 	if !p.policyOf(c).OptionalNulls.Drop(c.Tool) {
 		return nil
 	}
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && !structwire.HasNull(b) {
+	if b, ok := c.args.Undecoded(); ok && !structwire.HasNull(b) {
 		return nil
 	}
 	args, err := c.Args()
@@ -284,7 +285,7 @@ func (p *Pipeline) dropOptionalNulls(c *Call) error {
 		return nil
 	}
 	c.Report.Repairs = append(c.Report.Repairs, dropped...)
-	c.setChangedArgs(out)
+	c.args.replaced(out)
 	return nil
 }
 
@@ -330,7 +331,7 @@ func pointerOrRoot(p string) string {
 // shutting down, does not wait on an evaluation.
 func (p *Pipeline) validate(ctx context.Context, c *Call) error {
 	steps := p.policyOf(c).Limits.MaxValidationSteps
-	if b, ok := c.ReceivedArgs(); ok && !c.Decoded() && p.fast && c.Entry.FastValidWireWithin(ctx, b, steps) {
+	if b, ok := c.args.WireChecked(); ok && c.Entry.FastValidWireWithin(ctx, b, steps) {
 		c.validation = "ok"
 		return nil
 	}
@@ -359,8 +360,7 @@ func (p *Pipeline) validationBudget(c *Call, err error) error {
 // grow and deepen them; unchanged arguments were checked by screen) and the
 // CEL rules, which so judge the decoded form the tool will receive.
 func (p *Pipeline) rules(ctx context.Context, c *Call) error {
-	_, repaired := c.SentWire()
-	if _, asReceived := c.Forwardable(); repaired || !asReceived {
+	if c.args.Rescreen() {
 		if err := p.checkLimits(c); err != nil {
 			return err
 		}

@@ -12,7 +12,14 @@
 #   --keep         keep the work directory (binaries, logs, raw JSON lines)
 # env: ROUNDS (3) DURATION (10s) CONCURRENCY (16) RATE (1000) WARMUP (3s)
 #      BASE_PORT (17100: uses BASE_PORT..BASE_PORT+12, +13..+16 for the
-#      in-flight phase, +20..+22 for baseline-prod)
+#      in-flight phase, +20..+22 for baseline-prod, +23..+24 for the
+#      gateway's and the baseline's admin metrics, +30..+52 for the MCP
+#      targets, baseline-mcp's included)
+#      CONNS (4: gRPC client connections per target, every gRPC target;
+#      calls spread over them round-robin)
+#      FACES (both: grpc, mcp or both — which targets are measured)
+#      PEER_MCP_PROXY (unset: no peer; the path of a tbxark/mcp-proxy binary,
+#      see tools/bench/build-mcp-proxy.sh, measured as mcp-peer)
 #      GATEWAY_FLAGS (extra flags) BASELINE_REF (unset: no baseline)
 #      PEERS (1: also nginx and HAProxy; 0: not) PROD (1: also gateway-prod; 0: not)
 #      REPAIR (1: with the clean payload, also gateway-repair and
@@ -37,10 +44,10 @@
 # GATEWAY_FLAGS, its own work directory and ports +14..+16, bench_tool
 # pointed at that backend) so the measured gateway-prod's memory is
 # untouched; a closed loop of INFLIGHT calls for 3 × INFLIGHT_DELAY while
-# VmRSS is read from /proc every 100 ms, then VmHWM. The calls share the
-# loadgen's one connection: the gateway sets no MaxConcurrentStreams
-# (grpc-go's server default is unlimited, and its client then lifts its
-# provisional 100). The gateway's own metrics (InvokeTool
+# VmRSS is read from /proc every 100 ms, then VmHWM. The calls are spread
+# over ceil(INFLIGHT / 100) client connections: the gateway allows 100
+# streams a connection by default (--grpc-max-streams), so one connection
+# would hold only 100 of them and queue the rest. The gateway's own metrics (InvokeTool
 # grpc_server_started_total minus handled) say how many calls it held; the
 # verdict is on VmHWM, which bounds every sample; MB = 2^20 bytes. Midway
 # through the last wave of calls (2.5 × INFLIGHT_DELAY, after every call has
@@ -48,6 +55,27 @@
 # when the target is not met the summary prints where the runtime says the
 # memory is and the profile's top. The profile is kept with --keep (or in
 # --pprof DIR).
+# MCP targets (issue 30), FACES=mcp or both: one echo upstream
+# (flowdrop-loadgen mcp-upstream: a go-sdk v1.8.0 MCP server over
+# streamable HTTP, tool echo, BASE_PORT+30, its /stats on +31) and, in
+# front of it, mcp-direct (the upstream itself), mcp-peer (PEER_MCP_PROXY,
+# +32, with a config this script writes), gateway-mcp (the MCP face, auth
+# off; bench_tool registered in the tools file as the upstream's echo),
+# gateway-mcp-prod (the same on tools/bench/prod-policy.yaml),
+# gateway-grpc-mcp (gRPC InvokeTool → the same upstream tool) and
+# gateway-mcp-backend (the MCP face → the bench ToolBackendService), each
+# gateway its own process (+33.., four ports each) so each peak RSS is its
+# own target's. The driver: closed loop, CONCURRENCY workers, one MCP
+# session each over HTTP/1.1 keep-alive, raw JSON-RPC (not the go-sdk
+# client: it would cost more CPU than some targets), ~940 B of arguments,
+# every answer checked (the echo's text equal to the arguments; the
+# backend's result). MCP targets run in the closed loop only.
+# Every target (both faces) also reports the measured process's CPU per
+# call (/proc/PID/stat), its peak RSS over the run (VmHWM, reset through
+# /proc/PID/clear_refs before each run where allowed), bytes allocated per
+# call where it is a gateway (its admin /metrics, go_memstats_alloc_bytes_total),
+# and, in front of the echo upstream, the upstream's newly accepted TCP
+# connections per call. nginx is measured as its master and workers.
 # BASELINE_REF=<git ref> (e.g. HEAD, main, a commit): before/after in one run.
 # ./cmd/flowdrop-gateway is also built from that commit and measured as
 # "baseline" in every round, interleaved like the rest, with the gateway's
@@ -56,7 +84,10 @@
 # median). With gateway-prod on, the baseline also runs the production
 # policy as "baseline-prod" (BASE_PORT+20..+22; the baseline commit's
 # tools/bench/prod-policy.yaml when it has one), with the same two ratios
-# against gateway-prod. The gateway itself is built from the work tree,
+# against gateway-prod. With the MCP targets on, the baseline's MCP face (auth
+# off, in front of the same echo upstream) runs as "baseline-mcp", with
+# gateway-mcp/baseline-mcp throughput and added-p50 ratios. The gateway
+# itself is built from the work tree,
 # uncommitted edits included.
 # The gateway runs with --auth-off (the bench measures the pipeline without
 # credentials) unless GATEWAY_FLAGS gives --policy or --auth-off itself.
@@ -93,6 +124,17 @@ done
 [[ $CONCURRENCY =~ ^[1-9][0-9]*$ ]] || die "CONCURRENCY='$CONCURRENCY': want a positive integer"
 [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "RATE='$RATE': want a positive integer (calls/s)"
 [[ $BASE_PORT =~ ^[1-9][0-9]*$ ]] || die "BASE_PORT='$BASE_PORT': want a port number"
+CONNS=${CONNS:-4}
+FACES=${FACES:-both}
+PEER_MCP_PROXY=${PEER_MCP_PROXY:-}
+[[ $CONNS =~ ^[1-9][0-9]*$ ]] && [ "$CONNS" -le 256 ] || die "CONNS='$CONNS': want 1..256 client connections"
+case "$FACES" in grpc|mcp|both) ;; *) die "FACES='$FACES': want grpc, mcp or both" ;; esac
+GRPC_ON=0 MCP_ON=0
+case "$FACES" in grpc) GRPC_ON=1 ;; mcp) MCP_ON=1 ;; both) GRPC_ON=1 MCP_ON=1 ;; esac
+if [ -n "$PEER_MCP_PROXY" ]; then
+  [ -x "$PEER_MCP_PROXY" ] || die "PEER_MCP_PROXY='$PEER_MCP_PROXY': not an executable file"
+  [ "$MCP_ON" = 1 ] || die "PEER_MCP_PROXY is an MCP peer: it needs FACES=mcp or both"
+fi
 INFLIGHT=${INFLIGHT:-1000}
 INFLIGHT_DELAY=${INFLIGHT_DELAY:-2s}
 [[ $INFLIGHT =~ ^[0-9]+$ ]] && [ "$INFLIGHT" -le 4096 ] ||
@@ -138,9 +180,18 @@ IGW_ADMIN=127.0.0.1:$((BASE_PORT + 16))
 BPGW=127.0.0.1:$((BASE_PORT + 20))
 BPGW_PPROF=127.0.0.1:$((BASE_PORT + 21))
 BPGW_ADMIN=127.0.0.1:$((BASE_PORT + 22))
+GW_ADMIN=127.0.0.1:$((BASE_PORT + 23))
+BGW_ADMIN=127.0.0.1:$((BASE_PORT + 24))
+UP=127.0.0.1:$((BASE_PORT + 30))
+UP_STATS=127.0.0.1:$((BASE_PORT + 31))
+PEER=127.0.0.1:$((BASE_PORT + 32))
 PEERS=${PEERS:-1}
 PROD=${PROD:-1}
 REPAIR=${REPAIR:-1}
+if [ "$GRPC_ON" = 0 ]; then
+  # FACES=mcp: none of the gRPC targets, nor the phases built on them.
+  PEERS=0 PROD=0 REPAIR=0 INFLIGHT=0
+fi
 [ "$PAYLOAD" = clean ] || REPAIR=0 # every target already gets the repair payload
 BENCH_API_KEY=flowdrop-bench-key-not-a-secret # its hash is in tools/bench/prod-policy.yaml
 
@@ -173,16 +224,18 @@ fi
 # outlives a killed script for long.
 LIFETIME=2h
 echo "== start servers" >&2
-"$LG" backend --listen "$BE" --lifetime $LIFETIME 2>"$tmp/backend.log" & pids+=($!)
-"$LG" proxy --listen "$PX" --backend "$BE" --pprof-listen "$PX_PPROF" --lifetime $LIFETIME 2>"$tmp/proxy.log" & pids+=($!)
-"$LG" proxy --decode --listen "$DX" --backend "$BE" --lifetime $LIFETIME 2>"$tmp/decode-proxy.log" & pids+=($!)
+"$LG" backend --listen "$BE" --lifetime $LIFETIME 2>"$tmp/backend.log" & pids+=($!); BE_PID=$!
+if [ "$GRPC_ON" = 1 ]; then
+  "$LG" proxy --listen "$PX" --backend "$BE" --pprof-listen "$PX_PPROF" --lifetime $LIFETIME 2>"$tmp/proxy.log" & pids+=($!); PX_PID=$!
+  "$LG" proxy --decode --listen "$DX" --backend "$BE" --lifetime $LIFETIME 2>"$tmp/decode-proxy.log" & pids+=($!); DX_PID=$!
+fi
 
-# start_gateway NAME BINARY LISTEN PPROF_LISTEN: the gateway and the
-# baseline start through here so both get the same flags; NAME names the
-# log files and the data directory. Sets GW_STARTED_PID, and
+# start_gateway NAME BINARY LISTEN PPROF_LISTEN ADMIN_LISTEN: the gateway
+# and the baseline start through here so both get the same flags; NAME
+# names the log files and the data directory. Sets GW_STARTED_PID, and
 # GW_STARTED_PPROF=1 if the binary has --pprof-listen.
 start_gateway() {
-  local name=$1 bin=$2 listen=$3 pprof=$4 gw_help data=$tmp/data
+  local name=$1 bin=$2 listen=$3 pprof=$4 admin=$5 gw_help data=$tmp/data
   local gw_extra=()
   [ "$name" = gateway ] || data=$tmp/$name-data
   # The gateway refuses to serve a tools file without an auth choice; the
@@ -199,10 +252,11 @@ start_gateway() {
   fi
   # Its own data directory: the default (./flowdrop-data) would leave bench_tool
   # in the registry of whoever runs the bench from a checkout.
-  # No MCP or admin listener: the bench uses neither, and their default
-  # ports may be taken by a gateway already running on this machine.
+  # No MCP listener (the gRPC targets do not use it; its default port may
+  # be taken by a gateway already running on this machine); the admin
+  # listener on a port of the bench's own, for its allocation counter.
   # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
-  "$bin" --tools "$tmp/tools.json" --data-dir "$data" --mcp-listen "" --admin-listen "" \
+  "$bin" --tools "$tmp/tools.json" --data-dir "$data" --mcp-listen "" --admin-listen "$admin" \
     --listen "$listen" "${gw_extra[@]}" $GATEWAY_FLAGS \
     >"$tmp/$name.out" 2>"$tmp/$name.log" & GW_STARTED_PID=$!; pids+=("$GW_STARTED_PID")
 }
@@ -298,6 +352,52 @@ CONF
   haproxy -db -f "$tmp/haproxy.cfg" 2>"$tmp/haproxy.log" & pids+=($!)
 }
 
+# write_mcp_proxy_config FILE: tbxark/mcp-proxy's v2 configuration (its
+# docs/CONFIGURATION.md): one streamable-HTTP server on PEER, serving the
+# echo upstream as "bench" (so at http://PEER/bench/mcp), no tokens, no
+# request log, and failing at start-up if the upstream cannot be reached.
+write_mcp_proxy_config() {
+  cat >"$1" <<JSON
+{
+  "mcpProxy": {
+    "baseURL": "http://$PEER",
+    "addr": "$PEER",
+    "name": "flowdrop-bench-peer",
+    "version": "1.0.0",
+    "type": "streamable-http",
+    "options": {"panicIfInvalid": true, "logEnabled": false}
+  },
+  "mcpServers": {
+    "bench": {"transportType": "streamable-http", "url": "http://$UP/mcp"}
+  }
+}
+JSON
+}
+
+# start_gateway_mcp NAME TOOLS PROD GRPC MCP ADMIN PPROF [BINARY]: a gateway
+# for one MCP target, in $tmp/NAME (its audit file lands there), with its
+# MCP face on MCP; PROD=prod runs tools/bench/prod-policy.yaml, anything else
+# auth off (unless GATEWAY_FLAGS chooses). BINARY defaults to this tree's
+# build (the baseline's MCP target passes its own). Sets MCPGW_STARTED_PID.
+start_gateway_mcp() {
+  local name=$1 tools=$2 prod=$3 listen=$4 mcp=$5 admin=$6 pprof=$7 bin=${8:-$tmp/flowdrop-gateway}
+  local extra=()
+  if [ "$prod" = prod ]; then
+    extra+=(--policy "$root/tools/bench/prod-policy.yaml")
+  else
+    case " $GATEWAY_FLAGS " in
+      *" --policy"*|*" -policy"*|*" --auth-off"*|*" -auth-off"*) ;;
+      *) extra+=(--auth-off) ;;
+    esac
+  fi
+  mkdir -p "$tmp/$name"
+  # shellcheck disable=SC2086 # GATEWAY_FLAGS is a list of flags on purpose
+  (cd "$tmp/$name" && exec "$bin" --tools "$tools" --data-dir "$tmp/$name/data" \
+    --mcp-listen "$mcp" --admin-listen "$admin" --pprof-listen "$pprof" --listen "$listen" \
+    "${extra[@]}" $GATEWAY_FLAGS \
+    >"$tmp/$name.out" 2>"$tmp/$name.log") & MCPGW_STARTED_PID=$!; pids+=("$MCPGW_STARTED_PID")
+}
+
 GW_PPROF_OK=0
 GW_PID=""
 if [ "$HAVE_GATEWAY" = 1 ] || [ -n "$BASELINE_REV" ]; then
@@ -308,56 +408,165 @@ if [ "$HAVE_GATEWAY" = 1 ] || [ -n "$BASELINE_REV" ]; then
   "backend": "$BE", "timeout": "5s", "input_schema": $("$LG" schema)}]}
 JSON
 fi
-if [ "$HAVE_GATEWAY" = 1 ]; then
-  start_gateway gateway "$tmp/flowdrop-gateway" "$GW" "$GW_PPROF"
+if [ "$HAVE_GATEWAY" = 1 ] && [ "$GRPC_ON" = 1 ]; then
+  start_gateway gateway "$tmp/flowdrop-gateway" "$GW" "$GW_PPROF" "$GW_ADMIN"
   GW_PID=$GW_STARTED_PID; GW_PPROF_OK=$GW_STARTED_PPROF
 fi
-if [ -n "$BASELINE_REV" ]; then
-  start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF"
+BGW_PID="" PGW_PID="" BPGW_PID=""
+if [ -n "$BASELINE_REV" ] && [ "$GRPC_ON" = 1 ]; then
+  start_gateway baseline "$tmp/flowdrop-gateway-baseline" "$BGW" "$BGW_PPROF" "$BGW_ADMIN"
+  BGW_PID=$GW_STARTED_PID
 fi
 HAVE_PROD=0
 if [ "$HAVE_GATEWAY" = 1 ] && [ "$PROD" = 1 ]; then
   start_gateway_prod gateway-prod "$tmp/flowdrop-gateway" "$root/tools/bench/prod-policy.yaml" "$PGW" "$PGW_PPROF" "$PGW_ADMIN"
-  HAVE_PROD=1
+  HAVE_PROD=1 PGW_PID=$PROD_STARTED_PID
 fi
 HAVE_BASELINE_PROD=0
 if [ "$HAVE_PROD" = 1 ] && [ -n "$BASELINE_REV" ]; then
   bpolicy=$tmp/baseline-src/tools/bench/prod-policy.yaml
   [ -f "$bpolicy" ] || bpolicy=$root/tools/bench/prod-policy.yaml
   start_gateway_prod baseline-prod "$tmp/flowdrop-gateway-baseline" "$bpolicy" "$BPGW" "$BPGW_PPROF" "$BPGW_ADMIN"
-  HAVE_BASELINE_PROD=1
+  HAVE_BASELINE_PROD=1 BPGW_PID=$PROD_STARTED_PID
 fi
-HAVE_NGINX=0 HAVE_HAPROXY=0
+HAVE_NGINX=0 HAVE_HAPROXY=0 NX_PID="" HX_PID=""
 if [ "$PEERS" = 1 ]; then
-  if have_or_install nginx nginx-light; then start_nginx; HAVE_NGINX=1; fi
-  if have_or_install haproxy haproxy; then start_haproxy; HAVE_HAPROXY=1; fi
+  if have_or_install nginx nginx-light; then start_nginx; HAVE_NGINX=1; NX_PID=$!; fi
+  if have_or_install haproxy haproxy; then start_haproxy; HAVE_HAPROXY=1; HX_PID=$!; fi
 fi
 
-# labels[i] target[i] addr[i] payloads[i]: the things measured.
-labels=(direct proxy decode-proxy)
-targets=(direct proxy proxy)
-addrs=("$BE" "$PX" "$DX")
-if [ "$HAVE_GATEWAY" = 1 ]; then labels+=(gateway); targets+=(gateway); addrs+=("$GW"); fi
-if [ -n "$BASELINE_REV" ]; then labels+=(baseline); targets+=(gateway); addrs+=("$BGW"); fi
-# The peers carry the direct target's call (Invoke on the backend): a proxy
-# cannot rename the method, and the bytes are the same.
-if [ "$HAVE_NGINX" = 1 ]; then labels+=(nginx); targets+=(direct); addrs+=("$NX"); fi
-if [ "$HAVE_HAPROXY" = 1 ]; then labels+=(haproxy); targets+=(direct); addrs+=("$HX"); fi
-if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod); targets+=(gateway); addrs+=("$PGW"); fi
-if [ "$HAVE_BASELINE_PROD" = 1 ]; then labels+=(baseline-prod); targets+=(gateway); addrs+=("$BPGW"); fi
-payloads=()
-for _ in "${labels[@]}"; do payloads+=("$PAYLOAD"); done
-if [ "$REPAIR" = 1 ] && [ "$HAVE_GATEWAY" = 1 ]; then
-  labels+=(gateway-repair); targets+=(gateway); addrs+=("$GW"); payloads+=(repair)
-  if [ "$HAVE_PROD" = 1 ]; then labels+=(gateway-prod-repair); targets+=(gateway); addrs+=("$PGW"); payloads+=(repair); fi
+# The MCP side (FACES=mcp or both): the echo upstream, the peer, and one
+# gateway process per MCP target (see the header).
+HAVE_MCP=0 HAVE_PEER_MCP=0
+declare -A MCPGW_PID MCPGW_ADDR MCPGW_MCP MCPGW_ADMIN # by label
+if [ "$MCP_ON" = 1 ]; then
+  "$LG" mcp-upstream --listen "$UP" --stats-listen "$UP_STATS" --lifetime $LIFETIME 2>"$tmp/mcp-direct.log" & pids+=($!); UP_PID=$!
+  HAVE_MCP=1
+  # The peer lists the upstream's tools once, at start-up: the upstream
+  # must answer first.
+  "$LG" wait --face mcp --url "http://$UP/mcp" --timeout 20s ||
+    { cat "$tmp/mcp-direct.log" >&2; die "the MCP echo upstream never answered"; }
+  if [ -n "$PEER_MCP_PROXY" ]; then
+    write_mcp_proxy_config "$tmp/mcp-proxy.json"
+    "$PEER_MCP_PROXY" -config "$tmp/mcp-proxy.json" -expand-env=false -log-level warn >"$tmp/mcp-peer.out" 2>"$tmp/mcp-peer.log" &
+    pids+=($!); PEER_PID=$!
+    HAVE_PEER_MCP=1
+  fi
+  # bench_tool, the upstream's echo: same name and schema as the gRPC
+  # targets' tool, so the production policy's rule runs on it too.
+  cat >"$tmp/tools-mcp.json" <<JSON
+{"tools": [{"name": "bench_tool", "description": "Benchmark tool: the MCP echo upstream's echo, 10 parameters, ~1 KiB.",
+  "timeout": "5s", "spec": {"mcp_tool": {"url": "http://$UP/mcp", "tool": "echo"}}, "input_schema": $("$LG" schema)}]}
+JSON
+  if [ "$HAVE_GATEWAY" = 1 ]; then
+    p=$((BASE_PORT + 33))
+    specs=(gateway-mcp:tools-mcp.json:: gateway-mcp-prod:tools-mcp.json:prod: \
+      gateway-grpc-mcp:tools-mcp.json:: gateway-mcp-backend:tools.json::)
+    # BASELINE_REF: the baseline build's MCP face too (auth off), so the
+    # MCP face's before/after is in the same interleaved rounds.
+    [ -z "$BASELINE_REV" ] || specs+=("baseline-mcp:tools-mcp.json::$tmp/flowdrop-gateway-baseline")
+    for spec in "${specs[@]}"; do
+      IFS=: read -r name tf prod bin <<<"$spec"
+      start_gateway_mcp "$name" "$tmp/$tf" "$prod" "127.0.0.1:$p" "127.0.0.1:$((p + 1))" "127.0.0.1:$((p + 2))" "127.0.0.1:$((p + 3))" "$bin"
+      MCPGW_PID[$name]=$MCPGW_STARTED_PID MCPGW_ADDR[$name]=127.0.0.1:$p
+      MCPGW_MCP[$name]=http://127.0.0.1:$((p + 1))/mcp MCPGW_ADMIN[$name]=127.0.0.1:$((p + 2))
+      p=$((p + 4))
+    done
+  fi
+fi
+
+# labels[i] kinds[i] targets[i] addrs[i] payloads[i] expects[i]: the things
+# measured. kinds: grpc (targets: the loadgen's gRPC target, addrs: its
+# address) or mcp (targets: the tool called, addrs: the endpoint's URL,
+# expects: the answer checked).
+labels=() kinds=() targets=() addrs=() payloads=() expects=()
+add() { labels+=("$1"); kinds+=("$2"); targets+=("$3"); addrs+=("$4"); payloads+=("$5"); expects+=("${6:-}"); }
+if [ "$GRPC_ON" = 1 ]; then
+  add direct grpc direct "$BE" "$PAYLOAD"
+  add proxy grpc proxy "$PX" "$PAYLOAD"
+  add decode-proxy grpc proxy "$DX" "$PAYLOAD"
+  if [ "$HAVE_GATEWAY" = 1 ]; then add gateway grpc gateway "$GW" "$PAYLOAD"; fi
+  if [ -n "$BASELINE_REV" ]; then add baseline grpc gateway "$BGW" "$PAYLOAD"; fi
+  # The peers carry the direct target's call (Invoke on the backend): a proxy
+  # cannot rename the method, and the bytes are the same.
+  if [ "$HAVE_NGINX" = 1 ]; then add nginx grpc direct "$NX" "$PAYLOAD"; fi
+  if [ "$HAVE_HAPROXY" = 1 ]; then add haproxy grpc direct "$HX" "$PAYLOAD"; fi
+  if [ "$HAVE_PROD" = 1 ]; then add gateway-prod grpc gateway "$PGW" "$PAYLOAD"; fi
+  if [ "$HAVE_BASELINE_PROD" = 1 ]; then add baseline-prod grpc gateway "$BPGW" "$PAYLOAD"; fi
+  if [ "$REPAIR" = 1 ] && [ "$HAVE_GATEWAY" = 1 ]; then
+    add gateway-repair grpc gateway "$GW" repair
+    if [ "$HAVE_PROD" = 1 ]; then add gateway-prod-repair grpc gateway "$PGW" repair; fi
+  fi
+fi
+if [ "$HAVE_MCP" = 1 ]; then
+  # The MCP face is driven with the clean payload: a repaired call's echo
+  # is not the arguments sent.
+  add mcp-direct mcp echo "http://$UP/mcp" clean echo
+  if [ "$HAVE_PEER_MCP" = 1 ]; then add mcp-peer mcp echo "http://$PEER/bench/mcp" clean echo; fi
+  if [ "$HAVE_GATEWAY" = 1 ]; then
+    add gateway-mcp mcp bench_tool "${MCPGW_MCP[gateway-mcp]}" clean echo
+    add gateway-mcp-prod mcp bench_tool "${MCPGW_MCP[gateway-mcp-prod]}" clean echo
+    add gateway-grpc-mcp grpc gateway "${MCPGW_ADDR[gateway-grpc-mcp]}" clean
+    add gateway-mcp-backend mcp bench_tool "${MCPGW_MCP[gateway-mcp-backend]}" clean backend
+    if [ -n "$BASELINE_REV" ]; then add baseline-mcp mcp bench_tool "${MCPGW_MCP[baseline-mcp]}" clean echo; fi
+  fi
 fi
 # keyflags LABEL: the API key for the targets that need one.
-keyflags() { case $1 in gateway-prod|baseline-prod|gateway-prod-repair) echo "--api-key $BENCH_API_KEY" ;; esac; }
+keyflags() { case $1 in gateway-prod|baseline-prod|gateway-prod-repair|gateway-mcp-prod) echo "--api-key $BENCH_API_KEY" ;; esac; }
+# callflags I: what target I is and how it is called (wait, warm-up, drive).
+callflags() {
+  local i=$1
+  if [ "${kinds[$i]}" = mcp ]; then
+    echo "--face mcp --url ${addrs[$i]} --tool ${targets[$i]} --expect ${expects[$i]} --payload ${payloads[$i]} $(keyflags "${labels[$i]}")"
+  else
+    echo "--target ${targets[$i]} --addr ${addrs[$i]} --conns $CONNS --payload ${payloads[$i]} $(keyflags "${labels[$i]}")"
+  fi
+}
+# pidof_label LABEL: the process(es) a target's costs are read from, comma-
+# separated: the proxy, or the server itself for direct and mcp-direct;
+# nginx's master and its workers (read now: a worker may have been replaced).
+pidof_label() {
+  case $1 in
+    direct) echo "$BE_PID" ;;
+    proxy) echo "$PX_PID" ;;
+    decode-proxy) echo "$DX_PID" ;;
+    gateway|gateway-repair) echo "$GW_PID" ;;
+    baseline) echo "$BGW_PID" ;;
+    gateway-prod|gateway-prod-repair) echo "$PGW_PID" ;;
+    baseline-prod) echo "$BPGW_PID" ;;
+    haproxy) echo "$HX_PID" ;;
+    nginx)
+      local w
+      w=$(cat "/proc/$NX_PID/task/$NX_PID/children" 2>/dev/null || true)
+      w=${w% }
+      echo "$NX_PID${w:+,${w// /,}}" ;;
+    mcp-direct) echo "$UP_PID" ;;
+    mcp-peer) echo "$PEER_PID" ;;
+    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend|baseline-mcp) echo "${MCPGW_PID[$1]}" ;;
+  esac
+}
+# probeflags LABEL: where drive reads the target's costs.
+probeflags() {
+  local pid admin=""
+  pid=$(pidof_label "$1")
+  [ -z "$pid" ] || printf -- '--pid %s ' "$pid"
+  case $1 in
+    gateway|gateway-repair) admin=$GW_ADMIN ;;
+    baseline) admin=$BGW_ADMIN ;;
+    gateway-prod|gateway-prod-repair) admin=$PGW_ADMIN ;;
+    baseline-prod) admin=$BPGW_ADMIN ;;
+    gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|gateway-mcp-backend|baseline-mcp) admin=${MCPGW_ADMIN[$1]} ;;
+  esac
+  [ -z "$admin" ] || printf -- '--metrics-url http://%s/metrics ' "$admin"
+  case $1 in
+    mcp-direct|mcp-peer|gateway-mcp|gateway-mcp-prod|gateway-grpc-mcp|baseline-mcp) printf -- '--upstream-stats http://%s/stats ' "$UP_STATS" ;;
+  esac
+}
 
 echo "== wait for readiness (one real call each, bounded)" >&2
 for i in "${!labels[@]}"; do
-  # shellcheck disable=SC2046 # keyflags prints flags to split
-  if ! "$LG" wait --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "${payloads[$i]}" --timeout 20s $(keyflags "${labels[$i]}"); then
+  # shellcheck disable=SC2046 # callflags prints flags to split
+  if ! "$LG" wait $(callflags "$i") --timeout 20s; then
     echo "run.sh: ${labels[$i]} never answered; its log:" >&2
     cat "$tmp/${labels[$i]}.log" >&2 2>/dev/null || true
     exit 1
@@ -367,24 +576,30 @@ done
 echo "== warm up ($WARMUP each)" >&2
 for i in "${!labels[@]}"; do
   # shellcheck disable=SC2046
-  "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --payload "${payloads[$i]}" $(keyflags "${labels[$i]}") \
-    --mode closed --concurrency "$CONCURRENCY" --duration "$WARMUP" >/dev/null
+  "$LG" drive $(callflags "$i") --mode closed --concurrency "$CONCURRENCY" --duration "$WARMUP" >/dev/null
 done
 
 results=$tmp/results.jsonl
 : >"$results"
 n=${#labels[@]}
 # Interleaved: every round runs every target once, starting one target later
-# each round so no target always follows the same neighbour.
+# each round so no target always follows the same neighbour. The open loop
+# (a fixed rate, for the added p50) is the gRPC targets' only: the MCP
+# targets, gateway-grpc-mcp among them, run the closed loop.
 for mode in closed open; do
   for ((r = 1; r <= ROUNDS; r++)); do
     for ((k = 0; k < n; k++)); do
       i=$(((k + r - 1) % n))
-      if [ "$mode" = closed ]; then load=(--mode closed --concurrency "$CONCURRENCY"); else load=(--mode open --rate "$RATE"); fi
+      if [ "$mode" = closed ]; then
+        load=(--mode closed --concurrency "$CONCURRENCY")
+      else
+        case ${labels[$i]} in mcp-*|gateway-mcp*|gateway-grpc-mcp|baseline-mcp) continue ;; esac
+        load=(--mode open --rate "$RATE")
+      fi
       echo "-- $mode round $r/$ROUNDS: ${labels[$i]}" >&2
       # shellcheck disable=SC2046
-      "$LG" drive --target "${targets[$i]}" --addr "${addrs[$i]}" --label "${labels[$i]}" --round "$r" \
-        --payload "${payloads[$i]}" --duration "$DURATION" "${load[@]}" $(keyflags "${labels[$i]}") | tee -a "$results" >&2
+      "$LG" drive $(callflags "$i") --label "${labels[$i]}" --round "$r" \
+        --duration "$DURATION" "${load[@]}" $(probeflags "${labels[$i]}") | tee -a "$results" >&2
     done
   done
 done
@@ -395,7 +610,7 @@ if [ -n "$PPROF_DIR" ]; then
   prof() { # prof NAME PPROF_ADDR TARGET ADDR: one profiled closed-loop run
     echo "== profile $1 (${secs}s closed loop)" >&2
     curl -fsS -o "$PPROF_DIR/$1.cpu.pprof" "http://$2/debug/pprof/profile?seconds=$secs" & local c=$!
-    "$LG" drive --target "$3" --addr "$4" --label "$1" --payload "$PAYLOAD" --mode closed \
+    "$LG" drive --target "$3" --addr "$4" --conns "$CONNS" --label "$1" --payload "$PAYLOAD" --mode closed \
       --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" >"$PPROF_DIR/$1.run.json"
     wait "$c"
     go tool pprof -top -nodecount=40 "$PPROF_DIR/$1.cpu.pprof" >"$PPROF_DIR/$1.top.txt" 2>/dev/null || true
@@ -406,7 +621,7 @@ if [ -n "$PPROF_DIR" ]; then
     if [ "$HAVE_PROD" = 1 ]; then # prof's drive has no key: profile gateway-prod here
       echo "== profile gateway-prod (${secs}s closed loop)" >&2
       curl -fsS -o "$PPROF_DIR/gateway-prod.cpu.pprof" "http://$PGW_PPROF/debug/pprof/profile?seconds=$secs" & c=$!
-      "$LG" drive --target gateway --addr "$PGW" --label gateway-prod --payload "$PAYLOAD" --mode closed \
+      "$LG" drive --target gateway --addr "$PGW" --conns "$CONNS" --label gateway-prod --payload "$PAYLOAD" --mode closed \
         --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" --api-key "$BENCH_API_KEY" >"$PPROF_DIR/gateway-prod.run.json"
       wait "$c"
       go tool pprof -top -nodecount=40 "$PPROF_DIR/gateway-prod.cpu.pprof" >"$PPROF_DIR/gateway-prod.top.txt" 2>/dev/null || true
@@ -415,7 +630,7 @@ if [ -n "$PPROF_DIR" ]; then
     # The gateway has no --pprof-listen: sample its process with perf instead.
     echo "== profile gateway with perf (no --pprof-listen flag)" >&2
     perf record -F 499 -g -o "$PPROF_DIR/gateway.perf.data" -p "$GW_PID" -- sleep "$secs" 2>/dev/null & c=$!
-    "$LG" drive --target gateway --addr "$GW" --label gateway --payload "$PAYLOAD" --mode closed \
+    "$LG" drive --target gateway --addr "$GW" --conns "$CONNS" --label gateway --payload "$PAYLOAD" --mode closed \
       --concurrency "$CONCURRENCY" --duration "$((secs + 1))s" >"$PPROF_DIR/gateway.run.json"
     wait "$c" || true
     # Inclusive ("children") time per function: Go's own frames show where
@@ -463,7 +678,8 @@ JSON
   # RSS every ~100 ms until stopped (or the gateway is gone).
   (while vmkb VmRSS 2>/dev/null; do sleep 0.1; done) >"$tmp/inflight-rss.txt" & sampler=$!
   pids+=("$sampler")
-  "$LG" drive --target gateway --addr "$IGW" --label gateway-inflight --payload "$PAYLOAD" --api-key "$BENCH_API_KEY" \
+  "$LG" drive --target gateway --addr "$IGW" --conns "$(((INFLIGHT + 99) / 100))" --label gateway-inflight \
+    --payload "$PAYLOAD" --api-key "$BENCH_API_KEY" \
     --mode closed --concurrency "$INFLIGHT" --duration "$((3 * d))s" --timeout "$((d + 5))s" \
     >"$tmp/inflight.json" & drv=$!
   pids+=("$drv")
@@ -542,7 +758,9 @@ fi
 echo
 baseline_note=""
 [ -z "$BASELINE_REV" ] || baseline_note=" baseline=$BASELINE_REF(${BASELINE_REV:0:12})"
-echo "payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY rate=$RATE/s nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)$baseline_note"
+peer_note=""
+[ "$HAVE_PEER_MCP" != 1 ] || peer_note=" mcp-peer=$PEER_MCP_PROXY($("$PEER_MCP_PROXY" -version 2>&1 | head -n 1))"
+echo "faces=$FACES payload=$PAYLOAD rounds=$ROUNDS duration=$DURATION concurrency=$CONCURRENCY grpc-conns=$CONNS rate=$RATE/s (gRPC open loop) mcp-sessions=$CONCURRENCY nproc=$(nproc) $(go version | cut -d' ' -f3-) loadavg(start→end)=$LOAD0 → $(cut -d' ' -f1-3 /proc/loadavg)$baseline_note$peer_note"
 "$LG" summarize --in "$results"
 for sk in "${SKIPPED[@]}"; do echo "skipped $sk"; done
 if [ "${#INFLIGHT_LINES[@]}" -gt 0 ]; then

@@ -1,4 +1,4 @@
-package pipeline
+package invokewire_test
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/invokewire"
 )
 
-// TestInvokeRequestBuiltAroundArguments: the request a wire repair builds
-// is byte for byte proto.Marshal's InvokeRequest, for argument lengths on
-// both sides of each varint size (the reserved length bytes are closed up),
+// TestInvokeRequestBuiltAroundArguments: the request BeginRequest and
+// FinishRequest build is byte for byte proto.Marshal's InvokeRequest, for
+// argument lengths on both sides of each varint size (the reserved length bytes are closed up),
 // with and without a call id, and whatever the size hint said.
 func TestInvokeRequestBuiltAroundArguments(t *testing.T) {
 	for _, n := range []int{0, 1, 120, 127, 128, 129, 16380, 16383, 16384, 16390, 70000} {
@@ -36,8 +37,8 @@ func TestInvokeRequestBuiltAroundArguments(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				head := beginInvokeRequest("create_note", hint, callID)
-				msg, got := finishInvokeRequest(append(head, ab...), len(head), callID)
+				head := invokewire.BeginRequest("create_note", hint, callID)
+				msg, got := invokewire.FinishRequest(append(head, ab...), len(head), callID)
 				want, _ := proto.Marshal(&gatewayv1.InvokeRequest{Tool: "create_note", Arguments: args, CallId: callID})
 				if !bytes.Equal(msg, want) {
 					t.Errorf("args %d bytes, call id %q, hint %d: request\n got % x\nwant % x", len(ab), callID, hint, msg, want)
