@@ -26,6 +26,8 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"jwt with a parsed leeway", p.Auth.JWT != nil && p.Auth.JWT.Leeway == 30*time.Second && p.Auth.JWT.Audience == "flowdrop-gateway"},
 		{"mtls roles", p.Auth.MTLS != nil && len(p.Auth.MTLS.Roles["spiffe://example.com/agent"]) == 1},
 		{"authz callers", len(p.Authz.Callers["ci-agent"].Deny) == 1 && p.Authz.Default.Allow[0] == "*"},
+		{"authz resources", slices.Equal(p.Authz.Callers["ci-agent"].Resources.Allow, []string{"flowdrop-mcp://docs_/*"}) &&
+			slices.Equal(p.Authz.Callers["ci-agent"].Resources.Deny, []string{"*/private/*"})},
 		{"rules", len(p.Rules) == 2 && p.Rules[0].Tools[0] == "run_command"},
 		{"a shadow rule", p.Rules[1].Mode == policy.ModeShadow && p.Rules[0].Mode == ""},
 		{"limits", p.Limits.MaxDepth == 16 && p.Limits.MaxInFlightPerTool == 64},

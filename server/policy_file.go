@@ -154,9 +154,10 @@ type policyFile struct {
 }
 
 type toolAccess struct {
-	Allow []string `json:"allow"`
-	Deny  []string `json:"deny"`
-	Mode  string   `json:"mode"`
+	Allow     []string         `json:"allow"`
+	Deny      []string         `json:"deny"`
+	Mode      string           `json:"mode"`
+	Resources policy.URIAccess `json:"resources"`
 }
 
 // authMode accepts "on"/"off" and also YAML 1.1's reading of a bare

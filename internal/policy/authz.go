@@ -46,6 +46,10 @@ type ToolAccess struct {
 	Allow []string
 	Deny  []string
 	Mode  string
+	// Resources are the resource URIs the caller may list and read over
+	// MCP (resources.go); the allow and deny lists above also decide the
+	// upstream prompts it sees, by their gateway names.
+	Resources URIAccess
 }
 
 // AuthzConfig configures an Authorizer.
@@ -86,7 +90,7 @@ func NewAuthorizer(cfg AuthzConfig) (*Authorizer, error) {
 				return fmt.Errorf("authz: %s: tool pattern %q is not a valid glob: %w", who, p, err)
 			}
 		}
-		return nil
+		return checkURIPatterns(who, ta.Resources)
 	}
 	if err := check("default", cfg.Default); err != nil {
 		return nil, err

@@ -44,6 +44,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -122,6 +123,11 @@ type Config struct {
 	// SDKOnly turns the tools/call fast path off (fastpath.go): every
 	// request is answered by the SDK's handler.
 	SDKOnly bool
+	// Upstreams, when set, serves the resources, prompts and completions
+	// of the fronted upstream MCP servers (federation.go); UpstreamBounds
+	// bound their listings (unset: mcpimport's defaults).
+	Upstreams      Upstreams
+	UpstreamBounds mcpimport.Bounds
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -150,6 +156,9 @@ type Server struct {
 	resource string
 	origins  *originGuard
 	okLevel  slog.Level
+	// upstreams and bounds serve federation.go (nil: not offered).
+	upstreams Upstreams
+	bounds    mcpimport.Bounds
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -187,7 +196,7 @@ func New(cfg Config) (*Server, error) {
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
-		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel}
+		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -380,6 +389,9 @@ func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // handle routes the methods the gateway answers itself.
 func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if res, err, ok := m.federate(ctx, method, req, next); ok {
+			return res, err
+		}
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {

@@ -1,0 +1,85 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+)
+
+// Federated runs f over the session of an upstream MCP server (the one
+// its tools' calls use, made when there is none) for the MCP face's
+// resources, prompts and completions (server/mcpapi): under the same
+// guards as a tools/call — the credential must be one the policy declares
+// for the upstream, the budget is the caller's deadline or the default
+// timeout (capped by the maximum), and over HTTP the upstream's responses
+// share the backend receive limit, crossing it ending the request
+// (an error wrapping mcpupstream.ErrResponseTooLarge). Over stdio the SDK bounds each message (16 MiB):
+// the caller checks what f read against MaxResponseBytes (and refuses it
+// with an error wrapping mcpupstream.ErrResponseTooLarge). An error names
+// the upstream's URL: it is for the log, never for a caller.
+func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error {
+	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
+		if err := allowed(up); err != nil {
+			return fmt.Errorf("upstream %s: its credential is not declared by the policy: %w", up.URL, err)
+		}
+	}
+	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
+	defer stop()
+	budget := m.ts.cfg.DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		budget = max(time.Until(d), 0)
+	}
+	if mx := m.ts.cfg.MaxTimeout; mx > 0 && mx < budget {
+		budget = mx
+	}
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	// As for a call: a second try only when the upstream did not know the
+	// pooled session, which means the request did not run there.
+	for try := 0; ; try++ {
+		s, cs, _, fresh, err := m.session(ctx, up, ts)
+		if err != nil {
+			return m.federatedFailure(ctx, err)
+		}
+		err = f(ctx, cs)
+		m.release(s)
+		if err == nil {
+			return nil
+		}
+		// A JSON-RPC error, or f's own refusal of an answer it read whole
+		// (wrapping ErrResponseTooLarge), leaves the session sound: over
+		// stdio dropping it would end the process for nothing.
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) {
+			m.drop(s, cs)
+		}
+		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+			continue
+		}
+		return m.federatedFailure(ctx, err)
+	}
+}
+
+func (m *MCPUpstream) federatedFailure(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), mcpupstream.ErrResponseTooLarge) {
+		return fmt.Errorf("%w: %v", mcpupstream.ErrResponseTooLarge, err)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w: %v", ctxErr, err)
+	}
+	return err
+}
+
+// MaxResponseBytes is the backend receive limit an upstream's answer is
+// held to.
+func (m *MCPUpstream) MaxResponseBytes() int { return m.ts.cfg.MaxRecvMsgSize }

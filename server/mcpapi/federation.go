@@ -1,0 +1,353 @@
+package mcpapi
+
+// Federation: the resources, resource templates, prompts and completions
+// of the upstream MCP servers the registry fronts, served on this face
+// beside their tools (resources.go, prompts.go, completions.go).
+//
+// An upstream is a group of imported tools (registry.Tool.ImportedFrom)
+// with one URL, credential reference and spec.tls — the session its tools'
+// calls use. Its namespace is its import prefix, read back from its tools'
+// names (gateway name = prefix + mapped upstream name, mcpimport.MapName).
+// An upstream is federated only when that prefix is one and the same for
+// all its tools, not empty, and no other upstream has it: the namespace
+// is what makes names and URIs reversible, so an ambiguous one is not
+// served (and logged). A caller's view is the upstreams of which it may
+// invoke at least one tool (pipeline.Visible): an upstream whose tools are
+// all denied to the caller is invisible to it, resources and prompts
+// included.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// Upstreams reaches the upstream MCP servers for the face's federated
+// methods (backend.MCPUpstream).
+type Upstreams interface {
+	// Federated runs f over the upstream's session, under the backend
+	// limits; an error is for the log (it may name the upstream's URL).
+	Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error
+	// MaxResponseBytes is the backend receive limit.
+	MaxResponseBytes() int
+}
+
+// UpstreamScheme is the URI scheme of an upstream's resources on this
+// face: flowdrop-mcp://PREFIX/UPSTREAM-URI. PREFIX (the upstream's
+// namespace, a tool-name prefix: no "/") names the upstream; everything
+// after the first "/" that follows it is the upstream's own URI, verbatim.
+// So the form is reversible, and a URI can only ever reach the upstream
+// its PREFIX names (an upstream listing a flowdrop-mcp:// URI of its own
+// gets it wrapped again, under its own prefix).
+const UpstreamScheme = "flowdrop-mcp"
+
+const upstreamURIStart = UpstreamScheme + "://"
+
+// maxUpstreamURIBytes bounds an upstream URI or URI template the face
+// carries (listed, read or completed).
+const maxUpstreamURIBytes = 8 << 10
+
+// capsProbeTimeout bounds reading one upstream's capabilities (a session
+// is made when there is none) while answering initialize.
+const capsProbeTimeout = 5 * time.Second
+
+// federatedUpstream is one upstream of the registry, as federated.
+type federatedUpstream struct {
+	ns   string
+	spec registry.MCPTool // URL and credential reference (Tool unset)
+	tls  *registry.TransportSecurity
+	// tools are the upstream's gateway tool names (its view test).
+	tools []string
+}
+
+// gatewayURI is an upstream URI in the face's form.
+func (u *federatedUpstream) gatewayURI(upstreamURI string) string {
+	return upstreamURIStart + u.ns + "/" + upstreamURI
+}
+
+// splitGatewayURI is a face URI's namespace and upstream URI; ok is false
+// for any other URI.
+func splitGatewayURI(uri string) (ns, upstreamURI string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, upstreamURIStart)
+	if !ok {
+		return "", "", false
+	}
+	ns, upstreamURI, ok = strings.Cut(rest, "/")
+	if !ok || ns == "" || upstreamURI == "" || len(upstreamURI) > maxUpstreamURIBytes {
+		return "", "", false
+	}
+	return ns, upstreamURI, true
+}
+
+type upstreamKey struct {
+	url, env, file string
+	tls            registry.TransportSecurity
+	hasTLS         bool
+}
+
+// federatedUpstreams are the registry's federable upstreams, by namespace
+// (see the file comment for which are).
+func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
+	type group struct {
+		up       *federatedUpstream
+		prefixes map[string]bool
+	}
+	groups := map[upstreamKey]*group{}
+	for _, e := range m.reg.Snapshot().List() {
+		t := e.Tool
+		if t.Spec == nil || t.Spec.MCPTool == nil || !t.ImportedFrom(t.Spec.MCPTool.URL) {
+			continue
+		}
+		sp := t.Spec.MCPTool
+		k := upstreamKey{url: sp.URL, env: sp.CredentialEnv, file: sp.CredentialFile}
+		if t.Spec.TLS != nil {
+			k.tls, k.hasTLS = *t.Spec.TLS, true
+		}
+		g := groups[k]
+		if g == nil {
+			g = &group{up: &federatedUpstream{spec: registry.MCPTool{URL: sp.URL, CredentialEnv: sp.CredentialEnv, CredentialFile: sp.CredentialFile}, tls: t.Spec.TLS},
+				prefixes: map[string]bool{}}
+			groups[k] = g
+		}
+		g.up.tools = append(g.up.tools, t.Name)
+		mapped, _ := mcpimport.MapName("", sp.Tool)
+		prefix, ok := strings.CutSuffix(t.Name, mapped)
+		if !ok || mapped == "" {
+			prefix = "\x00" // renamed: no prefix to read back
+		}
+		g.prefixes[prefix] = true
+	}
+	out := map[string]*federatedUpstream{}
+	taken := map[string]int{}
+	for _, g := range groups {
+		if len(g.prefixes) != 1 {
+			continue
+		}
+		for p := range g.prefixes {
+			g.up.ns = p
+		}
+		if g.up.ns == "" || g.up.ns == "\x00" || strings.Contains(g.up.ns, "/") {
+			continue
+		}
+		taken[g.up.ns]++
+		out[g.up.ns] = g.up
+	}
+	for ns, n := range taken {
+		if n > 1 {
+			delete(out, ns) // two upstreams under one prefix: neither is reversible
+		}
+	}
+	return out
+}
+
+// inView reports whether the caller may invoke some tool of u.
+func (m *Server) inView(ctx context.Context, u *federatedUpstream) bool {
+	return slices.ContainsFunc(u.tools, func(name string) bool { return m.pipe.Visible(ctx, name) })
+}
+
+// view is the caller's federated upstreams, by namespace order.
+func (m *Server) view(ctx context.Context) []*federatedUpstream {
+	if m.upstreams == nil {
+		return nil
+	}
+	var out []*federatedUpstream
+	for _, u := range m.federatedUpstreams() {
+		if m.inView(ctx, u) {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b *federatedUpstream) int { return strings.Compare(a.ns, b.ns) })
+	return out
+}
+
+// upstreamFor is the upstream of namespace ns in the caller's view.
+func (m *Server) upstreamFor(ctx context.Context, ns string) *federatedUpstream {
+	if m.upstreams == nil {
+		return nil
+	}
+	u := m.federatedUpstreams()[ns]
+	if u == nil || !m.inView(ctx, u) {
+		return nil
+	}
+	return u
+}
+
+// withUpstream runs f over u's session, as the gateway (nothing of the
+// caller's SDK request reaches the upstream).
+func (m *Server) withUpstream(ctx context.Context, u *federatedUpstream, f func(context.Context, *mcp.ClientSession) error) error {
+	spec := u.spec
+	return m.upstreams.Federated(withoutSDKValues(ctx), &spec, u.tls, f)
+}
+
+// upstreamCaps is u's capabilities (nil when it cannot be reached).
+func (m *Server) upstreamCaps(ctx context.Context, u *federatedUpstream) *mcp.ServerCapabilities {
+	var caps *mcp.ServerCapabilities
+	err := m.withUpstream(ctx, u, func(_ context.Context, cs *mcp.ClientSession) error {
+		if ir := cs.InitializeResult(); ir != nil {
+			caps = ir.Capabilities
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.WarnContext(ctx, "MCP federation: upstream unreachable", "namespace", u.ns, "error", err)
+		return nil
+	}
+	return caps
+}
+
+// callerCapabilities is what the face declares to the caller in ctx:
+// tools, and resources, prompts and completions when an upstream in its
+// view offers them (resources also only when its resource allow list is
+// not empty). Subscriptions are not relayed (CONFORMANCE.md), so
+// resources are declared without subscribe; neither list_changed.
+func (m *Server) callerCapabilities(ctx context.Context) *mcp.ServerCapabilities {
+	caps := capabilities()
+	view := m.view(ctx)
+	if len(view) == 0 {
+		return caps
+	}
+	ctx, cancel := context.WithTimeout(ctx, capsProbeTimeout)
+	defer cancel()
+	all := make([]*mcp.ServerCapabilities, len(view))
+	var wg sync.WaitGroup
+	for i, u := range view {
+		wg.Go(func() { all[i] = m.upstreamCaps(ctx, u) })
+	}
+	wg.Wait()
+	for _, c := range all {
+		if c == nil {
+			continue
+		}
+		if c.Resources != nil && m.mayListResources(ctx) {
+			caps.Resources = &mcp.ResourceCapabilities{}
+		}
+		if c.Prompts != nil && federatedMethods["prompts/list"] != nil {
+			caps.Prompts = &mcp.PromptCapabilities{}
+		}
+		if c.Completions != nil && federatedMethods["completion/complete"] != nil {
+			caps.Completions = &mcp.CompletionCapabilities{}
+		}
+	}
+	return caps
+}
+
+// authz is the authorizer of the request's policy and its caller (nil
+// authorizer: no authorization, everything open).
+func (m *Server) authz(ctx context.Context) (*policy.Authorizer, policy.Caller, bool) {
+	pol := pipeline.PolicyFrom(ctx)
+	if pol == nil {
+		pol = m.pipe.Policy()
+	}
+	caller, ok := policy.CallerFrom(ctx)
+	return pol.Authz, caller, ok
+}
+
+// mayListResources: the caller has a resource allow list (or there is no
+// authorization).
+func (m *Server) mayListResources(ctx context.Context) bool {
+	az, caller, ok := m.authz(ctx)
+	return az == nil || ok && az.MayListResources(caller)
+}
+
+// mayReadResource: the caller's resource allow and deny lists admit the
+// face URI.
+func (m *Server) mayReadResource(ctx context.Context, uri string) bool {
+	az, caller, ok := m.authz(ctx)
+	return az == nil || ok && az.AllowResource(caller, uri) == nil
+}
+
+// MCP JSON-RPC errors of the federated methods.
+const (
+	// MCPCodeUpstreamTooLarge: the upstream's answer is over the backend
+	// receive limit (implementation-defined range, clear of the codes the
+	// SDK defines: -32001..-32005, -32020..-32022, -32042).
+	MCPCodeUpstreamTooLarge = -32010
+	// MCPCodeUpstreamUnavailable: the upstream could not answer.
+	MCPCodeUpstreamUnavailable = -32011
+)
+
+// upstreamError is the caller's error for a failed upstream request: it
+// names what the caller asked for, never the upstream; the cause is logged.
+func (m *Server) upstreamError(ctx context.Context, method, what string, err error) error {
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.Is(err, errTooLarge) || errors.Is(err, mcpupstream.ErrResponseTooLarge):
+		return &jsonrpc.Error{Code: MCPCodeUpstreamTooLarge, Message: fmt.Sprintf("%s %q: the upstream's answer is over the gateway's limit of %d bytes for backend responses",
+			method, policy.Bound(what), m.upstreams.MaxResponseBytes())}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams:
+		// Its own words may quote anything; the code is what the caller needs.
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s %q: the upstream refused the request's parameters", method, policy.Bound(what))}
+	}
+	m.log.WarnContext(ctx, "MCP federation: upstream request failed", "method", method, "name", policy.Bound(what), "error", err)
+	return &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable, Message: fmt.Sprintf("%s %q: the upstream MCP server did not answer", method, policy.Bound(what))}
+}
+
+// errTooLarge is the face's refusal of an upstream answer it read whole
+// and measured over the limit (a stdio upstream's: over HTTP the transport
+// cuts it off); it wraps mcpupstream.ErrResponseTooLarge, which tells
+// Upstreams.Federated the session is sound.
+var errTooLarge = fmt.Errorf("measured: %w", mcpupstream.ErrResponseTooLarge)
+
+// federationBounds are the listing bounds (unset: mcpimport's defaults).
+func (m *Server) federationBounds() mcpimport.Bounds {
+	return m.bounds.Or(mcpimport.DefaultBounds())
+}
+
+// maxListPages bounds the pages read of one upstream listing.
+const maxListPages = 100
+
+// federatedMethod answers one federated MCP method; each concept's file
+// registers its own (resources.go, prompts.go, completions.go).
+type federatedMethod func(m *Server, ctx context.Context, method string, req mcp.Request) (mcp.Result, error)
+
+var federatedMethods = map[string]federatedMethod{}
+
+func init() {
+	for _, method := range []string{"resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete"} {
+		countedMethods[method] = true
+	}
+}
+
+// federate answers the federated methods, and declares in initialize and
+// server/discover what the caller is served; ok is false for any other
+// method (server.go's handle answers it).
+func (m *Server) federate(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (_ mcp.Result, _ error, ok bool) {
+	switch method {
+	case "initialize", "server/discover":
+		res, err := next(ctx, method, req)
+		if err != nil || m.upstreams == nil {
+			return res, err, true
+		}
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			r.Capabilities = m.callerCapabilities(ctx)
+		case *mcp.DiscoverResult:
+			r.Capabilities = m.callerCapabilities(ctx)
+		}
+		return res, err, true
+	}
+	h := federatedMethods[method]
+	if h == nil {
+		return nil, nil, false
+	}
+	if m.upstreams == nil {
+		return nil, notOffered(method), true
+	}
+	res, err := h(m, ctx, method, req)
+	return res, err, true
+}

@@ -1,0 +1,310 @@
+package mcpapi
+
+// prompts/list and prompts/get of the upstreams in the caller's view
+// (federation.go). A prompt's gateway name is its upstream's prefix
+// followed by its mapped name (mcpimport.MapName, as for tools), and the
+// caller's tool allow and deny lists decide which prompts it sees, by
+// that name (pipeline.Visible). prompts/get arguments are strings: they
+// are normalized as a tool's string arguments are (RT-TOOL-8 entity
+// decoding, through the normalize package, within the policy's argument
+// limits) and checked against the prompt's declared arguments (required
+// ones present, none undeclared) before the upstream sees them.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/normalize"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// maxPromptArguments bounds the arguments of one upstream prompt carried.
+const maxPromptArguments = 64
+
+func init() {
+	federatedMethods["prompts/list"] = func(m *Server, ctx context.Context, method string, _ mcp.Request) (mcp.Result, error) {
+		return m.listPrompts(ctx, method)
+	}
+	federatedMethods["prompts/get"] = func(m *Server, ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.GetPromptRequest)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": malformed request"}
+		}
+		return m.getPrompt(ctx, r)
+	}
+}
+
+// promptsView is the upstreams in the caller's view that offer prompts.
+func (m *Server) promptsView(ctx context.Context) []*federatedUpstream {
+	var out []*federatedUpstream
+	for _, u := range m.view(ctx) {
+		if c := m.upstreamCaps(ctx, u); c != nil && c.Prompts != nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// upstreamPrompts is u's prompts the caller may see, each with its
+// gateway name; the upstream's own prompt is kept beside it.
+func (m *Server) upstreamPrompts(ctx context.Context, u *federatedUpstream) ([]federatedPrompt, error) {
+	b := m.federationBounds()
+	var all []*mcp.Prompt
+	err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r, nil
+		}, func(raw any) int {
+			for _, p := range raw.(*mcp.ListPromptsResult).Prompts {
+				if len(all) < b.Tools && p != nil {
+					all = append(all, p)
+				}
+			}
+			return len(all)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	mapped := map[string]int{}
+	for _, p := range all {
+		name, _ := mcpimport.MapName(u.ns, p.Name)
+		mapped[name]++
+	}
+	var out []federatedPrompt
+	for _, p := range all {
+		name, ok := mcpimport.MapName(u.ns, p.Name)
+		if !ok || mapped[name] > 1 || len(p.Description) > b.DescriptionBytes || len(p.Title) > b.DescriptionBytes || !promptArgumentsFit(p, b) {
+			continue // not reversible, or over a bound
+		}
+		if !m.pipe.Visible(ctx, name) {
+			continue
+		}
+		out = append(out, federatedPrompt{name: name, up: u, upstream: p})
+	}
+	return out, nil
+}
+
+func promptArgumentsFit(p *mcp.Prompt, b mcpimport.Bounds) bool {
+	if len(p.Arguments) > maxPromptArguments {
+		return false
+	}
+	for _, a := range p.Arguments {
+		if a == nil || a.Name == "" || len(a.Name) > 256 || len(a.Description) > b.DescriptionBytes || len(a.Title) > b.DescriptionBytes {
+			return false
+		}
+	}
+	return true
+}
+
+type federatedPrompt struct {
+	name     string
+	up       *federatedUpstream
+	upstream *mcp.Prompt
+}
+
+// listPrompts is prompts/list: every prompt of the upstreams in the
+// caller's view that it may see, in one page.
+func (m *Server) listPrompts(ctx context.Context, method string) (mcp.Result, error) {
+	view := m.promptsView(ctx)
+	if len(view) == 0 {
+		return nil, notOffered(method)
+	}
+	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
+	for _, u := range view {
+		ps, err := m.upstreamPrompts(ctx, u)
+		if err != nil {
+			m.log.WarnContext(ctx, "MCP federation: prompts not listed", "namespace", u.ns, "error", err)
+			continue
+		}
+		for _, p := range ps {
+			out.Prompts = append(out.Prompts, &mcp.Prompt{Name: p.name, Title: p.upstream.Title, Description: p.upstream.Description, Arguments: p.upstream.Arguments})
+		}
+	}
+	return out, nil
+}
+
+// findPrompt is the prompt of gateway name the caller may see, or nil.
+func (m *Server) findPrompt(ctx context.Context, name string) *federatedPrompt {
+	if !m.pipe.Visible(ctx, name) {
+		return nil
+	}
+	var found []federatedPrompt
+	for _, u := range m.promptsView(ctx) {
+		if !strings.HasPrefix(name, u.ns) {
+			continue
+		}
+		ps, err := m.upstreamPrompts(ctx, u)
+		if err != nil {
+			m.log.WarnContext(ctx, "MCP federation: prompts not listed", "namespace", u.ns, "error", err)
+			continue
+		}
+		for _, p := range ps {
+			if p.name == name {
+				found = append(found, p)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return nil // none, or two upstreams' prefixes overlap on it: not reversible
+	}
+	return &found[0]
+}
+
+// unknownPrompt is the answer for a prompt the caller cannot get, whether
+// it does not exist or is not the caller's to see.
+func unknownPrompt(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", policy.Bound(name))}
+}
+
+// getPrompt is prompts/get.
+func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.Result, error) {
+	start := time.Now()
+	if req.Params == nil || req.Params.Name == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing prompt name"}
+	}
+	if len(m.promptsView(ctx)) == 0 {
+		return nil, notOffered("prompts/get") // not declared to this caller
+	}
+	name, sent := req.Params.Name, req.Params.Arguments
+	p := m.findPrompt(ctx, name)
+	if p == nil {
+		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionDeny, "prompt-not-offered", sent)
+		return nil, unknownPrompt(name)
+	}
+	args, report, err := m.promptArguments(ctx, p, sent)
+	repairs := policy.RepairsFromReport(report)
+	if err != nil {
+		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionDeny, "arguments-invalid", sent, repairs...)
+		return nil, err
+	}
+	var res *mcp.GetPromptResult
+	err = m.withUpstream(ctx, p.up, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.upstream.Name, Arguments: args})
+		if err != nil {
+			return err
+		}
+		if b, _ := json.Marshal(r); len(b) > m.upstreams.MaxResponseBytes() {
+			return errTooLarge
+		}
+		res = r
+		return nil
+	})
+	if err != nil {
+		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionError, federatedReason(err), sent, repairs...)
+		return nil, m.upstreamError(ctx, "prompts/get", name, err)
+	}
+	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+	for _, msg := range res.Messages {
+		if msg != nil {
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: msg.Role, Content: p.up.rewriteContent(msg.Content)})
+		}
+	}
+	if rs := repairsMeta(report.Repairs); rs != nil {
+		out.Meta = mcp.Meta{MCPMetaRepairs: rs}
+	}
+	if err := m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionAllow, "", sent, repairs...); err != nil {
+		return nil, auditNotWritten("prompts/get", name)
+	}
+	return out, nil
+}
+
+// promptArguments are the caller's arguments normalized and checked
+// against the prompt's declared arguments.
+func (m *Server) promptArguments(ctx context.Context, p *federatedPrompt, sent map[string]string) (map[string]string, normalize.Report, error) {
+	declared := map[string]bool{}
+	props := map[string]any{}
+	var required []any
+	for _, a := range p.upstream.Arguments {
+		declared[a.Name] = true
+		props[a.Name] = map[string]any{"type": "string"}
+		if a.Required {
+			required = append(required, a.Name)
+		}
+	}
+	for k := range sent {
+		if !declared[k] {
+			return nil, normalize.Report{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("prompts/get %q: argument %q is not one the prompt declares", policy.Bound(p.name), policy.Bound(k))}
+		}
+	}
+	for _, r := range required {
+		if _, ok := sent[r.(string)]; !ok {
+			return nil, normalize.Report{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("prompts/get %q: missing required argument %q", policy.Bound(p.name), r)}
+		}
+	}
+	schema, err := structpb.NewStruct(map[string]any{"type": "object", "properties": props, "required": required})
+	if err != nil {
+		return nil, normalize.Report{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	plan, err := normalize.Compile(schema)
+	if err != nil {
+		return nil, normalize.Report{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	in := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(sent))}
+	for k, v := range sent {
+		in.Fields[k] = structpb.NewStringValue(v)
+	}
+	pol := pipeline.PolicyFrom(ctx)
+	if pol == nil {
+		pol = m.pipe.Policy()
+	}
+	lim := pol.Limits.WithDefaults()
+	out, report, err := plan.ApplyWithin(in, normalize.Limits{MaxBytes: lim.MaxArgumentBytes, MaxStringLength: lim.MaxStringLength, MaxDepth: lim.MaxDepth,
+		MaxElements: lim.MaxListElements, MaxKeys: lim.MaxObjectKeys})
+	if err != nil {
+		return nil, report, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompts/get %q: %v", policy.Bound(p.name), err)}
+	}
+	args := make(map[string]string, len(out.GetFields()))
+	for k, v := range out.GetFields() {
+		s, ok := v.GetKind().(*structpb.Value_StringValue)
+		if !ok {
+			return nil, report, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompts/get %q: argument %q must be a string", policy.Bound(p.name), policy.Bound(k))}
+		}
+		if len(s.StringValue) > lim.MaxStringLength {
+			return nil, report, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompts/get %q: argument %q is over %d bytes", policy.Bound(p.name), policy.Bound(k), lim.MaxStringLength)}
+		}
+		args[k] = s.StringValue
+	}
+	for _, r := range report.Repairs {
+		if r.BoundHit && !pol.ForwardEntityBound {
+			return nil, report, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("prompts/get %q: argument %s still holds HTML entities after the decoding passes allowed", policy.Bound(p.name), policy.Bound(r.Path))}
+		}
+	}
+	return args, report, nil
+}
+
+// rewriteContent is an upstream's content block with the URIs it carries
+// (a resource link, an embedded resource) in the face's form under u.
+func (u *federatedUpstream) rewriteContent(c mcp.Content) mcp.Content {
+	switch c := c.(type) {
+	case *mcp.ResourceLink:
+		cc := *c
+		cc.URI, cc.Icons, cc.Meta = u.gatewayURI(c.URI), nil, nil
+		return &cc
+	case *mcp.EmbeddedResource:
+		cc := *c
+		if c.Resource != nil {
+			rc := *c.Resource
+			rc.URI, rc.Meta = u.gatewayURI(rc.URI), nil
+			cc.Resource = &rc
+		}
+		cc.Meta = nil
+		return &cc
+	}
+	return c
+}
