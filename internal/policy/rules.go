@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -42,13 +43,19 @@ type Rule struct {
 type Rules struct {
 	rules     []compiledRule
 	hasShadow bool
-	fields    argFields // the union of the rules' fields
+	fields    argFields     // the union of the rules' fields
+	adapter   types.Adapter // the environment's, to convert args once per call
 }
 
 type compiledRule struct {
 	Rule
 	prg    cel.Program
 	fields argFields
+	// loops is whether the expression has a comprehension: cel-go consults
+	// the context only between a comprehension's iterations, so a rule
+	// without one evaluates the same without it (and without the
+	// context's per-evaluation allocations).
+	loops bool
 }
 
 // RuleOption configures NewRules.
@@ -80,7 +87,7 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
-	out := &Rules{}
+	out := &Rules{adapter: env.CELTypeAdapter()}
 	names := map[string]bool{}
 	for i, r := range rules {
 		if r.Name == "" {
@@ -111,7 +118,7 @@ func NewRules(rules []Rule, opts ...RuleOption) (*Rules, error) {
 			return nil, fmt.Errorf("rule %q: %w", r.Name, err)
 		}
 		f := argFieldsOf(ast.NativeRep())
-		out.rules = append(out.rules, compiledRule{Rule: r, prg: prg, fields: f})
+		out.rules = append(out.rules, compiledRule{Rule: r, prg: prg, fields: f, loops: hasComprehension(ast.NativeRep())})
 		out.fields.all = out.fields.all || f.all
 		for _, n := range f.names {
 			if !slices.Contains(out.fields.names, n) {
@@ -149,7 +156,7 @@ func (rs *Rules) evaluate(ctx context.Context, c Caller, tool string, args *stru
 	if args == nil {
 		args = &structpb.Struct{}
 	}
-	vars := &ruleVars{args: args, tool: tool, c: c}
+	vars := &ruleVars{args: args, tool: tool, c: c, adapter: rs.adapter}
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		if len(r.Tools) > 0 && !matchAny(r.Tools, tool) {
@@ -172,18 +179,27 @@ func (rs *Rules) evaluate(ctx context.Context, c Caller, tool string, args *stru
 
 // ruleVars are a call's rule variables (an interpreter.Activation): args,
 // tool and caller, the caller's map built only when a rule reads it (most
-// rules read args alone). One per evaluation, so the lazy map is not shared.
+// rules read args alone). One per evaluation, so the lazy values are not
+// shared.
 type ruleVars struct {
-	args   *structpb.Struct // cel-go adapts *structpb.Struct natively: no JSON round trip
-	tool   string
-	c      Caller
-	caller map[string]any
+	args    *structpb.Struct // cel-go adapts *structpb.Struct natively: no JSON round trip
+	tool    string
+	c       Caller
+	caller  map[string]any
+	adapter types.Adapter
+	// argsVal is args as a CEL value, converted on first read: cel-go
+	// converts a native value at every reference, and a rule names args in
+	// each member it reads.
+	argsVal ref.Val
 }
 
 func (v *ruleVars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "args":
-		return v.args, true
+		if v.argsVal == nil {
+			v.argsVal = v.adapter.NativeToValue(v.args)
+		}
+		return v.argsVal, true
 	case "tool":
 		return v.tool, true
 	case "caller":
@@ -203,7 +219,13 @@ func (v *ruleVars) Parent() interpreter.Activation { return nil }
 
 // judge evaluates the rule: nil when it passes, else its refusal.
 func (r *compiledRule) judge(ctx context.Context, vars *ruleVars, tool string) *Error {
-	val, _, err := r.prg.ContextEval(ctx, vars)
+	var val ref.Val
+	var err error
+	if r.loops {
+		val, _, err = r.prg.ContextEval(ctx, vars)
+	} else {
+		val, _, err = r.prg.Eval(vars)
+	}
 	if err != nil {
 		// Fail closed. The CEL error is not echoed: it can quote argument data.
 		msg := fmt.Sprintf("rule %q could not be evaluated for tool %q, so the call is refused", r.Name, tool)

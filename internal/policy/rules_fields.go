@@ -75,3 +75,13 @@ func (rs *Rules) ArgFields(tool string) (names []string, ok bool) {
 	}
 	return acc.names, true
 }
+
+// hasComprehension reports whether the expression has a comprehension (a
+// macro such as all, exists, map or filter).
+func hasComprehension(a *celast.AST) bool {
+	found := false
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		found = found || e.Kind() == celast.ComprehensionKind
+	}))
+	return found
+}

@@ -156,7 +156,7 @@ func TestRuleVarsAreTheMap(t *testing.T) {
 			}
 			old := map[string]any{"args": args, "caller": map[string]any{"subject": c.Subject, "method": c.Method, "roles": roles}, "tool": "shell.run"}
 			want, _, werr := prg.Eval(old)
-			got, _, gerr := prg.Eval(&ruleVars{args: args, tool: "shell.run", c: c})
+			got, _, gerr := prg.Eval(&ruleVars{args: args, tool: "shell.run", c: c, adapter: env.CELTypeAdapter()})
 			if (werr != nil) != (gerr != nil) || (werr == nil && got.Equal(want) != types.True) {
 				t.Errorf("%s for %s: %v (%v), want %v (%v) as with the map", expr, c.Subject, got, gerr, want, werr)
 			}
