@@ -69,6 +69,10 @@ func TestDecodeStructMatchesProtoUnmarshal(t *testing.T) {
 		{"truncated", func() []byte { b := entry("k", str("abcdef")); return b[:len(b)-2] }(), false, "proto refuses it"},
 		{"too deep for the fast path", deepList(1100), false, "proto's recursion limit decides"},
 		{"long string", entry("k", str(strings.Repeat("x", 300))), true, "a two-byte length"},
+		{"strings sharing a container", marshal(t, mustStruct(t, map[string]any{
+			"a": "", "b": "é€𝄞", "c": 1.0, "d": "tail",
+			"l": []any{"", "x", nil, "yz", false, "", []any{"in", ""}, map[string]any{"k": "v"}, "last"},
+		})), true, "each string its own bytes, empty ones too, cut from one text per container"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -88,6 +92,38 @@ func TestDecodeStructMatchesProtoUnmarshal(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDecodeStructAllocations: a container's wrappers and strings are
+// allocated together, not one or two allocations per member. The bench
+// tool's arguments shape: four strings, a number, a bool and a list of
+// five strings.
+func TestDecodeStructAllocations(t *testing.T) {
+	b := marshal(t, mustStruct(t, map[string]any{
+		"title": "Ember & Oak", "owner": "agent-7", "due": "2026-12-03", "body": "lorem ipsum",
+		"priority": 3.0, "done": false, "labels": []any{"ops", "release", "staging", "credentials", "weekly"},
+	}))
+	n := testing.AllocsPerRun(100, func() {
+		if _, ok := DecodeStruct(b); !ok {
+			t.Fatal("DecodeStruct refused the arguments")
+		}
+	})
+	// Struct, map and its buckets, Values, four wrapper slices, text (keys
+	// included); list: ListValue, pointers, Values, wrappers, text.
+	const most = 14
+	if n > most {
+		t.Fatalf("DecodeStruct allocates %.0f times, want at most %d", n, most)
+	}
+	t.Logf("DecodeStruct allocates %.0f times", n)
 }
 
 // deepList is a Struct whose one member nests n lists.
