@@ -263,3 +263,70 @@ func decodeList(b []byte, d int) (*structpb.ListValue, bool) {
 	}
 	return l, true
 }
+
+// DecodeMembers is DecodeStruct for just the named members of a Struct's
+// bytes (a repeated key's last value, as DecodeStruct keeps it): the
+// Struct DecodeStruct gives, less every other member, with the picked
+// members' wrappers and strings allocated together and the names as keys.
+// Keys are compared, not decoded, so only the picked members are read
+// through. ok is false for bytes DecodeStruct would refuse in the entries
+// or the picked members; the caller then decodes the whole.
+func DecodeMembers(b []byte, names []string) (s *structpb.Struct, ok bool) {
+	n := 0
+	var c memberCounts
+	for rest := b; len(rest) > 0; {
+		k, vb, next, ok := NextEntry(rest, false)
+		if !ok {
+			return nil, false
+		}
+		rest = next
+		if _, picked := pickedName(names, k); picked {
+			if !c.add(vb) {
+				return nil, false
+			}
+			n++
+		}
+	}
+	s = &structpb.Struct{Fields: make(map[string]*structpb.Value, n)}
+	if n == 0 {
+		return s, true
+	}
+	m := c.alloc()
+	if c.text > 0 {
+		var text strings.Builder
+		text.Grow(c.text)
+		for rest := b; len(rest) > 0; {
+			k, vb, next, _ := NextEntry(rest, false)
+			if _, picked := pickedName(names, k); picked {
+				text.Write(stringPayload(vb))
+			}
+			rest = next
+		}
+		m.text = text.String()
+	}
+	vals := make([]structpb.Value, n)
+	for i, rest := 0, b; len(rest) > 0; {
+		k, vb, next, _ := NextEntry(rest, false)
+		rest = next
+		name, picked := pickedName(names, k)
+		if !picked {
+			continue
+		}
+		if !decodeValue(&vals[i], vb, 0, &m) {
+			return nil, false
+		}
+		s.Fields[name] = &vals[i]
+		i++
+	}
+	return s, true
+}
+
+// pickedName is the name key equals, if any.
+func pickedName(names []string, key []byte) (string, bool) {
+	for _, n := range names {
+		if string(key) == n {
+			return n, true
+		}
+	}
+	return "", false
+}

@@ -162,6 +162,24 @@ func FuzzDecodeStruct(f *testing.F) {
 		if !proto.Equal(got, want) {
 			t.Fatalf("%x: DecodeStruct = %v, proto.Unmarshal = %v", b, got, want)
 		}
+		// Every other member, and one name absent: DecodeMembers takes
+		// what DecodeStruct took and gives those members.
+		var names []string
+		i := 0
+		for k := range want.Fields {
+			if i%2 == 0 {
+				names = append(names, k)
+			}
+			i++
+		}
+		names = append(names, "absent")
+		part, ok := DecodeMembers(b, names)
+		if !ok {
+			t.Fatalf("%x: DecodeMembers refused what DecodeStruct took", b)
+		}
+		if wantPart := picked(want, names); !proto.Equal(part, wantPart) {
+			t.Fatalf("%x: DecodeMembers(%q) = %v, want %v", b, names, part, wantPart)
+		}
 	})
 }
 

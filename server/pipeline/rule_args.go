@@ -3,7 +3,6 @@ package pipeline
 import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/structwire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -23,38 +22,9 @@ func (p *Pipeline) ruleArgs(c *Call, rules *policy.Rules) (*structpb.Struct, err
 	if !ok {
 		return c.Args()
 	}
-	picked, ok := pickMembers(b, names)
+	picked, ok := structwire.DecodeMembers(b, names) // else a picked member needs the general decoder
 	if !ok {
 		return c.Args()
 	}
 	return picked, nil
-}
-
-// pickMembers decodes the named members of a Struct's bytes (a repeated
-// key's last value, as decoding keeps it); false if the bytes do not read
-// as a Struct.
-func pickMembers(b []byte, names []string) (*structpb.Struct, bool) {
-	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(names))}
-	for rest := b; len(rest) > 0; {
-		k, vb, next, ok := structwire.NextEntry(rest, false)
-		if !ok {
-			return nil, false
-		}
-		rest = next
-		for _, n := range names {
-			if string(k) != n {
-				continue
-			}
-			v, ok := structwire.DecodeValue(vb)
-			if !ok {
-				v = new(structpb.Value)
-				if err := proto.Unmarshal(vb, v); err != nil {
-					return nil, false
-				}
-			}
-			out.Fields[n] = v
-			break
-		}
-	}
-	return out, true
 }
