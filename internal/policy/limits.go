@@ -341,25 +341,41 @@ func NewInFlight(max int) *InFlight { return &InFlight{max: max, n: map[string]i
 // Acquire takes a slot for tool. On success the caller must call release
 // exactly once (it is idempotent, to make defer-and-early-release safe).
 func (f *InFlight) Acquire(tool string) (release func(), err error) {
+	if err := f.Enter(tool); err != nil {
+		return nil, err
+	}
 	if f == nil || f.max <= 0 {
 		return func() {}, nil
 	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Leave(tool) }) }, nil
+}
+
+// Enter is Acquire without the release function, for the per-call path
+// (the function and its once are two allocations a call): on success the
+// caller must call Leave(tool) exactly once.
+func (f *InFlight) Enter(tool string) error {
+	if f == nil || f.max <= 0 {
+		return nil
+	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.n[tool] >= f.max {
-		f.mu.Unlock()
-		return nil, &Error{Code: ResourceExhausted, Reason: ReasonLimitInFlight, Limit: "max_in_flight_per_tool", Tool: tool,
+		return &Error{Code: ResourceExhausted, Reason: ReasonLimitInFlight, Limit: "max_in_flight_per_tool", Tool: tool,
 			Message: fmt.Sprintf("tool %q already has %d calls in flight, the max_in_flight_per_tool limit", tool, f.max)}
 	}
 	f.n[tool]++
+	return nil
+}
+
+// Leave frees the slot a successful Enter took.
+func (f *InFlight) Leave(tool string) {
+	if f == nil || f.max <= 0 {
+		return
+	}
+	f.mu.Lock()
+	if f.n[tool]--; f.n[tool] <= 0 {
+		delete(f.n, tool)
+	}
 	f.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			f.mu.Lock()
-			if f.n[tool]--; f.n[tool] <= 0 {
-				delete(f.n, tool)
-			}
-			f.mu.Unlock()
-		})
-	}, nil
 }

@@ -124,6 +124,54 @@ func TestPolicyInFlightConcurrent(t *testing.T) {
 	}
 }
 
+// TestPolicyInFlightEnterLeave: Enter and Leave keep the limit as Acquire
+// does — per tool, a slot freed by Leave, no idle tool left in the map, no
+// limit when unlimited or absent — and allocate nothing per call.
+func TestPolicyInFlightEnterLeave(t *testing.T) {
+	f := NewInFlight(2)
+	for range 2 {
+		if err := f.Enter("slow"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pe := wantPolicyError(t, f.Enter("slow"), ResourceExhausted, ReasonLimitInFlight)
+	if pe.Limit != "max_in_flight_per_tool" || pe.Tool != "slow" {
+		t.Fatalf("%+v", pe)
+	}
+	if _, err := f.Acquire("slow"); err == nil {
+		t.Fatal("Acquire ignored the slots Enter took")
+	}
+	if err := f.Enter("other"); err != nil {
+		t.Fatalf("limit must be per tool: %v", err)
+	}
+	f.Leave("other")
+	f.Leave("slow")
+	if err := f.Enter("slow"); err != nil {
+		t.Fatalf("slot not freed by Leave: %v", err)
+	}
+	f.Leave("slow")
+	f.Leave("slow")
+	if n := len(f.n); n != 0 {
+		t.Fatalf("idle tools left in the map: %d", n)
+	}
+	for _, g := range []*InFlight{nil, NewInFlight(0)} {
+		for range 3 {
+			if err := g.Enter("t"); err != nil {
+				t.Fatalf("unlimited refused: %v", err)
+			}
+		}
+		g.Leave("t")
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := f.Enter("slow"); err != nil {
+			t.Fatal(err)
+		}
+		f.Leave("slow")
+	}); n != 0 {
+		t.Fatalf("Enter and Leave allocate %.0f times a call, want none", n)
+	}
+}
+
 func TestPolicyRateLimit(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	rl, err := NewRateLimiter(RateLimitConfig{Rate: 2, Burst: 3}, WithClock(func() time.Time { return now }))

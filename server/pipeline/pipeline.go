@@ -192,11 +192,11 @@ func (p *Pipeline) Dispatch(ctx context.Context, c *Call) (Result, *Error) {
 
 // dispatch is Dispatch without idempotency.
 func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
-	release, err := p.policyOf(c).InFlight.Acquire(c.Tool)
-	if err != nil {
+	inFlight := p.policyOf(c).InFlight
+	if err := inFlight.Enter(c.Tool); err != nil {
 		return Result{}, p.fail(c, err)
 	}
-	defer release()
+	defer inFlight.Leave(c.Tool)
 	if rcv, ok := c.args.WireForBackend(); ok && rcv.Message != nil {
 		p.stats.forwarded.Add(1)
 	}
