@@ -21,8 +21,11 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b, _ = appendQuoted(b, v, true)
 		return b
 	}
-	b = append(b, `{"time":`...)
-	b, _ = appendQuoted(b, a.Time.UTC().Format(time.RFC3339Nano), true)
+	// RFC 3339 is digits and "-:.TZ+": nothing to escape, so it is
+	// formatted in place rather than into a string of its own.
+	b = append(b, `{"time":"`...)
+	b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
 	b = str(b, "caller_subject", a.CallerSubject, false)
 	b = str(b, "caller_method", a.CallerMethod, false)
 	b = str(b, "tool", a.Tool, false)

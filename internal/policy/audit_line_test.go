@@ -46,3 +46,18 @@ func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLineAllocations: a record whose arguments are already encoded
+// costs its line's buffer and nothing more (the time formats in place).
+func TestAuditLineAllocations(t *testing.T) {
+	rec := AuditRecord{Time: time.Now(), CallerSubject: "bench-agent", CallerMethod: "api-key", Tool: "bench_tool",
+		CallID: "bench", Decision: DecisionAllow, Validation: "ok", BackendCode: "OK", LatencyMS: 0.42,
+		ArgsSent: json.RawMessage(`{"title":"x"}`), argsEncoded: true}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := rec.line(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Fatalf("line allocates %.0f times, want 1 (its buffer)", n)
+	}
+}
