@@ -26,6 +26,7 @@ import (
 // 127.0.0.1 with a tool and a prompt, counting the requests it answers by
 // method.
 type countedUpstream struct {
+	mcp    *mcp.Server
 	url    string
 	mu     sync.Mutex
 	counts map[string]int
@@ -41,6 +42,7 @@ func startCountedUpstream(t *testing.T) *countedUpstream {
 	t.Helper()
 	u := &countedUpstream{counts: map[string]int{}}
 	s := mcp.NewServer(&mcp.Implementation{Name: "counted", Version: "1"}, nil)
+	u.mcp = s
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil, nil
 	})
@@ -116,7 +118,8 @@ func servePromptsStdioUpstream() int {
 // (server/mcpapi/fedcache.go). initialize answers from it without waiting
 // on an upstream that stalls, and a flood of initializes reaches that
 // upstream once; a prompt listing is reused, prompts/get on a listed
-// prompt costing no prompts/list; a stdio upstream's
+// prompt costing no prompts/list, on one it lacks one (bounded); a stdio
+// upstream's
 // notifications/prompts/list_changed makes its new prompt listed at once.
 func TestMCPFederationCache(t *testing.T) {
 	self, err := os.Executable()
@@ -228,6 +231,32 @@ func TestMCPFederationCache(t *testing.T) {
 		}
 		if n := counted.count("prompts/get"); n != 3 {
 			t.Fatalf("the upstream answered %d prompts/get; want 3", n)
+		}
+	})
+
+	t.Run("prompts-get-miss", func(t *testing.T) {
+		// An HTTP upstream's list_changed is not heard: a prompt it added
+		// since its listing was kept is found by reading it again, once.
+		time.Sleep(2 * time.Second) // past the least age of a listing read again on a miss
+		counted.mcp.AddPrompt(&mcp.Prompt{Name: "later"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "later"}}}}, nil
+		})
+		lists := counted.count("prompts/list")
+		if _, err := agent.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ct_later"}); err != nil {
+			t.Fatalf("get of a prompt added after the listing was kept: %v", err)
+		}
+		if n := counted.count("prompts/list") - lists; n != 1 {
+			t.Fatalf("the get cost %d upstream prompts/list; want 1", n)
+		}
+		// A name no upstream has costs no further listing while the last
+		// is that young: a caller cannot make the gateway list per request.
+		for range 5 {
+			if _, err := agent.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ct_nosuch"}); err == nil {
+				t.Fatal("get of a prompt no upstream has: no error")
+			}
+		}
+		if n := counted.count("prompts/list") - lists; n != 1 {
+			t.Fatalf("5 gets of an unknown prompt cost %d more upstream prompts/list; want 0", n-1)
 		}
 	})
 
