@@ -50,6 +50,11 @@ func startCountedUpstream(t *testing.T) *countedUpstream {
 		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + r.Params.Arguments["who"]}}}}, nil
 		})
+	read := func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "doc"}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: "doc://a", Name: "a"}, read)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "doc://{name}", Name: "docs"}, read)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			u.mu.Lock()
@@ -118,7 +123,8 @@ func servePromptsStdioUpstream() int {
 // (server/mcpapi/fedcache.go). initialize answers from it without waiting
 // on an upstream that stalls, and a flood of initializes reaches that
 // upstream once; a prompt listing is reused, prompts/get on a listed
-// prompt costing no prompts/list, on one it lacks one (bounded); a stdio
+// prompt costing no prompts/list, on one it lacks one (bounded), and so
+// are resource and template listings; a stdio
 // upstream's
 // notifications/prompts/list_changed makes its new prompt listed at once.
 func TestMCPFederationCache(t *testing.T) {
@@ -132,7 +138,8 @@ func TestMCPFederationCache(t *testing.T) {
 	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
 		{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
 	}}
-	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{"agent": {Allow: []string{"*"}}}}
+	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{"agent": {Allow: []string{"*"},
+		Resources: policy.URIAccess{Allow: []string{"flowdrop-mcp://*"}}}}}
 	p.MCPUpstreams.Stdio = map[string]mcpupstream.Command{
 		"prompts": {Path: self, Env: map[string]string{stdioUpstreamEnv: "prompts", stdioStartsEnv: t.TempDir() + "/starts"}},
 	}
@@ -231,6 +238,28 @@ func TestMCPFederationCache(t *testing.T) {
 		}
 		if n := counted.count("prompts/get"); n != 3 {
 			t.Fatalf("the upstream answered %d prompts/get; want 3", n)
+		}
+	})
+
+	t.Run("resource-listings-kept", func(t *testing.T) {
+		for range 3 {
+			rs, err := agent.ListResources(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs.Resources) != 1 || rs.Resources[0].URI != "flowdrop-mcp://ct_/doc://a" {
+				t.Fatalf("resources %+v, want flowdrop-mcp://ct_/doc://a alone", rs.Resources)
+			}
+			ts, err := agent.ListResourceTemplates(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ts.ResourceTemplates) != 1 || ts.ResourceTemplates[0].URITemplate != "flowdrop-mcp://ct_/doc://{name}" {
+				t.Fatalf("templates %+v, want flowdrop-mcp://ct_/doc://{name} alone", ts.ResourceTemplates)
+			}
+		}
+		if r, tl := counted.count("resources/list"), counted.count("resources/templates/list"); r != 1 || tl != 1 {
+			t.Fatalf("3 resources/list and 3 resources/templates/list cost the upstream %d and %d; want 1 and 1", r, tl)
 		}
 	})
 

@@ -1,9 +1,9 @@
 package mcpapi
 
 // What the face knows of each federated upstream (federation.go): its
-// capabilities and its prompt listing, kept so that initialize and
-// server/discover never wait on an upstream, and a prompts/get costs no
-// prompts/list.
+// capabilities and its prompt, resource and resource-template listings,
+// kept so that initialize and server/discover never wait on an upstream,
+// and a prompts/get (or a completion on a template) costs no listing.
 //
 // Capabilities are those of the upstream's live session (its initialize
 // result, read without contacting it: Upstreams.Current); without one, the
@@ -15,10 +15,11 @@ package mcpapi
 // federationRetry, so a flood of initializes (or of listings) while an
 // upstream is down costs it at most one attempt per interval.
 //
-// A prompt listing is reused for federationTTL while the upstream's session
+// A listing is reused for federationTTL while the upstream's session
 // generation is the one it was read under: a new session, or a stdio
 // upstream's notifications/prompts/list_changed or
-// notifications/resources/list_changed, makes it stale. prompts/get on a
+// notifications/resources/list_changed, makes it stale. What each caller
+// may see of it is chosen per request. prompts/get on a
 // name the listing lacks reads it again, at most once per
 // promptMissRefreshGap per upstream.
 //
@@ -68,10 +69,37 @@ type upstreamKnown struct {
 	capsAt     time.Time // zero: never read
 	capsFailed time.Time
 
-	prompts       []*mcp.Prompt
-	promptsGen    uint64
-	promptsAt     time.Time // zero: never read
-	promptsFailed time.Time
+	// listings are the upstream's listings by kind (listingPrompts, …).
+	listings map[string]*keptListing
+}
+
+// keptListing is one listing of an upstream as read.
+type keptListing struct {
+	items  any       // []*mcp.Prompt, []*mcp.Resource or []*mcp.ResourceTemplate
+	gen    uint64    // the session generation it was read under
+	at     time.Time // zero: never read
+	failed time.Time
+}
+
+// The kinds of listing kept.
+const (
+	listingPrompts   = "prompts"
+	listingResources = "resources"
+	listingTemplates = "templates"
+)
+
+// listing is k's listing of kind, made when there is none; the cache's mu
+// is held.
+func (k *upstreamKnown) listing(kind string) *keptListing {
+	if k.listings == nil {
+		k.listings = map[string]*keptListing{}
+	}
+	l := k.listings[kind]
+	if l == nil {
+		l = &keptListing{}
+		k.listings[kind] = l
+	}
+	return l
 }
 
 // known is k's entry, made when there is none; c.mu is held.
@@ -182,60 +210,63 @@ func (m *Server) upstreamCaps(ctx context.Context, u *federatedUpstream) *mcp.Se
 	}
 }
 
-// promptListing is u's prompts as the upstream lists them (within the
-// listing bounds), reused while current; fresh reads them again unless the
-// listing is younger than promptMissRefreshGap.
-func (m *Server) promptListing(ctx context.Context, u *federatedUpstream, fresh bool) ([]*mcp.Prompt, error) {
+// keptListing is u's listing of kind as read by read (within the listing
+// bounds), reused while current; fresh reads it again unless it is younger
+// than promptMissRefreshGap.
+func (m *Server) keptListing(ctx context.Context, u *federatedUpstream, kind string, fresh bool,
+	read func(context.Context, *mcp.ClientSession) (any, error)) (any, error) {
 	_, gen := m.upstreams.Current(&u.spec, u.tls)
 	m.fed.mu.Lock()
-	k := m.fed.known(u.key)
-	age := time.Since(k.promptsAt)
-	current := !k.promptsAt.IsZero() && gen != 0 && k.promptsGen == gen && age < federationTTL
+	l := m.fed.known(u.key).listing(kind)
+	age := time.Since(l.at)
+	current := !l.at.IsZero() && gen != 0 && l.gen == gen && age < federationTTL
 	if current && (!fresh || age < promptMissRefreshGap) {
-		ps := k.prompts
+		items := l.items
 		m.fed.mu.Unlock()
-		return ps, nil
+		return items, nil
 	}
-	failed := !k.promptsFailed.IsZero() && time.Since(k.promptsFailed) < federationRetry
+	failed := !l.failed.IsZero() && time.Since(l.failed) < federationRetry
 	m.fed.mu.Unlock()
 	if failed {
 		return nil, errRecentlyFailed
 	}
-	ch := m.fed.flight.DoChan(flightKey("prompts", u.key), func() (any, error) {
+	ch := m.fed.flight.DoChan(flightKey(kind, u.key), func() (any, error) {
 		ctx, cancel := detached(ctx)
 		defer cancel()
-		ps, gen, err := m.readPrompts(ctx, u)
+		var items any
+		var gen uint64
+		err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+			// Read before listing: a change notified during it leaves the
+			// listing stale, not the other way round.
+			_, gen = m.upstreams.Current(&u.spec, u.tls)
+			var err error
+			items, err = read(ctx, cs)
+			return err
+		})
 		m.fed.mu.Lock()
-		k := m.fed.known(u.key)
+		l := m.fed.known(u.key).listing(kind)
 		if err != nil {
-			k.promptsFailed = time.Now()
+			l.failed = time.Now()
 		} else {
-			k.prompts, k.promptsGen, k.promptsAt, k.promptsFailed = ps, gen, time.Now(), time.Time{}
+			l.items, l.gen, l.at, l.failed = items, gen, time.Now(), time.Time{}
 		}
 		m.fed.mu.Unlock()
-		return ps, err
+		return items, err
 	})
 	select {
 	case r := <-ch:
-		ps, _ := r.Val.([]*mcp.Prompt)
-		return ps, r.Err
+		return r.Val, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// readPrompts lists u's prompts within the bounds, and the generation of
-// the session it listed them on.
-func (m *Server) readPrompts(ctx context.Context, u *federatedUpstream) ([]*mcp.Prompt, uint64, error) {
+// promptListing is u's prompts as the upstream lists them (keptListing).
+func (m *Server) promptListing(ctx context.Context, u *federatedUpstream, fresh bool) ([]*mcp.Prompt, error) {
 	b := m.federationBounds()
-	var all []*mcp.Prompt
-	var gen uint64
-	err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-		all = all[:0]
-		// Read before listing: a change notified during it leaves the
-		// listing stale, not the other way round.
-		_, gen = m.upstreams.Current(&u.spec, u.tls)
-		return m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
+	v, err := m.keptListing(ctx, u, listingPrompts, fresh, func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		var all []*mcp.Prompt
+		err := m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
 			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
 				return "", nil, err
@@ -249,6 +280,68 @@ func (m *Server) readPrompts(ctx context.Context, u *federatedUpstream) ([]*mcp.
 			}
 			return len(all)
 		})
+		return all, err
 	})
-	return all, gen, err
+	ps, _ := v.([]*mcp.Prompt)
+	return ps, err
+}
+
+// resourceListing is u's resources as the upstream lists them, those over
+// a bound left out (keptListing).
+func (m *Server) resourceListing(ctx context.Context, u *federatedUpstream) ([]*mcp.Resource, error) {
+	b := m.federationBounds()
+	v, err := m.keptListing(ctx, u, listingResources, false, func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		var all []*mcp.Resource
+		err := m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r, nil
+		}, func(raw any) int {
+			for _, r := range raw.(*mcp.ListResourcesResult).Resources {
+				if len(all) >= b.Tools {
+					break
+				}
+				if r == nil || r.URI == "" || len(r.URI) > maxUpstreamURIBytes || len(r.Description) > b.DescriptionBytes || len(r.Name) > maxUpstreamURIBytes {
+					continue
+				}
+				all = append(all, r)
+			}
+			return len(all)
+		})
+		return all, err
+	})
+	rs, _ := v.([]*mcp.Resource)
+	return rs, err
+}
+
+// templateListing is u's resource templates as the upstream lists them,
+// those over a bound left out (keptListing).
+func (m *Server) templateListing(ctx context.Context, u *federatedUpstream) ([]*mcp.ResourceTemplate, error) {
+	b := m.federationBounds()
+	v, err := m.keptListing(ctx, u, listingTemplates, false, func(ctx context.Context, cs *mcp.ClientSession) (any, error) {
+		var all []*mcp.ResourceTemplate
+		err := m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r, nil
+		}, func(raw any) int {
+			for _, t := range raw.(*mcp.ListResourceTemplatesResult).ResourceTemplates {
+				if len(all) >= b.Tools {
+					break
+				}
+				if t == nil || t.URITemplate == "" || len(t.URITemplate) > maxUpstreamURIBytes || len(t.Description) > b.DescriptionBytes || len(t.Name) > maxUpstreamURIBytes {
+					continue
+				}
+				all = append(all, t)
+			}
+			return len(all)
+		})
+		return all, err
+	})
+	ts, _ := v.([]*mcp.ResourceTemplate)
+	return ts, err
 }
