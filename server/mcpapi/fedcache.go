@@ -68,6 +68,9 @@ type upstreamKnown struct {
 	caps       *mcp.ServerCapabilities
 	capsAt     time.Time // zero: never read
 	capsFailed time.Time
+	// capsReading: a read started for an initialize is under way (later
+	// initializes add no waiter to it).
+	capsReading bool
 
 	// listings are the upstream's listings by kind (listingPrompts, …).
 	listings map[string]*keptListing
@@ -178,6 +181,7 @@ func (m *Server) readCaps(ctx context.Context, u *federatedUpstream) <-chan sing
 		})
 		m.fed.mu.Lock()
 		k := m.fed.known(u.key)
+		k.capsReading = false
 		if err != nil {
 			k.capsFailed = time.Now()
 		} else {
@@ -189,6 +193,21 @@ func (m *Server) readCaps(ctx context.Context, u *federatedUpstream) <-chan sing
 		}
 		return caps, err
 	})
+}
+
+// startCapsRead starts a read of u's capabilities for an initialize, which
+// does not wait for it: at most one at a time.
+func (m *Server) startCapsRead(ctx context.Context, u *federatedUpstream) {
+	m.fed.mu.Lock()
+	k := m.fed.known(u.key)
+	reading := k.capsReading
+	k.capsReading = true
+	m.fed.mu.Unlock()
+	if !reading && m.readCaps(ctx, u) == nil {
+		m.fed.mu.Lock()
+		m.fed.known(u.key).capsReading = false // not started: failed moments ago
+		m.fed.mu.Unlock()
+	}
 }
 
 // upstreamCaps is u's capabilities for a federated method: as known, else

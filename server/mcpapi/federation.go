@@ -208,7 +208,7 @@ func (m *Server) callerCapabilities(ctx context.Context) *mcp.ServerCapabilities
 		c, ok := m.knownCaps(u)
 		if !ok {
 			// Declared once known, to a later caller: this one does not wait.
-			m.readCaps(ctx, u)
+			m.startCapsRead(ctx, u)
 			continue
 		}
 		if c == nil {
