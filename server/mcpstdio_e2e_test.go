@@ -25,7 +25,8 @@ import (
 )
 
 // stdioUpstreamEnv makes the test binary a stdio MCP server (TestMain):
-// "serve" serves the tools below; "crash" exits at once. Every start
+// "serve" serves the tools below; "crash" exits at once; "prompts" serves
+// servePromptsStdioUpstream. Every start
 // appends the process's pid to the file stdioStartsEnv names.
 const (
 	stdioUpstreamEnv = "FLOWDROP_TEST_STDIO_MCP"
@@ -43,6 +44,9 @@ func serveStdioUpstream(mode string) int {
 	fmt.Fprintf(os.Stderr, "stdio-helper %s: starting\n", mode)
 	if mode == "crash" {
 		return 3
+	}
+	if mode == "prompts" {
+		return servePromptsStdioUpstream() // mcp_federation_cache_e2e_test.go
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "stdio-helper", Version: "1"}, nil)
 	type echoIn struct {

@@ -83,3 +83,26 @@ func (m *MCPUpstream) federatedFailure(ctx context.Context, err error) error {
 // MaxResponseBytes is the backend receive limit an upstream's answer is
 // held to.
 func (m *MCPUpstream) MaxResponseBytes() int { return m.ts.cfg.MaxRecvMsgSize }
+
+// Current is what the upstream's live session said of itself when it was
+// made — its capabilities — and the session's generation, which changes
+// when a session is made again and when the upstream notifies that its
+// prompts or resources changed (a stdio server: an HTTP session has no
+// standing stream to hear it on). It never contacts the upstream nor makes
+// a session: with none, caps is nil and generation 0.
+func (m *MCPUpstream) Current(up *registry.MCPTool, ts *registry.TransportSecurity) (caps *mcp.ServerCapabilities, generation uint64) {
+	m.mu.Lock()
+	s := m.sessions[keyFor(up, ts)]
+	m.mu.Unlock()
+	if s == nil {
+		return nil, 0
+	}
+	cs := s.live.Load()
+	if cs == nil {
+		return nil, 0
+	}
+	if ir := cs.InitializeResult(); ir != nil {
+		caps = ir.Capabilities
+	}
+	return caps, s.generation.Load()
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -60,6 +61,9 @@ type MCPUpstream struct {
 	// listChanged hears a stdio server's notifications/tools/list_changed
 	// with its URL (the follower's kick); set before the first call.
 	listChanged func(url string)
+	// generations numbers sessions and what an upstream said changed
+	// (mcpUpstreamSession.generation).
+	generations atomic.Uint64
 }
 
 // ErrNotRunning is ListRunning's error when the stdio server has no
@@ -117,6 +121,13 @@ type mcpUpstreamSession struct {
 	retired bool
 	// started is when a stdio server's process was last started.
 	started time.Time
+	// generation changes when cs is made and when the upstream says its
+	// prompts or resources changed: what was read of it before is stale
+	// (Current).
+	generation atomic.Uint64
+	// live is cs, read without mu (held while a session is being made,
+	// which Current must not wait on).
+	live atomic.Pointer[mcp.ClientSession]
 }
 
 // stdioRestartGap is the least time between two starts of one stdio
@@ -173,6 +184,7 @@ func (m *MCPUpstream) closeIdle(s *mcpUpstreamSession) {
 func (m *MCPUpstream) end(s *mcpUpstreamSession) {
 	cs, tr := s.cs, s.transport
 	s.cs, s.caller = nil, nil
+	s.live.Store(nil)
 	m.ending.Go(func() {
 		if cs != nil {
 			_ = cs.Close()
@@ -335,6 +347,12 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 				if f := m.listChanged; f != nil {
 					f(up.URL)
 				}
+			},
+			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+				s.generation.Store(m.generations.Add(1))
+			},
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+				s.generation.Store(m.generations.Add(1))
 			}}}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
@@ -356,6 +374,8 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 			m.drop(s, cs)
 		}()
 		s.cs = cs
+		s.live.Store(cs)
+		s.generation.Store(m.generations.Add(1))
 		s.calls++
 		return s, cs, nil, true, nil
 	}
@@ -380,6 +400,8 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
 	s.cs, s.caller = caller.Session, caller
+	s.live.Store(caller.Session)
+	s.generation.Store(m.generations.Add(1))
 	s.calls++
 	return s, caller.Session, caller, true, nil
 }
@@ -391,6 +413,7 @@ func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 	defer s.mu.Unlock()
 	if s.cs == cs {
 		s.cs, s.caller = nil, nil
+		s.live.Store(nil)
 		m.ending.Go(func() { _ = cs.Close() })
 	}
 }

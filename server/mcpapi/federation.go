@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,6 +42,9 @@ type Upstreams interface {
 	Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error
 	// MaxResponseBytes is the backend receive limit.
 	MaxResponseBytes() int
+	// Current is the capabilities of the upstream's live session and its
+	// generation (0: no session), without contacting it (fedcache.go).
+	Current(up *registry.MCPTool, ts *registry.TransportSecurity) (*mcp.ServerCapabilities, uint64)
 }
 
 // UpstreamScheme is the URI scheme of an upstream's resources on this
@@ -60,12 +62,14 @@ const upstreamURIStart = UpstreamScheme + "://"
 // carries (listed, read or completed).
 const maxUpstreamURIBytes = 8 << 10
 
-// capsProbeTimeout bounds reading one upstream's capabilities (a session
-// is made when there is none) while answering initialize.
+// capsProbeTimeout bounds one read of an upstream (its capabilities, a
+// session made when there is none; its prompt listing) shared by the
+// requests that wait on it (fedcache.go).
 const capsProbeTimeout = 5 * time.Second
 
 // federatedUpstream is one upstream of the registry, as federated.
 type federatedUpstream struct {
+	key  upstreamKey
 	ns   string
 	spec registry.MCPTool // URL and credential reference (Tool unset)
 	tls  *registry.TransportSecurity
@@ -118,7 +122,7 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 		}
 		g := groups[k]
 		if g == nil {
-			g = &group{up: &federatedUpstream{spec: registry.MCPTool{URL: sp.URL, CredentialEnv: sp.CredentialEnv, CredentialFile: sp.CredentialFile}, tls: t.Spec.TLS},
+			g = &group{up: &federatedUpstream{key: k, spec: registry.MCPTool{URL: sp.URL, CredentialEnv: sp.CredentialEnv, CredentialFile: sp.CredentialFile}, tls: t.Spec.TLS},
 				prefixes: map[string]bool{}}
 			groups[k] = g
 		}
@@ -150,6 +154,7 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 			delete(out, ns) // two upstreams under one prefix: neither is reversible
 		}
 	}
+	m.fed.retain(out)
 	return out
 }
 
@@ -192,42 +197,20 @@ func (m *Server) withUpstream(ctx context.Context, u *federatedUpstream, f func(
 	return m.upstreams.Federated(withoutSDKValues(ctx), &spec, u.tls, f)
 }
 
-// upstreamCaps is u's capabilities (nil when it cannot be reached).
-func (m *Server) upstreamCaps(ctx context.Context, u *federatedUpstream) *mcp.ServerCapabilities {
-	var caps *mcp.ServerCapabilities
-	err := m.withUpstream(ctx, u, func(_ context.Context, cs *mcp.ClientSession) error {
-		if ir := cs.InitializeResult(); ir != nil {
-			caps = ir.Capabilities
-		}
-		return nil
-	})
-	if err != nil {
-		m.log.WarnContext(ctx, "MCP federation: upstream unreachable", "namespace", u.ns, "error", err)
-		return nil
-	}
-	return caps
-}
-
 // callerCapabilities is what the face declares to the caller in ctx:
 // tools, and resources, prompts and completions when an upstream in its
-// view offers them (resources also only when its resource allow list is
-// not empty). Subscriptions are not relayed (CONFORMANCE.md), so
+// view is known to offer them, without waiting on any (fedcache.go;
+// resources also only when its resource allow list is not empty). Subscriptions are not relayed (CONFORMANCE.md), so
 // resources are declared without subscribe; neither list_changed.
 func (m *Server) callerCapabilities(ctx context.Context) *mcp.ServerCapabilities {
 	caps := capabilities()
-	view := m.view(ctx)
-	if len(view) == 0 {
-		return caps
-	}
-	ctx, cancel := context.WithTimeout(ctx, capsProbeTimeout)
-	defer cancel()
-	all := make([]*mcp.ServerCapabilities, len(view))
-	var wg sync.WaitGroup
-	for i, u := range view {
-		wg.Go(func() { all[i] = m.upstreamCaps(ctx, u) })
-	}
-	wg.Wait()
-	for _, c := range all {
+	for _, u := range m.view(ctx) {
+		c, ok := m.knownCaps(u)
+		if !ok {
+			// Declared once known, to a later caller: this one does not wait.
+			m.startCapsRead(ctx, u)
+			continue
+		}
 		if c == nil {
 			continue
 		}

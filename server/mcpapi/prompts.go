@@ -55,26 +55,11 @@ func (m *Server) promptsView(ctx context.Context) []*federatedUpstream {
 }
 
 // upstreamPrompts is u's prompts the caller may see, each with its
-// gateway name; the upstream's own prompt is kept beside it.
-func (m *Server) upstreamPrompts(ctx context.Context, u *federatedUpstream) ([]federatedPrompt, error) {
+// gateway name; the upstream's own prompt is kept beside it. The listing
+// is the one known (fedcache.go), read again first when fresh.
+func (m *Server) upstreamPrompts(ctx context.Context, u *federatedUpstream, fresh bool) ([]federatedPrompt, error) {
 	b := m.federationBounds()
-	var all []*mcp.Prompt
-	err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
-			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r, nil
-		}, func(raw any) int {
-			for _, p := range raw.(*mcp.ListPromptsResult).Prompts {
-				if len(all) < b.Tools && p != nil {
-					all = append(all, p)
-				}
-			}
-			return len(all)
-		})
-	})
+	all, err := m.promptListing(ctx, u, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +109,7 @@ func (m *Server) listPrompts(ctx context.Context, method string) (mcp.Result, er
 	}
 	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	for _, u := range view {
-		ps, err := m.upstreamPrompts(ctx, u)
+		ps, err := m.upstreamPrompts(ctx, u, false)
 		if err != nil {
 			m.log.WarnContext(ctx, "MCP federation: prompts not listed", "namespace", u.ns, "error", err)
 			continue
@@ -136,31 +121,42 @@ func (m *Server) listPrompts(ctx context.Context, method string) (mcp.Result, er
 	return out, nil
 }
 
-// findPrompt is the prompt of gateway name the caller may see, or nil.
+// findPrompt is the prompt of gateway name the caller may see, or nil: in
+// the known listings, else in listings read again (a prompt added since).
 func (m *Server) findPrompt(ctx context.Context, name string) *federatedPrompt {
 	if !m.pipe.Visible(ctx, name) {
 		return nil
 	}
-	var found []federatedPrompt
+	var view []*federatedUpstream
 	for _, u := range m.promptsView(ctx) {
-		if !strings.HasPrefix(name, u.ns) {
-			continue
+		if strings.HasPrefix(name, u.ns) {
+			view = append(view, u)
 		}
-		ps, err := m.upstreamPrompts(ctx, u)
-		if err != nil {
-			m.log.WarnContext(ctx, "MCP federation: prompts not listed", "namespace", u.ns, "error", err)
-			continue
-		}
-		for _, p := range ps {
-			if p.name == name {
-				found = append(found, p)
+	}
+	for _, fresh := range []bool{false, true} {
+		var found []federatedPrompt
+		for _, u := range view {
+			ps, err := m.upstreamPrompts(ctx, u, fresh)
+			if err != nil {
+				m.log.WarnContext(ctx, "MCP federation: prompts not listed", "namespace", u.ns, "error", err)
+				continue
+			}
+			for _, p := range ps {
+				if p.name == name {
+					found = append(found, p)
+				}
 			}
 		}
+		switch len(found) {
+		case 1:
+			return &found[0]
+		case 0:
+			continue
+		default:
+			return nil // two upstreams' prefixes overlap on it: not reversible
+		}
 	}
-	if len(found) != 1 {
-		return nil // none, or two upstreams' prefixes overlap on it: not reversible
-	}
-	return &found[0]
+	return nil
 }
 
 // unknownPrompt is the answer for a prompt the caller cannot get, whether

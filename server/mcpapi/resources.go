@@ -84,40 +84,22 @@ func (m *Server) listResources(ctx context.Context, method string) (mcp.Result, 
 	if len(view) == 0 {
 		return nil, notOffered(method)
 	}
-	b := m.federationBounds()
 	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Cacheable: mcp.Cacheable{CacheScope: "private"}}
 	for _, u := range view {
-		n := 0
-		err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-			return m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
-				r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-				if err != nil {
-					return "", nil, err
-				}
-				return r.NextCursor, r, nil
-			}, func(raw any) int {
-				for _, r := range raw.(*mcp.ListResourcesResult).Resources {
-					if n >= b.Tools {
-						break
-					}
-					if r == nil || r.URI == "" || len(r.URI) > maxUpstreamURIBytes || len(r.Description) > b.DescriptionBytes || len(r.Name) > maxUpstreamURIBytes {
-						continue
-					}
-					uri := u.gatewayURI(r.URI)
-					if !m.mayReadResource(ctx, uri) {
-						continue
-					}
-					n++
-					// Icons and _meta are the upstream's to point anywhere
-					// (its own address included): not passed on.
-					out.Resources = append(out.Resources, &mcp.Resource{URI: uri, Name: r.Name, Title: r.Title, Description: r.Description,
-						MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations})
-				}
-				return n
-			})
-		})
+		rs, err := m.resourceListing(ctx, u)
 		if err != nil {
 			m.log.WarnContext(ctx, "MCP federation: resources not listed", "namespace", u.ns, "error", err)
+			continue
+		}
+		for _, r := range rs {
+			uri := u.gatewayURI(r.URI)
+			if !m.mayReadResource(ctx, uri) {
+				continue
+			}
+			// Icons and _meta are the upstream's to point anywhere (its
+			// own address included): not passed on.
+			out.Resources = append(out.Resources, &mcp.Resource{URI: uri, Name: r.Name, Title: r.Title, Description: r.Description,
+				MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations})
 		}
 	}
 	return out, nil
@@ -143,34 +125,20 @@ func (m *Server) listResourceTemplates(ctx context.Context, method string) (mcp.
 // upstreamTemplates is u's resource templates the caller may see, in the
 // face's form.
 func (m *Server) upstreamTemplates(ctx context.Context, u *federatedUpstream) ([]*mcp.ResourceTemplate, error) {
-	b := m.federationBounds()
+	ts, err := m.templateListing(ctx, u)
+	if err != nil {
+		return nil, err
+	}
 	var out []*mcp.ResourceTemplate
-	err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return m.listUpstreamPages(ctx, cs, b.Tools, func(ctx context.Context, cursor string) (string, any, error) {
-			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r, nil
-		}, func(raw any) int {
-			for _, t := range raw.(*mcp.ListResourceTemplatesResult).ResourceTemplates {
-				if len(out) >= b.Tools {
-					break
-				}
-				if t == nil || t.URITemplate == "" || len(t.URITemplate) > maxUpstreamURIBytes || len(t.Description) > b.DescriptionBytes || len(t.Name) > maxUpstreamURIBytes {
-					continue
-				}
-				uri := u.gatewayURI(t.URITemplate)
-				if !m.mayReadResource(ctx, uri) {
-					continue
-				}
-				out = append(out, &mcp.ResourceTemplate{URITemplate: uri, Name: t.Name, Title: t.Title, Description: t.Description,
-					MIMEType: t.MIMEType, Annotations: t.Annotations})
-			}
-			return len(out)
-		})
-	})
-	return out, err
+	for _, t := range ts {
+		uri := u.gatewayURI(t.URITemplate)
+		if !m.mayReadResource(ctx, uri) {
+			continue
+		}
+		out = append(out, &mcp.ResourceTemplate{URITemplate: uri, Name: t.Name, Title: t.Title, Description: t.Description,
+			MIMEType: t.MIMEType, Annotations: t.Annotations})
+	}
+	return out, nil
 }
 
 // resourceNotFound is the answer for a URI the caller cannot read

@@ -159,6 +159,7 @@ type Server struct {
 	// upstreams and bounds serve federation.go (nil: not offered).
 	upstreams Upstreams
 	bounds    mcpimport.Bounds
+	fed       upstreamCache
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
