@@ -289,6 +289,12 @@ func startRegistry(ctx context.Context, store registry.Store, reg *registry.Regi
 		} else if err = reg.Start(ctx); err != nil {
 			err = fmt.Errorf("starting the registry: %w", err)
 		}
+		if err != nil && ctx.Err() != nil {
+			// Shut down during an attempt: the attempt's error is the
+			// cancellation's (context canceled), not the store's.
+			log.Info("stopped before the registry store answered")
+			return ErrStoppedWaiting
+		}
 		if err == nil || !errors.Is(err, registry.ErrUnavailable) {
 			return err
 		}

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,5 +245,31 @@ func TestOpenStoreEtcdTLS(t *testing.T) {
 	cfg.Store.EtcdCAFile = filepath.Join(dir, "missing.pem")
 	if _, err := openStore(cfg.Store); err == nil || !strings.Contains(err.Error(), "missing.pem") {
 		t.Errorf("openStore with a missing CA file = %v; want the file named", err)
+	}
+}
+
+// TestStartRegistryStoppedDuringAnAttempt: a shutdown that lands while an
+// attempt is talking to an unreachable etcd (not while waiting between
+// attempts) is the same normal stop — the attempt's error is then the
+// cancellation's, which must not read as a start-up failure.
+func TestStartRegistryStoppedDuringAnAttempt(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Store.Kind, cfg.Store.EtcdEndpoints = StoreEtcd, []string{"http://127.0.0.1:1"}
+	cfg.Store.EtcdDialTimeout, cfg.Store.EtcdRequestTimeout = 300*time.Millisecond, 5*time.Second
+	s, err := openStore(cfg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reg := registry.New(s)
+	defer reg.Close()
+	tool := registry.Tool{Name: "t", Backend: "127.0.0.1:1", InputSchema: &structpb.Struct{Fields: map[string]*structpb.Value{
+		"type": structpb.NewStringValue("object"),
+	}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // ended before the first attempt returns
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := startRegistry(ctx, s, reg, []registry.Tool{tool}, registry.Admission{}, cfg.Store, log); !errors.Is(err, ErrStoppedWaiting) {
+		t.Fatalf("startRegistry stopped during an attempt = %v; want ErrStoppedWaiting", err)
 	}
 }
