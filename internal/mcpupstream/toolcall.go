@@ -113,6 +113,23 @@ const (
 // *jsonrpc.Error, an expired session wraps mcp.ErrSessionMissing, a
 // redirect ErrRedirect; cancelling ctx aborts the HTTP request.
 func (c *Caller) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return c.CallToolProgress(ctx, name, args, nil)
+}
+
+// Progress is one notifications/progress of a call, as the upstream sent it.
+type Progress struct {
+	Progress, Total float64
+	Message         string
+}
+
+// CallToolProgress is CallTool that, when onProgress is not nil, asks the
+// upstream for progress with a token of the gateway's own (the call's
+// request id, never a caller's token) and hands onProgress, on the
+// calling goroutine, each notifications/progress for that token that
+// arrives on the answer's stream before the answer. A session through the
+// SDK (sdk) reports none and sends no token: the SDK's client takes
+// progress per session, not per call.
+func (c *Caller) CallToolProgress(ctx context.Context, name string, args json.RawMessage, onProgress func(Progress)) (*mcp.CallToolResult, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -122,7 +139,7 @@ func (c *Caller) CallTool(ctx context.Context, name string, args json.RawMessage
 	body := getBuffer()
 	defer putBuffer(body)
 	id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
-	if err := c.writeRequest(body, id, name, args); err != nil {
+	if err := c.writeRequest(body, id, name, args, onProgress != nil); err != nil {
 		return nil, err
 	}
 	// reqCtx ends the request: at the call's end, or when draining its
@@ -162,7 +179,7 @@ func (c *Caller) CallTool(ctx context.Context, name string, args json.RawMessage
 	case "application/json":
 		ans, err = c.readJSON(resp.Body)
 	case "text/event-stream":
-		ans, err = c.readStream(ctx, resp.Body, id)
+		ans, err = c.readStream(ctx, resp.Body, id, onProgress)
 	default:
 		return nil, fmt.Errorf(`sending "tools/call": unsupported content type %q`, mediaType(resp.Header.Get("Content-Type")))
 	}
@@ -183,8 +200,9 @@ func (c *Caller) CallTool(ctx context.Context, name string, args json.RawMessage
 }
 
 // writeRequest is the tools/call request, as the SDK writes it (params:
-// name, arguments, and _meta from revision 2026-07-28 on).
-func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage) error {
+// name, arguments, and _meta from revision 2026-07-28 on); with progress,
+// _meta also carries the progressToken id.
+func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage, progress bool) error {
 	qname, err := json.Marshal(name)
 	if err != nil {
 		return err
@@ -192,7 +210,18 @@ func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMes
 	b.WriteString(`{"jsonrpc":"2.0","id":"`)
 	b.WriteString(id)
 	b.WriteString(`","method":"tools/call","params":{`)
-	if c.meta != nil {
+	switch {
+	case progress && c.meta != nil: // c.meta is a non-empty object
+		b.WriteString(`"_meta":{"progressToken":"`)
+		b.WriteString(id)
+		b.WriteString(`",`)
+		b.Write(c.meta[1:])
+		b.WriteByte(',')
+	case progress:
+		b.WriteString(`"_meta":{"progressToken":"`)
+		b.WriteString(id)
+		b.WriteString(`"},`)
+	case c.meta != nil:
 		b.WriteString(`"_meta":`)
 		b.Write(c.meta)
 		b.WriteByte(',')
@@ -253,7 +282,7 @@ func (c *Caller) readJSON(r io.Reader) (*message, error) {
 
 // readStream reads the answer's event stream up to the answer to id
 // (events.go), answering the upstream's requests on the way (answer).
-func (c *Caller) readStream(ctx context.Context, body io.Reader, id string) (*message, error) {
+func (c *Caller) readStream(ctx context.Context, body io.Reader, id string, onProgress func(Progress)) (*message, error) {
 	s := newEventScanner(body, c.maxEvent)
 	defer s.release()
 	for {
@@ -276,11 +305,38 @@ func (c *Caller) readStream(ctx context.Context, body io.Reader, id string) (*me
 			if err := c.answer(ctx, m); err != nil {
 				return nil, err
 			}
-		case m.isRequest(): // a notification: progress, a log line; not the gateway's to act on
+		case m.isRequest(): // a notification: this call's progress is relayed, the rest (log lines) not the gateway's to act on
+			if onProgress != nil && m.Method == "notifications/progress" {
+				if p, ok := progressFor(ev.data, id); ok {
+					onProgress(p)
+				}
+			}
 		case m.ID == id:
 			return m, nil
 		}
 	}
+}
+
+// progressFor is the progress a notifications/progress reports for the
+// token id, or false: for another token, or malformed (ignored, as the
+// SDK ignores a notification it cannot decode).
+func progressFor(data []byte, id string) (Progress, bool) {
+	var n struct {
+		Params struct {
+			Token    any     `json:"progressToken"`
+			Progress float64 `json:"progress"`
+			Total    float64 `json:"total"`
+			Message  string  `json:"message"`
+		} `json:"params"`
+	}
+	if unmarshal(data, &n) != nil {
+		return Progress{}, false
+	}
+	p := n.Params
+	if tok, ok := p.Token.(string); !ok || tok != id {
+		return Progress{}, false
+	}
+	return Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}, true
 }
 
 // notifyCancellationTimeout bounds notifyCancelled, as the SDK bounds its

@@ -250,6 +250,15 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	ctx, cancel, budget, source := m.ts.budgetContext(ctx, c)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
+	// The caller's progress sink, when it asked for progress: an HTTP
+	// upstream's progress for this call is reported to it (a stdio
+	// upstream's is not: the SDK's client takes progress per session).
+	var onProgress func(mcpupstream.Progress)
+	if sink := pipeline.ProgressFrom(ctx); sink != nil {
+		onProgress = func(p mcpupstream.Progress) {
+			sink.Report(pipeline.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
 	var res *mcp.CallToolResult
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means
@@ -260,7 +269,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
 		if caller != nil {
-			res, err = caller.CallTool(ctx, up.Tool, js)
+			res, err = caller.CallToolProgress(ctx, up.Tool, js, onProgress)
 		} else {
 			res, err = cs.CallTool(ctx, params)
 		}

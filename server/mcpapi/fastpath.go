@@ -19,7 +19,10 @@ package mcpapi
 //     count, the access line, the span, the pipeline call);
 //   - answered with the SDK's own encoder (jsonrpc.EncodeMessage) in the
 //     SDK's framing: an SSE "message" event, or for 2026-07-28 a JSON-RPC
-//     error with a SEP-2575 HTTP status as a plain JSON body.
+//     error with a SEP-2575 HTTP status as a plain JSON body; a call whose
+//     caller sent a progressToken first gets its backend's progress as
+//     notifications/progress events on the same stream (progress.go), as
+//     the SDK's path sends them through the request's session.
 //
 // Everything else (other methods, batches, notifications, anything these
 // steps find unusual or wrong) goes to the SDK's handler unchanged, which
@@ -48,6 +51,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // What the fast path mirrors of the go-sdk v1.8.0 (streamable.go,
@@ -457,11 +462,20 @@ func (m *Server) serveFastCall(w http.ResponseWriter, r *http.Request, fc *fastC
 		// HTTP request (server.go, PropagateRequestCancellation).
 		ctx = context.WithoutCancel(ctx)
 	}
+	var prog *fastProgress
+	if token := fc.req.Params.GetProgressToken(); token != nil {
+		prog = &fastProgress{w: w, token: token}
+		sink := pipeline.NewProgressSink(prog.emit)
+		defer sink.Close()
+		ctx = pipeline.WithProgress(ctx, sink)
+	}
 	handler := m.observe(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
-		return m.toolsCall(ctx, req.(*mcp.CallToolRequest), fc.rev)
+		res, err := m.toolsCall(ctx, req.(*mcp.CallToolRequest), fc.rev)
+		pipeline.ProgressFrom(ctx).Close() // the answer follows: no progress after it
+		return res, err
 	})
 	res, err := handler(ctx, "tools/call", fc.req)
-	m.writeFastResponse(w, fc, res, err)
+	m.writeFastResponse(w, fc, res, err, prog != nil && prog.started)
 	m.fast.answered.Add(1)
 }
 
@@ -475,7 +489,9 @@ func (m *Server) FastCalls() uint64 {
 
 // writeFastResponse writes the JSON-RPC response to fc as the SDK's
 // stateless handler does (streamableServerConn.Write, stream.deliverLocked).
-func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.Result, err error) {
+// streaming: progress was written, so the stream is committed and an
+// error that would have its own HTTP status is answered in it instead.
+func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.Result, err error, streaming bool) {
 	resp := &jsonrpc.Response{ID: fc.id}
 	if err != nil {
 		resp.Error = err
@@ -500,10 +516,8 @@ func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.
 	// The SDK sets the stream's headers first and replaces only the
 	// content type for a SEP-2575 error.
 	hd := w.Header()
-	hd.Set("Cache-Control", "no-cache, no-transform")
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Connection", "keep-alive")
-	if status := sep2575Status(fc.newProtocol, resp.Error); status != 0 {
+	setStreamHeaders(hd)
+	if status := sep2575Status(fc.newProtocol, resp.Error); status != 0 && !streaming {
 		hd.Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(data)
@@ -517,6 +531,13 @@ func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.
 	buf.WriteString(sseEventSuffix)
 	_, _ = w.Write(buf.Bytes())
 	_ = http.NewResponseController(w).Flush()
+}
+
+// setStreamHeaders are the SDK's headers of a response stream.
+func setStreamHeaders(hd http.Header) {
+	hd.Set("Cache-Control", "no-cache, no-transform")
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Connection", "keep-alive")
 }
 
 // sep2575Status is the HTTP status the SDK gives a 2026-07-28 JSON-RPC

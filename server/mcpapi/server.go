@@ -483,6 +483,12 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 		// Ignoring it would run a call the client meant to run once.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: _meta[%q] must be a string, got %T", policy.Bound(p.Name), MCPMetaIdempotencyKey, v)}
 	}
+	if pipeline.ProgressFrom(ctx) == nil {
+		if sink := sdkProgressSink(ctx, req); sink != nil {
+			defer sink.Close()
+			ctx = pipeline.WithProgress(ctx, sink)
+		}
+	}
 	// From here the call is the gateway's: nothing the SDK's server keeps
 	// for this request reaches a backend (sdkcontext.go).
 	ctx = withoutSDKValues(ctx)
