@@ -106,6 +106,16 @@ func startDifferentialUpstream(t *testing.T, jsonResponse, stateless bool) *diff
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: note}}}, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "progress", InputSchema: &jsonSchemaObject}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Progress for another token first: not this call's.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "other", Progress: 9})
+		if token := req.Params.GetProgressToken(); token != nil {
+			for i := 1; i <= 3; i++ {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
 	u := &differentialUpstream{blocked: make(chan struct{}, 1), unblocked: make(chan struct{}, 1)}
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: &jsonSchemaObject}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		u.blocked <- struct{}{}
@@ -302,6 +312,66 @@ func TestCallerCancel(t *testing.T) {
 			case <-up.unblocked:
 			case <-time.After(5 * time.Second):
 				t.Fatal("the upstream's tool never saw the call cancelled")
+			}
+		})
+	}
+}
+
+// TestCallerProgress: CallToolProgress asks the upstream for progress with
+// a token of its own, beside the _meta the revision requires, and reports
+// exactly the notifications for that token read on the answer's stream (a
+// JSON answer carries none); CallTool sends no token.
+func TestCallerProgress(t *testing.T) {
+	for _, mode := range []struct {
+		name                    string
+		jsonResponse, stateless bool
+		want                    int
+	}{
+		{"event stream", false, false, 3},
+		{"json", true, false, 0},
+		{"stateless event stream", false, true, 3},
+		{"stateless json", true, true, 0},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			up := startDifferentialUpstream(t, mode.jsonResponse, mode.stateless)
+			ctx := context.Background()
+			c, err := mcpupstream.ConnectCaller(ctx, up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{MaxResponseBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+
+			if _, err := c.CallTool(ctx, "progress", nil); err != nil {
+				t.Fatal(err)
+			}
+			plain := up.last(t).params
+			if meta, _ := plain["_meta"].(map[string]any); meta["progressToken"] != nil {
+				t.Errorf("CallTool sent progress token %v", meta["progressToken"])
+			}
+
+			var got []mcpupstream.Progress
+			res, err := c.CallToolProgress(ctx, "progress", nil, func(p mcpupstream.Progress) { got = append(got, p) })
+			if err != nil || len(res.Content) != 1 {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			sent := up.last(t).params
+			meta, _ := sent["_meta"].(map[string]any)
+			if tok, _ := meta["progressToken"].(string); !strings.HasPrefix(tok, "flowdrop-") {
+				t.Errorf("progress token sent %v, want the call's own", meta["progressToken"])
+			}
+			plainMeta, _ := plain["_meta"].(map[string]any)
+			for k, v := range plainMeta { // the revision's _meta, kept beside the token
+				if !reflect.DeepEqual(meta[k], v) {
+					t.Errorf("_meta[%q] = %v with progress, %v without", k, meta[k], v)
+				}
+			}
+			if len(got) != mode.want {
+				t.Fatalf("reported %d, want %d: %+v", len(got), mode.want, got)
+			}
+			for i, p := range got {
+				if want := (mcpupstream.Progress{Progress: float64(i + 1), Total: 3, Message: fmt.Sprint("step ", i+1)}); p != want {
+					t.Errorf("report %d = %+v, want %+v", i, p, want)
+				}
 			}
 		})
 	}
