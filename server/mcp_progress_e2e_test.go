@@ -63,15 +63,22 @@ func (u *progressUpstream) serve(t *testing.T) string {
 // TestMCPProgressRelay: an HTTP upstream's notifications/progress for a
 // call reach the MCP caller that asked for progress as notifications/
 // progress for the caller's own token, in order, before the result, on
-// the fast path and on the SDK's path; the upstream sees a token of the
+// the fast path and on the SDK's path, for 2026-07-28 and 2025-11-25 callers;
+// the upstream sees a token of the
 // gateway's, never the caller's; a call without a token relays nothing
 // and sends the upstream none; a flood is relayed within the bound.
 func TestMCPProgressRelay(t *testing.T) {
 	t.Parallel()
 	for _, path := range []struct {
-		name    string
-		sdkOnly bool
-	}{{"fast path", false}, {"SDK path", true}} {
+		name     string
+		sdkOnly  bool
+		revision string // the caller's protocol revision ("": the SDK's latest)
+	}{
+		{"fast path", false, ""},
+		{"SDK path", true, ""},
+		{"fast path 2025-11-25", false, "2025-11-25"},
+		{"SDK path 2025-11-25", true, "2025-11-25"},
+	} {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t)
@@ -99,7 +106,8 @@ func TestMCPProgressRelay(t *testing.T) {
 					got = append(got, req.Params)
 					mu.Unlock()
 				}})
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.MCPURL, HTTPClient: httpClient(t, nil), MaxRetries: -1}, nil)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.MCPURL, HTTPClient: httpClient(t, nil), MaxRetries: -1},
+				&mcp.ClientSessionOptions{ProtocolVersion: path.revision})
 			if err != nil {
 				t.Fatal(err)
 			}
