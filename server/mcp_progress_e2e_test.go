@@ -62,11 +62,11 @@ func (u *progressUpstream) serve(t *testing.T) string {
 
 // TestMCPProgressRelay: an HTTP upstream's notifications/progress for a
 // call reach the MCP caller that asked for progress as notifications/
-// progress for the caller's own token, in order, before the result, on
-// the fast path and on the SDK's path, for 2026-07-28 and 2025-11-25 callers;
-// the upstream sees a token of the
-// gateway's, never the caller's; a call without a token relays nothing
-// and sends the upstream none; a flood is relayed within the bound.
+// progress for the caller's own token, in order, on the fast path and on
+// the SDK's path, for 2026-07-28 and 2025-11-25 callers; the upstream sees
+// a token of the gateway's, never the caller's; a call without a token
+// sends the upstream none and relays nothing; a flood of 1000 is relayed
+// within pipeline.ProgressMaxPerCall.
 func TestMCPProgressRelay(t *testing.T) {
 	t.Parallel()
 	for _, path := range []struct {
