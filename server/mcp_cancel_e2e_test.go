@@ -1,0 +1,233 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+)
+
+// cancelBound is how long after a caller's cancellation the upstream's
+// tool handler must see its context end.
+const cancelBound = 2 * time.Second
+
+// hangUpstream is a stateful go-sdk MCP server (a stateless one never
+// sees a client's notifications/cancelled: each POST is its own session)
+// whose tool "hang" reports that it started, then waits for its context
+// to end and reports that.
+type hangUpstream struct {
+	started chan struct{}
+	ended   chan struct{}
+}
+
+func startHangUpstream(t *testing.T) (*hangUpstream, string) {
+	t.Helper()
+	u := &hangUpstream{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+	// stop releases a handler still waiting when the test ends: a stateful
+	// server's handler context outlives the HTTP connection.
+	stop := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hang", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Waits until cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			u.started <- struct{}{}
+			select {
+			case <-ctx.Done():
+				u.ended <- struct{}{}
+			case <-stop:
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "too late"}}}, nil, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() {
+		close(stop)
+		up.CloseClientConnections()
+		up.Close()
+	})
+	return u, up.URL
+}
+
+// waitStarted waits until the upstream's handler runs.
+func (u *hangUpstream) waitStarted(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-u.started:
+	case <-ctx.Done():
+		t.Fatal("the upstream tool never started")
+	}
+}
+
+// endedWithin reports whether the upstream handler's context ended within d.
+func (u *hangUpstream) endedWithin(d time.Duration) bool {
+	select {
+	case <-u.ended:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestMCPUpstreamCancel: a caller's cancellation of a call to a tool
+// whose backend is an upstream MCP server over streamable HTTP ends the
+// upstream tool handler's context, seen on the upstream's side, for a gRPC
+// cancel or deadline and a 2026-07-28 caller closing its request; a
+// 2025-11-25 caller's notifications/cancelled, which the stateless face
+// cannot tie to the call, does not (CONFORMANCE.md, MCP).
+func TestMCPUpstreamCancel(t *testing.T) {
+	t.Parallel()
+	rows := []struct {
+		name, reason string
+		// call makes the call to "up.hang" through env, cancelling it once
+		// the upstream handler has started; it returns the caller's error.
+		call       func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error
+		wantCancel bool
+	}{
+		{
+			name:       "grpc cancel",
+			reason:     "a gRPC caller's context cancel ends the InvokeTool handler's context, which aborts the upstream HTTP request and sends notifications/cancelled",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() { u.waitStarted(t, ctx); cancel() }()
+				_, err := env.Client.InvokeTool(cctx, &gatewayv1.InvokeToolRequest{Tool: "up.hang", Arguments: &structpb.Struct{}})
+				if status.Code(err) != codes.Canceled {
+					t.Errorf("InvokeTool: %v, want Canceled", err)
+				}
+				return err
+			},
+		},
+		{
+			name:       "grpc deadline",
+			reason:     "a gRPC deadline travels as grpc-timeout; its expiry ends the server handler's context as a cancel does",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				defer cancel()
+				_, err := env.Client.InvokeTool(cctx, &gatewayv1.InvokeToolRequest{Tool: "up.hang", Arguments: &structpb.Struct{}})
+				if status.Code(err) != codes.DeadlineExceeded {
+					t.Errorf("InvokeTool: %v, want DeadlineExceeded", err)
+				}
+				// The upstream started before the deadline (else the row
+				// would prove nothing).
+				u.waitStarted(t, ctx)
+				return err
+			},
+		},
+		{
+			name:       "mcp 2026-07-28 closes its request",
+			reason:     "on 2026-07-28 a caller cancels by closing its HTTP request; the face's request context ends and with it the upstream call",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpCancelCall(t, ctx, env, u, "2026-07-28")
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 SDK client cancels",
+			reason:     "the go-sdk v1.8.0 client on 2025-11-25 answers its caller at once but keeps reading the call's response and cancels only by notifications/cancelled, which the stateless face cannot tie to the call: the upstream call runs on",
+			wantCancel: false,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpCancelCall(t, ctx, env, u, "2025-11-25")
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 notifications/cancelled",
+			reason:     "the caller's request stays open and only its notifications/cancelled, a separate POST, says cancel: the stateless face ties no later request to an earlier one, so it is answered 202 and the upstream call runs on",
+			wantCancel: false,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u)
+			},
+		},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			u, url := startHangUpstream(t)
+			env := gatewaytest.Start(t, gatewaytest.WithMCP())
+			schema, err := structpb.NewStruct(map[string]any{"type": "object"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tool := &gatewayv1.Tool{Name: "up.hang", InputSchema: schema,
+				Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: url, Tool: "hang"}}}}
+			if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
+				t.Fatal(err)
+			}
+			if err := row.call(t, ctx, env, u); err == nil {
+				t.Fatalf("the call returned no error (%s)", row.reason)
+			}
+			if got := u.endedWithin(cancelBound); got != row.wantCancel {
+				t.Errorf("upstream handler's context ended within %v: %v, want %v (%s)", cancelBound, got, row.wantCancel, row.reason)
+			}
+		})
+	}
+}
+
+// mcpCancelCall calls "up.hang" with the SDK's client on revision rev
+// cancelling the call's context once the upstream has started.
+func mcpCancelCall(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream, rev string) error {
+	t.Helper()
+	hc := httpClient(t, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.MCPURL, HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != rev {
+		t.Fatalf("negotiated %s, want %s", got, rev)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { u.waitStarted(t, ctx); cancel() }()
+	_, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "up.hang", Arguments: map[string]any{}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("CallTool: %v, want context.Canceled", err)
+	}
+	return err
+}
+
+// mcpNotifyCancelled posts a 2025-11-25 tools/call for "up.hang" and, once
+// the upstream has started, a notifications/cancelled for it in a second
+// POST, keeping the call's request open; it returns an error saying the
+// call was left running (and closes its request when the test ends).
+func mcpNotifyCancelled(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+	t.Helper()
+	callCtx, closeCall := context.WithCancel(ctx)
+	t.Cleanup(closeCall)
+	h, body := mcpRevisionRequest("2025-11-25", "tools/call", `{"name":"up.hang","arguments":{}}`)
+	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, env.MCPURL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	hc := httpClient(t, nil)
+	go func() {
+		if resp, err := hc.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	u.waitStarted(t, ctx)
+	code, raw, _ := mcpPost(t, env.MCPURL, http.Header{"Mcp-Protocol-Version": {"2025-11-25"}},
+		[]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"caller gave up"}}`))
+	if code != http.StatusAccepted {
+		t.Errorf("notifications/cancelled: HTTP %d %s, want 202", code, raw)
+	}
+	return errors.New("the call was left open; only notifications/cancelled was sent")
+}
