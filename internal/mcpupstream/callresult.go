@@ -6,64 +6,15 @@ import (
 
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/flowdrop/gateway/internal/sdkjson"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The go-sdk decodes with segmentio/encoding's json through a Decoder, which
-// allocates a 32 KiB buffer per message; these decode with the same library,
-// flags and depth bound from the bytes already read (sjson.Parse), which
-// does not. Trailing bytes after the value are ignored, as the Decoder does.
-
-// parseFlags are the SDK's (its internal/json: no case-insensitive match).
-const parseFlags = sjson.DontMatchCaseInsensitiveStructFields
-
-// maxDepth is the SDK's bound on a message's nesting.
-const maxDepth = 1000
-
-var errMaxDepth = fmt.Errorf("json: exceeded maximum nesting depth of %d", maxDepth)
-
-func unmarshal(data []byte, v any) error {
-	if err := checkDepth(data); err != nil {
-		return err
-	}
-	if _, err := sjson.Parse(data, v, parseFlags); err != nil {
-		return err
-	}
-	return nil
-}
-
-// checkDepth fails data nesting objects and arrays deeper than maxDepth
-// (strings skipped), before any of it is decoded.
-func checkDepth(data []byte) error {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > maxDepth {
-				return errMaxDepth
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
-}
+// unmarshal decodes as the go-sdk does (internal/sdkjson), from the bytes
+// already read.
+func unmarshal(data []byte, v any) error { return sdkjson.Unmarshal(data, v) }
 
 // message is one JSON-RPC message from the upstream.
 type message struct {

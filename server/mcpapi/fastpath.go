@@ -47,11 +47,10 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	segjson "github.com/segmentio/encoding/json"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/flowdrop/gateway/internal/sdkjson"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -65,13 +64,9 @@ const (
 	// defaultRevision is what the SDK assumes of a request without a
 	// protocol version header.
 	defaultRevision = "2025-03-26"
-	// sdkMaxDepth is the SDK's nesting bound on what it decodes.
-	sdkMaxDepth = 1000
 	// SEP-2575 error codes the SDK answers with HTTP 400.
 	codeUnsupportedProtocolVersion        = -32022
 	codeMissingRequiredClientCapabilities = -32021
-	// sdkDecodeFlags: the SDK's decoder matches field names case-sensitively.
-	sdkDecodeFlags = segjson.DontMatchCaseInsensitiveStructFields
 	// mcpGoDebugEnv holds the SDK's compatibility switches, which change
 	// its answers: the fast path stays off while any is set.
 	mcpGoDebugEnv = "MCPGODEBUG"
@@ -233,7 +228,7 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return nil, false
 	}
-	if !json.Valid(body) || !withinDepth(body, sdkMaxDepth) {
+	if !json.Valid(body) || sdkjson.CheckDepth(body) != nil {
 		return nil, false
 	}
 	var w wireMessage
@@ -309,13 +304,7 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 
 // sdkDecode decodes data into v as the SDK's internal json.Unmarshal does
 // (its decoder with case-sensitive field names), reporting success.
-func sdkDecode(data []byte, v any) bool {
-	if !withinDepth(data, sdkMaxDepth) {
-		return false
-	}
-	_, err := segjson.Parse(data, v, sdkDecodeFlags)
-	return err == nil
-}
+func sdkDecode(data []byte, v any) bool { return sdkjson.Unmarshal(data, v) == nil }
 
 // argumentsDecodeAsValue reports whether the SDK decodes params (whose
 // arguments, raw, are args) as CallToolParams, arguments into a Go value.
@@ -387,38 +376,6 @@ func metaDecodes(raw, v any) bool {
 	}
 	data, err := json.Marshal(raw)
 	return err == nil && sdkDecode(data, v)
-}
-
-// withinDepth is the SDK's nesting check (internal/json.checkMaxDepth).
-func withinDepth(data []byte, maxDepth int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > maxDepth {
-				return false
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return true
 }
 
 // acceptsBoth is the SDK's Accept check (streamableAccepts).
