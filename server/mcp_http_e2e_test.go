@@ -34,6 +34,7 @@ import (
 
 // rpcReply is a JSON-RPC response as the MCP endpoint sends it.
 type rpcReply struct {
+	ID     json.RawMessage `json:"id"`
 	Result *struct {
 		IsError bool `json:"isError"`
 	} `json:"result"`
@@ -194,7 +195,7 @@ func TestMCPRefusesTrailingBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(env.Backend.CallsFor("create_note"))
-			code, raw, _ := mcpPost(t, env.MCPURL, nil, append(append([]byte(nil), call...), tc.trailer...))
+			code, raw, reply := mcpPost(t, env.MCPURL, nil, append(append([]byte(nil), call...), tc.trailer...))
 			if code != tc.wantStatus {
 				t.Fatalf("HTTP %d %q, want %d (%s)", code, raw, tc.wantStatus, tc.reason)
 			}
@@ -202,6 +203,9 @@ func TestMCPRefusesTrailingBytes(t *testing.T) {
 			if tc.wantStatus != http.StatusOK {
 				if !strings.Contains(raw, "data after the JSON-RPC message") || calls != 0 {
 					t.Errorf("body %q, %d backend calls: want the refusal to say why, and no call (%s)", raw, calls, tc.reason)
+				}
+				if reply == nil || reply.Error == nil || reply.Error.Code != -32700 || string(reply.ID) != "null" {
+					t.Errorf("body %q: want a JSON-RPC parse error (-32700, id null) (%s)", raw, tc.reason)
 				}
 			} else if calls != 1 {
 				t.Errorf("%d backend calls, want 1 (%s)", calls, tc.reason)

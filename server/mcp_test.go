@@ -18,6 +18,7 @@ import (
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -115,6 +116,9 @@ func TestMCPListsTheRegistry(t *testing.T) {
 	env := gatewaytest.Start(t, gatewaytest.WithMCP())
 	ctx := testCtx(t)
 	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+	if si, want := cs.InitializeResult().ServerInfo, buildinfo.Read().ImplementationVersion(); si == nil || si.Name != "flowdrop-gateway" || si.Version != want {
+		t.Errorf("serverInfo %+v, want flowdrop-gateway at the build's version %q", si, want)
+	}
 
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -419,12 +423,17 @@ func TestMCPAuthorizationFiltersAndRefuses(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				raw, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusUnauthorized {
 					t.Errorf("status %d, want 401 (%s)", resp.StatusCode, tc.reason)
 				}
-				if got := resp.Header.Get("WWW-Authenticate"); got != tc.wantChallenge {
-					t.Errorf("WWW-Authenticate %q, want %q (%s)", got, tc.wantChallenge, tc.reason)
+				want := []string{tc.wantChallenge, `ApiKey realm="flowdrop", header="X-API-Key"`}
+				if got := resp.Header.Values("WWW-Authenticate"); !slices.Equal(got, want) {
+					t.Errorf("WWW-Authenticate %q, want %q: the Bearer challenge and the API key header (%s)", got, want, tc.reason)
+				}
+				if !strings.Contains(string(raw), "accepted credentials: an API key in X-API-Key or Authorization: Bearer") {
+					t.Errorf("body %q does not name the accepted credentials (%s)", raw, tc.reason)
 				}
 			})
 		}

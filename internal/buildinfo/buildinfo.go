@@ -67,3 +67,16 @@ func (in Info) ShortRevision() string {
 func (in Info) String() string {
 	return in.Version + " (rev " + in.ShortRevision() + ", " + in.GoVersion + ")"
 }
+
+// ImplementationVersion is the version a protocol's implementation field
+// carries (MCP serverInfo.version): the module version of a tagged build,
+// otherwise "devel" with the revision when stamped ("devel+0123456789ab").
+func (in Info) ImplementationVersion() string {
+	if in.Version != "" && in.Version != "(devel)" && in.Version != "unknown" {
+		return in.Version
+	}
+	if in.Revision == "" {
+		return "devel"
+	}
+	return "devel+" + in.ShortRevision()
+}

@@ -28,3 +28,21 @@ func TestFromBuildInfo(t *testing.T) {
 		t.Error("Read in a test binary: no Go version")
 	}
 }
+
+func TestImplementationVersion(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		in     Info
+		want   string
+	}{
+		{"a tagged build names its tag", Info{Version: "v1.2.3", Revision: "0123456789abcdef"}, "v1.2.3"},
+		{"a checkout names its revision", Info{Version: "(devel)", Revision: "0123456789abcdef"}, "devel+0123456789ab"},
+		{"local changes show", Info{Version: "(devel)", Revision: "0123456789abcdef", Modified: true}, "devel+0123456789ab-dirty"},
+		{"no revision stamped", Info{Version: "(devel)"}, "devel"},
+		{"no build info at all", Info{Version: "unknown"}, "devel"},
+	} {
+		if got := tc.in.ImplementationVersion(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}

@@ -199,6 +199,31 @@ func HashAPIKey(key string) string {
 // Off reports that authentication is disabled (the server should warn).
 func (a *Authenticator) Off() bool { return a.off }
 
+// AcceptedHTTP says, for a refused HTTP client, which credentials the
+// policy accepts and how to send them ("" when authentication is off), so
+// a client configured for one kind does not guess another (e.g. start an
+// interactive OAuth flow on a gateway that takes API keys). It names kinds
+// and headers only, never a key's name.
+func (a *Authenticator) AcceptedHTTP() string {
+	if a == nil || a.off {
+		return ""
+	}
+	var kinds []string
+	if len(a.keys) > 0 {
+		kinds = append(kinds, "an API key in X-API-Key or Authorization: Bearer")
+	}
+	if a.jwt != nil {
+		kinds = append(kinds, "a JWT in Authorization: Bearer")
+	}
+	if a.mtls != nil {
+		kinds = append(kinds, "a TLS client certificate")
+	}
+	return "accepted credentials: " + strings.Join(kinds, "; ")
+}
+
+// AcceptsAPIKeys reports that API keys authenticate callers.
+func (a *Authenticator) AcceptsAPIKeys() bool { return a != nil && !a.off && len(a.keys) > 0 }
+
 // Close stops the JWKS refresh, if any.
 func (a *Authenticator) Close() {
 	if a.cancel != nil {

@@ -240,12 +240,11 @@ func (r *compiledRule) judge(ctx context.Context, vars *ruleVars, tool string) *
 			Message: fmt.Sprintf("rule %q did not evaluate to a bool for tool %q, so the call is refused", r.Name, tool)}
 	}
 	if !ok {
-		msg := r.Message
-		if msg == "" {
-			msg = fmt.Sprintf("arguments refused by rule %q", r.Name)
+		msg := fmt.Sprintf("tool %q: arguments refused by rule %q", tool, r.Name)
+		if r.Message != "" {
+			msg = fmt.Sprintf("tool %q: %s (rule %q)", tool, r.Message, r.Name)
 		}
-		return &Error{Code: PermissionDenied, Reason: ReasonRuleDenied, Rule: r.Name, Tool: tool,
-			Message: fmt.Sprintf("tool %q: %s (rule %q)", tool, msg, r.Name)}
+		return &Error{Code: PermissionDenied, Reason: ReasonRuleDenied, Rule: r.Name, Tool: tool, Message: msg}
 	}
 	return nil
 }

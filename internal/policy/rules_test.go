@@ -51,6 +51,9 @@ func TestPolicyRules(t *testing.T) {
 			if pe.Rule != tc.wantRule || !strings.Contains(pe.Message, tc.wantRule) || !strings.Contains(pe.Message, tc.tool) {
 				t.Fatalf("refusal does not name rule %q and tool %q: %+v", tc.wantRule, tc.tool, pe)
 			}
+			if n := strings.Count(pe.Message, tc.wantRule); pe.Reason == ReasonRuleDenied && n != 1 {
+				t.Fatalf("refusal names rule %q %d times, want once: %q", tc.wantRule, n, pe.Message)
+			}
 			if strings.Contains(pe.Message, "rm -rf") {
 				t.Fatalf("refusal echoes argument data: %q", pe.Message)
 			}

@@ -44,8 +44,13 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %s", e.Tool, e.Problems())
+}
+
+// Problems is the violations' messages alone, for a value that is not a
+// tool's arguments (a result held to its output schema).
+func (e *ValidationError) Problems() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid arguments for tool %q: ", e.Tool)
 	for i, v := range e.Violations {
 		if i > 0 {
 			b.WriteString("; ")

@@ -83,6 +83,11 @@ func Status(e *pipeline.Error) *status.Status {
 	case e.Reason == pipeline.ReasonToolNameInvalid:
 		return withDetails(status.New(code, e.Message), &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
 			{Field: "tool", Description: "must match " + registry.NamePattern}}})
+	case e.Reason == pipeline.ReasonToolNotFound:
+		// Reached only by a caller allowed to call the name (the
+		// allow-list answers first), so naming the tool reveals nothing.
+		return withDetails(status.New(code, e.Message), &errdetails.ErrorInfo{
+			Reason: errorInfoReason(reason), Domain: ErrorDomain, Metadata: map[string]string{"tool": policy.Bound(e.Tool)}})
 	case e.Reason == pipeline.ReasonAuditUnavailable:
 		// Unavailable with the wait; the sink's error (which names the
 		// file) is logged, never sent.

@@ -61,7 +61,7 @@ func TestStatusError(t *testing.T) {
 		msgContains []string
 		details     int
 	}{
-		{name: "not-found", reason: "unknown tools are NotFound naming the tool", err: pipeline.ToolNotFound("x"), code: codes.NotFound, msg: `tool "x" is not registered`},
+		{name: "not-found", reason: "unknown tools are NotFound naming the tool, with an ErrorInfo like every other refusal", err: pipeline.ToolNotFound("x"), code: codes.NotFound, msg: `tool "x" is not registered`, details: 1},
 		{
 			name: "validation", reason: "validation failures are InvalidArgument with the model-readable message, BadRequest, ErrorInfo and one Repair detail per repair",
 			err: &schema.ValidationError{Tool: "t", Violations: []schema.Violation{{Pointer: "/ops", Message: "`ops` must be an array"}},
@@ -76,7 +76,7 @@ func TestStatusError(t *testing.T) {
 		{name: "backend-status", reason: "the backend's own status passes through unchanged, details included", err: be(backendOwn.Err()), code: codes.PermissionDenied, msg: "not your note", details: 1},
 		{name: "backend-plain-error", reason: "a non-status error from the client is Unknown, as gRPC reports it", err: be(errors.New("boom")), code: codes.Unknown, msg: "boom"},
 		{name: "status", reason: "a status error from a stage passes through", err: status.Error(codes.ResourceExhausted, "slow down"), code: codes.ResourceExhausted, msg: "slow down"},
-		{name: "wrapped-not-found", reason: "domain errors are found when wrapped", err: fmt.Errorf("stage: %w", pipeline.ToolNotFound("y")), code: codes.NotFound, msg: `tool "y" is not registered`},
+		{name: "wrapped-not-found", reason: "domain errors are found when wrapped", err: fmt.Errorf("stage: %w", pipeline.ToolNotFound("y")), code: codes.NotFound, msg: `tool "y" is not registered`, details: 1},
 		{name: "internal", reason: "anything else is our bug: Internal", err: errors.New("nil map"), code: codes.Internal, msgContains: []string{"internal error"}},
 	}
 	for _, tc := range cases {
@@ -96,6 +96,11 @@ func TestStatusError(t *testing.T) {
 			}
 			if got := len(st.Details()); got != tc.details {
 				t.Errorf("%d details, want %d: %v (%s)", got, tc.details, st.Details(), tc.reason)
+			}
+			for _, d := range st.Details() {
+				if ei, ok := d.(*errdetails.ErrorInfo); ok && st.Code() == codes.NotFound && (ei.Reason != "TOOL_NOT_FOUND" || ei.Domain != ErrorDomain || ei.Metadata["tool"] == "") {
+					t.Errorf("ErrorInfo %v, want TOOL_NOT_FOUND naming the tool (%s)", ei, tc.reason)
+				}
 			}
 		})
 	}

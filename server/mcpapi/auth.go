@@ -39,6 +39,17 @@ func (m *Server) authenticate(next http.Handler) http.Handler {
 				}
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
+			if pol.Auth.AcceptsAPIKeys() {
+				// A second challenge (RFC 9110 §11.6.1) naming the API key
+				// header, so a client does not take the Bearer challenge as
+				// a request to start OAuth when a key would do.
+				w.Header().Add("WWW-Authenticate", `ApiKey realm="flowdrop", header="X-API-Key"`)
+			}
+			if code == http.StatusUnauthorized {
+				if acc := pol.Auth.AcceptedHTTP(); acc != "" {
+					msg += " (" + acc + ")"
+				}
+			}
 			http.Error(w, msg, code)
 			return
 		}

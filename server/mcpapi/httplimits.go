@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/flowdrop/gateway/internal/httplimits"
+	"github.com/flowdrop/gateway/internal/policy"
 )
 
 // HTTPLimits bound the MCP HTTP server's connections (httplimits.Limits,
@@ -108,7 +109,7 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 		}
 		if err := oneJSONValue(body); err != nil {
 			noteRefusal(r, "malformed-payload")
-			http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest)
+			writeParseError(w, err)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -135,4 +136,17 @@ func oneJSONValue(body []byte) error {
 		return errors.New("data after the JSON-RPC message")
 	}
 	return nil
+}
+
+// writeParseError answers a body that is not exactly one JSON value as
+// JSON-RPC does: HTTP 400 carrying a -32700 error with a null id (no id
+// could be read). The detail is the decoder's, which quotes at most one
+// character of the body.
+func writeParseError(w http.ResponseWriter, err error) {
+	msg, _ := json.Marshal("Parse error: malformed payload: " + policy.BoundTo(err.Error(), 256))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":`))
+	_, _ = w.Write(msg)
+	_, _ = w.Write([]byte("}}\n"))
 }

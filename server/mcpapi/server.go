@@ -44,6 +44,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -206,7 +207,7 @@ func New(cfg Config) (*Server, error) {
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
 		m.log.Info("MCP tools/call fast path off", "why", off)
 	}
-	m.impl = &mcp.Implementation{Name: "flowdrop-gateway", Version: "v1"}
+	m.impl = &mcp.Implementation{Name: "flowdrop-gateway", Version: buildinfo.Read().ImplementationVersion()}
 	m.sdk = mcp.NewServer(m.impl, &mcp.ServerOptions{
 		// Tools only (methods.go); advertise tools with listChanged even
 		// while the registry is empty, so clients subscribe from the start.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/flowdrop/gateway/internal/invokewire"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/schema"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -242,6 +244,9 @@ func (p *Pipeline) checkOutput(ctx context.Context, c *Call, res Result) Result 
 		problem = "the result is not an object"
 	} else if err := c.Entry.Output.ValidateWithin(ctx, obj, nil, p.policyOf(c).Limits.MaxValidationSteps); err != nil {
 		problem = err.Error()
+		if ve := (*schema.ValidationError)(nil); errors.As(err, &ve) {
+			problem = ve.Problems() // not "invalid arguments for tool …": this is a result
+		}
 	}
 	if problem == "" {
 		return res
@@ -288,8 +293,12 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 		e = Classify(err)
 	}
 	o := Outcome{Err: e, Decision: policy.DecisionAllow, Label: "_unknown", Validation: c.validation, BackendCode: c.backend}
+	// Only registered names become labels (bounded cardinality). A call
+	// refused before the normalize stage set Entry (role, allow-list, rate
+	// limit) is still labelled with its tool when that tool is registered.
 	if c.Entry != nil {
-		// Only registered names become labels (bounded cardinality).
+		o.Label = c.Tool
+	} else if _, ok := p.cfg.Registry.Lookup(c.Tool); ok && c.Tool != "" {
 		o.Label = c.Tool
 	}
 	if e != nil {

@@ -276,3 +276,40 @@ func TestClassify(t *testing.T) {
 		t.Error("Classify(nil) != nil")
 	}
 }
+
+// TestOutcomeLabelNamesRegisteredToolsRefusedEarly: a call refused before
+// the normalize stage (role, allow-list) is counted under its tool when the
+// tool is registered, and under "_unknown" only when it is not, so the
+// per-tool denial metrics see allow-list refusals.
+func TestOutcomeLabelNamesRegisteredToolsRefusedEarly(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	cfg := unitPolicy(t)
+	cfg.Registry, cfg.Backend, cfg.Recorders = demoRegistry(t), &echoBackend{}, []pipeline.Recorder{rec}
+	p := pipeline.New(cfg)
+	cases := []struct {
+		name, reason, tool, label string
+		caller                    policy.Caller
+	}{
+		{name: "allow-list", reason: "denied by the caller's deny list before normalize", tool: "run_command", label: "run_command", caller: limited},
+		{name: "role", reason: "refused by the role check before normalize", tool: "create_note", label: "create_note", caller: admin},
+		{name: "unregistered", reason: "a name the registry does not hold never becomes a label", tool: "no_such_tool", label: "_unknown", caller: invoker},
+	}
+	for _, tc := range cases {
+		rec.mu.Lock()
+		rec.outcomes = nil
+		rec.mu.Unlock()
+		c := pipeline.NewCall(tc.tool, "", args(t, map[string]any{"command": "ls"}))
+		ctx := policy.WithCaller(context.Background(), tc.caller)
+		_, err := p.Invoke(ctx, c)
+		if err == nil {
+			t.Fatalf("%s: call succeeded, want a refusal (%s)", tc.name, tc.reason)
+		}
+		rec.mu.Lock()
+		got := rec.outcomes
+		rec.mu.Unlock()
+		if len(got) != 1 || got[0].Label != tc.label {
+			t.Errorf("%s: outcomes %+v, want one labelled %q (%s)", tc.name, got, tc.label, tc.reason)
+		}
+	}
+}
