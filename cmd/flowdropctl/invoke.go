@@ -22,7 +22,7 @@ import (
 // CLI does not pull in the whole server).
 const defaultGatewayAddr = "127.0.0.1:7443"
 
-const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--args-struct] [--call-id ID] [--timeout DUR] [--output text|json] [connection flags]
+const invokeUsage = `usage: flowdropctl invoke TOOL [--args '{...}'] [--args-struct] [--call-id ID] [--idempotency-key KEY] [--timeout DUR] [--output text|json] [connection flags]
 
 Calls a tool through the gateway and prints the result and the repairs the
 gateway made to the arguments. Exits 1 on an error (printing the status code,
@@ -33,7 +33,9 @@ usage. With --output json, stdout is one JSON document: the response
 (arguments_json), so the gateway's strict parser judges it — a number such
 as 9007199254740993 is refused by the gateway, not rounded here;
 --args-struct sends it as a Struct instead (for gateways before
-arguments_json).
+arguments_json). With --idempotency-key, a retry with the same key and
+arguments gets the first call's stored result ("replayed") instead of
+running the tool again.
 
 ` + connHelp
 
@@ -54,6 +56,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	argsStruct := fs.Bool("args-struct", false, "parse --args here and send a Struct (arguments) instead of the text")
 	gw := addConnFlags(fs)
 	callID := fs.String("call-id", "", "tool-call id passed to the backend and the audit log")
+	idemKey := fs.String("idempotency-key", "", "run the tool at most once for this key (1-128 printable ASCII); a retry gets the stored result")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline for the call")
 	out := addOutputFlag(fs)
 
@@ -61,6 +64,9 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
 			return 2
 		}
 		if fs.NArg() == 0 {
@@ -75,7 +81,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	tool := positional[0]
-	req := &gatewayv1.InvokeToolRequest{Tool: tool, CallId: *callID}
+	req := &gatewayv1.InvokeToolRequest{Tool: tool, CallId: *callID, IdempotencyKey: *idemKey}
 	if *argsStruct {
 		req.Arguments = &structpb.Struct{}
 		if err := protojson.Unmarshal([]byte(*argsJSON), req.Arguments); err != nil {
@@ -146,6 +152,9 @@ func printResponse(w io.Writer, resp *gatewayv1.InvokeToolResponse) {
 	}
 	fmt.Fprintln(w, result)
 	printRepairs(w, resp.GetRepairs())
+	if resp.GetReplayed() {
+		fmt.Fprintln(w, "replayed: the stored result of an earlier call with this idempotency key (the tool did not run again)")
+	}
 }
 
 func printRepairs(w io.Writer, repairs []*gatewayv1.Repair) {

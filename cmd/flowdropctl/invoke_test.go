@@ -84,6 +84,12 @@ func TestInvoke(t *testing.T) {
 			wantStderr: []string{"--args must be a JSON object"},
 		},
 		{
+			name:       "help",
+			reason:     "--help prints the usage and exits 0",
+			args:       []string{"--help"},
+			wantStderr: []string{"usage: flowdropctl invoke TOOL", "-idempotency-key"},
+		},
+		{
 			name:       "no-tool",
 			reason:     "TOOL is required",
 			args:       []string{"--args", `{}`},
@@ -112,5 +118,31 @@ func TestInvoke(t *testing.T) {
 			}
 			t.Logf("stdout:\n%s\nstderr:\n%s", &stdout, &stderr)
 		})
+	}
+}
+
+// TestInvokeIdempotencyKey: --idempotency-key reaches the gateway, so a
+// second invoke with the same key is answered from the stored result,
+// says so, and the backend runs once.
+func TestInvokeIdempotencyKey(t *testing.T) {
+	env := gatewaytest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run := func() string {
+		var stdout, stderr bytes.Buffer
+		args := []string{"--addr", env.Addr, "create_note", "--args", `{"title":"once"}`, "--idempotency-key", "ctl-key-1"}
+		if code := runInvoke(ctx, args, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit code %d\nstdout: %s\nstderr: %s", code, &stdout, &stderr)
+		}
+		return stdout.String()
+	}
+	if first := run(); strings.Contains(first, "replayed") {
+		t.Errorf("first call says replayed:\n%s", first)
+	}
+	if second := run(); !strings.Contains(second, "replayed: the stored result") {
+		t.Errorf("second call with the same key does not say it was replayed:\n%s", second)
+	}
+	if n := len(env.Backend.CallsFor("create_note")); n != 1 {
+		t.Errorf("backend ran create_note %d times, want 1", n)
 	}
 }
