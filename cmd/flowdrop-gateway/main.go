@@ -282,7 +282,9 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	case "text":
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
 	case "json":
-		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, hopts))
+		jopts := *hopts
+		jopts.ReplaceAttr = durationsAsText
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &jopts))
 	default:
 		return cfg, false, fmt.Errorf("--log-format %q: want text or json", *logFormat)
 	}
@@ -293,4 +295,14 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 		return cfg, demo, errors.Join(policyErr, cfg.Validate())
 	}
 	return cfg, demo, nil
+}
+
+// durationsAsText writes a duration in a JSON log line as the text form
+// the text format and the flags use ("1.5s"), not slog's integer
+// nanoseconds, which read as a wrong unit.
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -178,10 +178,13 @@ func TestLogFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Logger.Info("hello", "k", "v")
+	cfg.Logger.Info("hello", "k", "v", "took", 1500*time.Millisecond, slog.Group("g", "wait", 2*time.Second))
 	var rec map[string]any
 	if err := json.Unmarshal(errb.Bytes(), &rec); err != nil || rec["msg"] != "hello" || rec["k"] != "v" {
 		t.Errorf("--log-format json line %q: %v", errb.String(), err)
+	}
+	if g, _ := rec["g"].(map[string]any); rec["took"] != "1.5s" || g["wait"] != "2s" {
+		t.Errorf("--log-format json line %q: durations want \"1.5s\" and \"2s\" (text, not nanoseconds)", errb.String())
 	}
 	if _, _, err := parseFlags([]string{"--auth-off", "--log-format", "xml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Errorf("--log-format xml: %v; want a usage error naming the flag", err)
