@@ -19,7 +19,7 @@ func (g *Gateway) buildPolicy(ctx context.Context, cfg *PolicyConfig) (pc pipeli
 	fail := func(err error) (pipeline.Config, error) { g.closePolicy(); return pc, err }
 	pc.Auth, pc.Authz, pc.Rules, pc.RateLimit, pc.RegistryRate = pol.Auth, pol.Authz, pol.Rules, pol.RateLimit, pol.RegistryRate
 	pc.Limits, pc.ForwardEntityBound, pc.OptionalNulls, pc.InFlight = pol.Limits, pol.ForwardEntityBound, pol.OptionalNulls, pol.InFlight
-	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes,
+	opt := policy.AuditSinkOptions{RotateBytes: cfg.Audit.RotateBytes, KeepRotated: cfg.Audit.KeepRotated, KeepRotatedFor: cfg.Audit.KeepRotatedFor,
 		OnDrop: g.metrics.CountAuditDropped,
 		// The sink's error names the file: logs only, never a caller.
 		OnError: func(err error, suppressed int64) {

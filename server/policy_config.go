@@ -129,6 +129,10 @@ type AuditConfig struct {
 	Path string
 	// RotateBytes rotates the file past this size (0: never).
 	RotateBytes int64
+	// KeepRotated keeps that many rotated files, the newest (0: all);
+	// KeepRotatedFor removes rotated files older than it (0: none).
+	KeepRotated    int
+	KeepRotatedFor time.Duration
 	// OnFailure is what a write failure (a full disk) does: AuditFailClosed
 	// (the default: calls are refused while the log cannot be written) or
 	// AuditFailOpen (calls go on; the loss is logged and counted).
@@ -261,6 +265,12 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Audit.RotateBytes < 0 {
 		bad("audit.rotate_bytes must not be negative, got %d", c.Audit.RotateBytes)
+	}
+	if c.Audit.KeepRotated < 0 || c.Audit.KeepRotatedFor < 0 {
+		bad("audit.keep_rotated and audit.keep_rotated_for must not be negative, got %d and %v", c.Audit.KeepRotated, c.Audit.KeepRotatedFor)
+	}
+	if (c.Audit.KeepRotated > 0 || c.Audit.KeepRotatedFor > 0) && c.Audit.RotateBytes == 0 {
+		bad("audit.keep_rotated and audit.keep_rotated_for need audit.rotate_bytes (without rotation there is nothing to keep)")
 	}
 	if _, err := policy.NewRateLimiter(c.RateLimit); err != nil {
 		bad("%v", err) // names rate_limit and the field

@@ -88,9 +88,11 @@ type policyFile struct {
 		Mode     string `json:"mode"`
 	} `json:"rate_limit"`
 	Audit struct {
-		Path        string `json:"path"`
-		RotateBytes int64  `json:"rotate_bytes"`
-		OnFailure   string `json:"on_failure"`
+		Path           string   `json:"path"`
+		RotateBytes    int64    `json:"rotate_bytes"`
+		KeepRotated    int      `json:"keep_rotated"`
+		KeepRotatedFor duration `json:"keep_rotated_for"`
+		OnFailure      string   `json:"on_failure"`
 	} `json:"audit"`
 	Admin struct {
 		ListenAddr *string `json:"listen_addr"`
@@ -212,7 +214,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 		Limits: policy.Limits(f.Limits),
 		RateLimit: policy.RateLimitConfig{Rate: f.RateLimit.Rate, Burst: f.RateLimit.Burst, MaxBuckets: f.RateLimit.MaxBuckets, IdleTimeout: time.Duration(f.RateLimit.IdleTimeout),
 			Registry: policy.MethodRate(f.RateLimit.Registry), Fallback: f.RateLimit.Fallback, Mode: f.RateLimit.Mode},
-		Audit:   AuditConfig(f.Audit),
+		Audit: AuditConfig{Path: f.Audit.Path, RotateBytes: f.Audit.RotateBytes, KeepRotated: f.Audit.KeepRotated,
+			KeepRotatedFor: time.Duration(f.Audit.KeepRotatedFor), OnFailure: f.Audit.OnFailure},
 		TLS:     TLSConfig(f.TLS),
 		Tracing: TracingConfig{Exporter: f.Tracing.Exporter, Endpoint: f.Tracing.Endpoint, Insecure: f.Tracing.Insecure},
 		Normalize: NormalizeConfig{OnEntityBound: f.Normalize.OnEntityBound,

@@ -111,7 +111,7 @@ func unswappable(cur, next *PolicyConfig) error {
 		errs = append(errs, fmt.Errorf("policy reload: %s cannot change without a restart (%s)", field, why))
 	}
 	if !reflect.DeepEqual(cur.Audit, next.Audit) {
-		bad("audit (path, rotate_bytes, on_failure)", "the audit log is opened once, at start")
+		bad("audit (path, rotate_bytes, keep_rotated, keep_rotated_for, on_failure)", "the audit log is opened once, at start")
 	}
 	if cur.Admin.ListenAddr != next.Admin.ListenAddr {
 		bad("admin.listen_addr", "listeners are not reopened")

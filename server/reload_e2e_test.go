@@ -104,7 +104,7 @@ func TestReloadPolicy(t *testing.T) {
 		{name: "missing-file", reason: "a file that cannot be read is refused",
 			reload: func() error { return g.ReloadPolicyFile(filepath.Join(dir, "gone.yaml"), nil) }, want: "gone.yaml"},
 		{name: "audit-path", reason: "the audit log cannot change without a restart: refused loudly, not ignored",
-			reload: func() error { return g.ReloadPolicy(auditMoved) }, want: "audit (path, rotate_bytes, on_failure) cannot change without a restart"},
+			reload: func() error { return g.ReloadPolicy(auditMoved) }, want: "audit (path, rotate_bytes, keep_rotated, keep_rotated_for, on_failure) cannot change without a restart"},
 		{name: "idempotency", reason: "the idempotency store is built at start: a changed ttl is refused, not silently ignored",
 			reload: func() error { return g.ReloadPolicy(idemChanged) }, want: "idempotency cannot change without a restart"},
 	}

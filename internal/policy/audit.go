@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +174,12 @@ type AuditSinkOptions struct {
 	QueueSize int
 	// RotateBytes rotates a file sink when it grows past this size (0: never).
 	RotateBytes int64
+	// KeepRotated, when positive, keeps only that many rotated files (the
+	// newest); KeepRotatedFor, when positive, removes rotated files older
+	// than it (by the time in their name). Both are applied after each
+	// rotation; with neither, every rotated file is kept.
+	KeepRotated    int
+	KeepRotatedFor time.Duration
 	// OnError is told about write, sync and rotation errors (never with
 	// record contents), at most once per 10 s: suppressed is how many
 	// failures were not reported since the last call, so a full disk under
@@ -562,9 +571,11 @@ func (s *AuditSink) rotate() {
 	if err := s.f.Close(); err != nil {
 		s.report(fmt.Errorf("audit: close before rotation: %w", err))
 	}
-	dst := s.path + "." + s.opt.now().UTC().Format("20060102T150405.000000000Z")
+	dst := s.path + "." + s.opt.now().UTC().Format(rotatedTimeLayout)
 	if err := os.Rename(s.path, dst); err != nil {
 		s.report(fmt.Errorf("audit: rotate: %w", err))
+	} else {
+		s.pruneRotated()
 	}
 	f, size, err := openAppend(s.path)
 	if err != nil {
@@ -574,6 +585,55 @@ func (s *AuditSink) rotate() {
 		return
 	}
 	s.w, s.f, s.size = f, f, size
+}
+
+// rotatedTimeLayout names a rotated file: the path, a dot, the UTC time
+// of its rotation (sorts by time as text).
+const rotatedTimeLayout = "20060102T150405.000000000Z"
+
+// pruneRotated removes the rotated files KeepRotated and KeepRotatedFor
+// do not keep. Only names the sink itself gives (the path, a dot and a
+// rotation time) are considered; anything else in the directory is left.
+func (s *AuditSink) pruneRotated() {
+	if s.opt.KeepRotated <= 0 && s.opt.KeepRotatedFor <= 0 {
+		return
+	}
+	dir, base := filepath.Split(s.path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.report(fmt.Errorf("audit: listing rotated files: %w", err))
+		return
+	}
+	type rotated struct {
+		name string
+		at   time.Time
+	}
+	var files []rotated
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), base+".")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		at, err := time.Parse(rotatedTimeLayout, suffix)
+		if err != nil {
+			continue
+		}
+		files = append(files, rotated{e.Name(), at})
+	}
+	slices.SortFunc(files, func(a, b rotated) int { return b.at.Compare(a.at) }) // newest first
+	cutoff := s.opt.now().Add(-s.opt.KeepRotatedFor)
+	for i, f := range files {
+		keep := (s.opt.KeepRotated <= 0 || i < s.opt.KeepRotated) && (s.opt.KeepRotatedFor <= 0 || !f.at.Before(cutoff))
+		if keep {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.report(fmt.Errorf("audit: removing a rotated file: %w", err))
+		}
+	}
 }
 
 // failedWriter stands for a file that could not be reopened after rotation.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -354,5 +355,68 @@ func TestAuditSinkTellsEachHealthTransitionOnce(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"fail", "recover", "fail", "recover"}; !slices.Equal(events, want) {
 		t.Errorf("transitions told %v; want %v (once each, in order)", events, want)
+	}
+}
+
+// TestPolicyAuditRotationRetention: KeepRotated keeps the newest rotated
+// files and KeepRotatedFor drops the ones rotated longer ago than it; the
+// live file and files the sink did not name are never touched.
+func TestPolicyAuditRotationRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		count        int
+		age          time.Duration
+		want         int // rotated files left
+	}{
+		{name: "count", reason: "only the newest two rotated files stay", count: 2, want: 2},
+		{name: "age", reason: "rotations are two clock readings (a minute each) apart: files rotated over 5.5 minutes before the last pruning go", age: 330 * time.Second, want: 3},
+		{name: "none", reason: "without retention every rotated file is kept", want: 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "audit.log")
+			stranger := filepath.Join(dir, "audit.log.notes")
+			if err := os.WriteFile(stranger, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var sinkErrs []error
+			tick := time.Unix(1_700_000_000, 0)
+			opt := AuditSinkOptions{RotateBytes: 1, KeepRotated: tc.count, KeepRotatedFor: tc.age,
+				OnError: func(err error, _ int64) { sinkErrs = append(sinkErrs, err) },
+				now:     func() time.Time { tick = tick.Add(time.Minute); return tick }}
+			sink, err := OpenFileSink(path, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 9 { // every line crosses RotateBytes: nine rotations
+				if err := sink.Write(AuditRecord{Time: time.Unix(0, 0), Tool: "t", CallID: strconv.Itoa(i), Decision: DecisionAllow}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sink.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(sinkErrs) > 0 {
+				t.Fatalf("sink errors: %v", sinkErrs)
+			}
+			rotated, _ := filepath.Glob(path + ".2*")
+			if len(rotated) != tc.want {
+				t.Errorf("%d rotated files left, want %d (%s): %v", len(rotated), tc.want, tc.reason, rotated)
+			}
+			if tc.want < 9 && len(rotated) > 0 {
+				// The newest survive: the last line written is in the newest file.
+				slices.Sort(rotated)
+				b, _ := os.ReadFile(rotated[len(rotated)-1])
+				if !strings.Contains(string(b), `"call_id":"8"`) {
+					t.Errorf("newest rotated file %s holds %q, want the last record", rotated[len(rotated)-1], b)
+				}
+			}
+			if _, err := os.Stat(stranger); err != nil {
+				t.Errorf("a file the sink did not name was touched: %v", err)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("the live file: %v", err)
+			}
+		})
 	}
 }
