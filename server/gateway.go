@@ -47,6 +47,8 @@ type Gateway struct {
 	admin   *observe.Admin
 	metrics *observe.Metrics
 	tracing *observe.Tracing
+	// traceReport rate-limits the log of failed OTLP exports (trace_export.go).
+	traceReport traceExportReport
 	// auth is the authenticator in force (reloads swap it; reloadMu).
 	auth    *policy.Authenticator
 	audit   *policy.AuditSink
@@ -170,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
 	g.metrics.WatchPendingChanges(g.pendingByUpstream)
-	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing); err != nil {
+	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing, g.traceExportFailed); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { g.tracing.Shutdown(context.Background()) })

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -149,5 +153,63 @@ func TestTracesReachAnOTLPReceiver(t *testing.T) {
 	}
 	if !child {
 		t.Error("no backend client span is a child of the MCP span")
+	}
+}
+
+// refusingReceiver is an OTLP receiver that refuses every export with a
+// code the exporter does not retry, counting the attempts.
+type refusingReceiver struct {
+	coltracepb.UnimplementedTraceServiceServer
+	attempts atomic.Int64
+}
+
+func (r *refusingReceiver) Export(context.Context, *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	r.attempts.Add(1)
+	return nil, status.Error(codes.PermissionDenied, "collector refuses")
+}
+
+// TestTraceExportFailuresAreCountedAndLogged: spans an OTLP collector
+// refuses are counted in flowdrop_trace_spans_lost_total and the failure
+// is logged — once, however many exports fail within a minute — where
+// before they went to otel's global handler, uncounted.
+func TestTraceExportFailuresAreCountedAndLogged(t *testing.T) {
+	t.Parallel()
+	rec := &refusingReceiver{}
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, rec)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+
+	p := testPolicy(nil)
+	p.Tracing = server.TracingConfig{Exporter: server.TracingOTLP, Endpoint: lis.Addr().String(), Insecure: true}
+	var logs syncBuffer
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithAdmin(), gatewaytest.WithLogOutput(&logs))
+	call := func() {
+		if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "x"})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call()
+	// The batcher exports on its own schedule (every 5 s).
+	deadline := time.Now().Add(30 * time.Second)
+	for sample(scrape(t, env.AdminURL), "flowdrop_trace_spans_lost_total", nil) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("flowdrop_trace_spans_lost_total still 0 after %d refused exports", rec.attempts.Load())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	call()
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env.Gateway.Close(cctx) // flushes the second span: a second refused export
+	if n := rec.attempts.Load(); n < 2 {
+		t.Fatalf("%d export attempts, want at least 2", n)
+	}
+	if n := strings.Count(logs.String(), "trace export to the OTLP collector failed"); n != 1 {
+		t.Errorf("%d log lines for %d failed exports, want 1 (rate-limited):\n%s", n, rec.attempts.Load(), logs.String())
 	}
 }

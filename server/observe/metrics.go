@@ -34,6 +34,7 @@ type Metrics struct {
 	// (SetStages), so a call observes its stages without label lookups.
 	stageObs  []prometheus.Observer
 	auditDrop prometheus.Counter
+	traceLost prometheus.Counter
 	// stdioStarts counts stdio MCP server starts by server (a configured
 	// name: bounded) and result.
 	stdioStarts *prometheus.CounterVec
@@ -69,6 +70,8 @@ func NewMetrics() *Metrics {
 			Buckets: latencyBuckets}, []string{"tool"}),
 		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowdrop_audit_dropped_total",
 			Help: "Audit records lost: not written (the write failed, e.g. a full disk) or dropped (the queue was full)."}),
+		traceLost: prometheus.NewCounter(prometheus.CounterOpts{Name: "flowdrop_trace_spans_lost_total",
+			Help: "Spans the OTLP exporter failed to deliver (the collector down or refusing them); each failed export is logged, at most once a minute."}),
 		stdioStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_stdio_starts_total",
 			Help: "Starts of the stdio MCP servers the gateway runs, by server and result (ok: it answered initialize; failed)."}, []string{"server", "result"}),
 		preAuth: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_grpc_preauth_refusals_total",
@@ -80,7 +83,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.outputBad, m.stdioStarts, m.preAuth,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.traceLost, m.outputBad, m.stdioStarts, m.preAuth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -164,6 +167,9 @@ func (m *Metrics) CountGRPCPreAuth(reason string) { m.preAuth.WithLabelValues(re
 
 // CountAuditDropped counts one lost audit record.
 func (m *Metrics) CountAuditDropped() { m.auditDrop.Inc() }
+
+// CountTraceSpansLost counts spans an OTLP export failed to deliver.
+func (m *Metrics) CountTraceSpansLost(n int) { m.traceLost.Add(float64(n)) }
 
 // SetStdioServers starts each configured stdio server's start counts at
 // 0, so a rate over them is defined before the first start.

@@ -59,11 +59,16 @@ type TracingConfig struct {
 // on both handlers.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
+// ExportFailed is told of each failed OTLP export: the exporter's error
+// (it may name the collector: logs only) and how many spans were lost.
+type ExportFailed func(err error, spans int)
+
 // NewTracing builds the provider for cfg. With exporter "none" tracing is
 // off: the otel no-op provider, no stats handlers, and an incoming trace
 // context is copied through to the backends. cfg.Provider, when set,
-// overrides the exporter and turns tracing on.
-func NewTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
+// overrides the exporter and turns tracing on. failed, when not nil, is
+// told of every export that fails (after the exporter's own retries).
+func NewTracing(ctx context.Context, cfg TracingConfig, failed ExportFailed) (*Tracing, error) {
 	if tp := cfg.Provider; tp != nil {
 		return &Tracing{tp: tp, shutdown: func(context.Context) error { return nil }, On: true}, nil
 	}
@@ -80,10 +85,30 @@ func NewTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
 		}
-		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(Resource()))
+		var se sdktrace.SpanExporter = exp
+		if failed != nil {
+			se = reportingExporter{exp, failed}
+		}
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(se), sdktrace.WithResource(Resource()))
 		return &Tracing{tp: sdk, shutdown: sdk.Shutdown, On: true}, nil
 	}
 	return nil, fmt.Errorf("tracing: exporter %q: must be %q or %q", cfg.Exporter, TracingNone, TracingOTLP)
+}
+
+// reportingExporter tells failed of each export that fails: the batch
+// processor otherwise hands the error only to otel's global handler,
+// which writes to the standard logger, uncounted.
+type reportingExporter struct {
+	sdktrace.SpanExporter
+	failed ExportFailed
+}
+
+func (e reportingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.failed(err, len(spans))
+	}
+	return err
 }
 
 func (t *Tracing) opts() []otelgrpc.Option {
