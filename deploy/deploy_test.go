@@ -72,13 +72,15 @@ func strictDecode(t *testing.T, path string, into any) {
 func TestKubernetesManifests(t *testing.T) {
 	flags := gatewayFlags(t)
 	var (
-		dep appsv1.Deployment
-		svc corev1.Service
-		cm  corev1.ConfigMap
-		pdb policyv1.PodDisruptionBudget
+		dep      appsv1.Deployment
+		svc      corev1.Service
+		adminSvc corev1.Service
+		cm       corev1.ConfigMap
+		pdb      policyv1.PodDisruptionBudget
 	)
 	strictDecode(t, "kubernetes/deployment.yaml", &dep)
 	strictDecode(t, "kubernetes/service.yaml", &svc)
+	strictDecode(t, "kubernetes/admin-service.yaml", &adminSvc)
 	strictDecode(t, "kubernetes/configmap.yaml", &cm)
 	strictDecode(t, "kubernetes/pdb.yaml", &pdb)
 	for _, k := range []struct{ got, want string }{{dep.Kind, "Deployment"}, {svc.Kind, "Service"}, {cm.Kind, "ConfigMap"}, {pdb.Kind, "PodDisruptionBudget"}} {
@@ -125,10 +127,39 @@ func TestKubernetesManifests(t *testing.T) {
 	if g := dep.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g <= 10 {
 		t.Errorf("terminationGracePeriodSeconds %v: must exceed --shutdown-grace (10s) so calls drain", g)
 	}
-	for _, p := range svc.Spec.Ports {
-		if _, ok := ports[p.TargetPort.String()]; !ok {
-			t.Errorf("service port %s targets %q, which the container does not name", p.Name, p.TargetPort.String())
+	servicePorts := func(s corev1.Service) []string {
+		var names []string
+		for _, p := range s.Spec.Ports {
+			if _, ok := ports[p.TargetPort.String()]; !ok {
+				t.Errorf("service %s port %s targets %q, which the container does not name", s.Name, p.Name, p.TargetPort.String())
+			}
+			names = append(names, p.TargetPort.String())
 		}
+		return names
+	}
+	// Agents reach gRPC and MCP; the admin port (metrics, status page) has
+	// its own Service, so the agents' one never routes to it.
+	if got := servicePorts(svc); !slices.Equal(got, []string{"grpc", "mcp"}) {
+		t.Errorf("the agents' Service targets %v, want [grpc mcp] (no admin port)", got)
+	}
+	if got := servicePorts(adminSvc); !slices.Equal(got, []string{"admin"}) || adminSvc.Name == svc.Name {
+		t.Errorf("the admin Service %q targets %v, want only [admin], under a name of its own", adminSvc.Name, got)
+	}
+	if adminSvc.Spec.Selector["app.kubernetes.io/name"] != dep.Spec.Template.Labels["app.kubernetes.io/name"] {
+		t.Error("the admin Service's selector must match the pods")
+	}
+	// Replicas spread over nodes, selecting the pods themselves.
+	spread := map[string]bool{}
+	for _, c := range dep.Spec.Template.Spec.TopologySpreadConstraints {
+		if c.LabelSelector != nil && c.LabelSelector.MatchLabels["app.kubernetes.io/name"] == dep.Spec.Template.Labels["app.kubernetes.io/name"] {
+			spread[c.TopologyKey] = true
+		}
+	}
+	if !spread["kubernetes.io/hostname"] || !spread["topology.kubernetes.io/zone"] {
+		t.Errorf("topology spread over %v, want hostname and zone selecting the pods", spread)
+	}
+	if strings.Contains(c.Image, ":latest") || strings.Contains(c.Image, "/") {
+		t.Errorf("image %q: want the bare name the kustomization's images override sets", c.Image)
 	}
 	if svc.Spec.Selector["app.kubernetes.io/name"] != dep.Spec.Template.Labels["app.kubernetes.io/name"] ||
 		pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != dep.Spec.Template.Labels["app.kubernetes.io/name"] {
@@ -241,5 +272,43 @@ func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
 		if !strings.Contains(string(readme), string(b)) {
 			t.Errorf("README.md does not show deploy/%s verbatim", f)
 		}
+	}
+}
+
+// TestKustomization: the kustomization names every manifest in
+// deploy/kubernetes (a new one left out would never be applied) and
+// overrides the Deployment's image, the one setting every user must make.
+func TestKustomization(t *testing.T) {
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+		Images     []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
+	}
+	strictDecode(t, "kubernetes/kustomization.yaml", &k)
+	if k.Kind != "Kustomization" {
+		t.Errorf("kind %q, want Kustomization", k.Kind)
+	}
+	files, _ := filepath.Glob("kubernetes/*.yaml")
+	var want []string
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" {
+			want = append(want, b)
+		}
+	}
+	got := slices.Clone(k.Resources)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("kustomization resources %v, want every manifest %v", got, want)
+	}
+	var dep appsv1.Deployment
+	strictDecode(t, "kubernetes/deployment.yaml", &dep)
+	image := dep.Spec.Template.Spec.Containers[0].Image
+	if len(k.Images) != 1 || k.Images[0].Name != image || k.Images[0].NewName == "" || k.Images[0].NewTag == "" {
+		t.Errorf("kustomization images %+v, want one override of the Deployment's image %q", k.Images, image)
 	}
 }
