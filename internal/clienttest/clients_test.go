@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/testing/protocmp"
 
@@ -108,7 +110,11 @@ var toolCallCases = []struct {
 // that sends a completion read from stdin) and asserts its printed answer:
 // the Go client's answer for the same call, with the case's repairs, or the
 // case's refusal.
-func checkToolCalls(t *testing.T, env *gatewaytest.Env, client func() *exec.Cmd) {
+//
+// With details, the client also prints the status's google.rpc details
+// ({"@type": …} objects): they must be the ones the Go client gets, and a
+// refusal always carries some (ErrorInfo at least).
+func checkToolCalls(t *testing.T, env *gatewaytest.Env, details bool, client func() *exec.Cmd) {
 	for _, tc := range toolCallCases {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := client()
@@ -122,13 +128,30 @@ func checkToolCalls(t *testing.T, env *gatewaytest.Env, client func() *exec.Cmd)
 			}
 			if tc.code != "" {
 				var refusal struct {
-					Error struct{ Code, Message string }
+					Error struct {
+						Code, Message string
+						Details       []map[string]any
+					}
 				}
 				if err := json.Unmarshal(out, &refusal); err != nil || exit == nil {
 					t.Fatalf("want a refusal (%s), got %q (exit %v, %v)", tc.reason, out, err, stderr.String())
 				}
 				if refusal.Error.Code != tc.code || !strings.Contains(refusal.Error.Message, tc.msg) {
 					t.Errorf("refusal %+v, want %s with %q (%s)", refusal.Error, tc.code, tc.msg, tc.reason)
+				}
+				if details {
+					var got, want []string
+					for _, d := range refusal.Error.Details {
+						typ, _ := d["@type"].(string)
+						got = append(got, typ)
+					}
+					_, err := env.Client.InvokeTool(t.Context(), &gatewayv1.InvokeToolRequest{Tool: tc.tool, ArgumentsJson: tc.arguments, CallId: toolCallID})
+					for _, d := range status.Convert(err).Proto().GetDetails() {
+						want = append(want, d.GetTypeUrl())
+					}
+					if len(want) == 0 || !slices.Equal(got, want) {
+						t.Errorf("details decoded by the client %v, want the Go client's %v, not none (%s)", got, want, tc.reason)
+					}
 				}
 				return
 			}
@@ -157,7 +180,7 @@ func checkToolCalls(t *testing.T, env *gatewaytest.Env, client func() *exec.Cmd)
 func TestTypeScriptClientInvokesAToolCall(t *testing.T) {
 	dir, node := nodeExample(t)
 	env := gatewaytest.Start(t)
-	checkToolCalls(t, env, func() *exec.Cmd {
+	checkToolCalls(t, env, false, func() *exec.Cmd {
 		cmd := exec.Command(node, "invoke_tool_call.mjs", "http://"+env.Addr)
 		cmd.Dir = dir
 		return cmd
@@ -165,7 +188,8 @@ func TestTypeScriptClientInvokesAToolCall(t *testing.T) {
 }
 
 // TestPythonClientInvokesAToolCall: the same calls with the generated Python
-// client (gen/python) on Debian's python3-grpcio and python3-protobuf.
+// client (gen/python) on Debian's python3-grpcio and python3-protobuf, and
+// a refusal's details decoded with the google.rpc modules gen/python ships.
 func TestPythonClientInvokesAToolCall(t *testing.T) {
 	python := pythonWithGRPC(t)
 	genPython, err := filepath.Abs(filepath.Join(repoRoot, "gen/python"))
@@ -177,7 +201,7 @@ func TestPythonClientInvokesAToolCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := gatewaytest.Start(t)
-	checkToolCalls(t, env, func() *exec.Cmd {
+	checkToolCalls(t, env, true, func() *exec.Cmd {
 		cmd := exec.Command(python, example, env.Addr)
 		// No __pycache__ in gen/python: the tree stays as generated.
 		cmd.Env = append(os.Environ(), "PYTHONPATH="+genPython, "PYTHONDONTWRITEBYTECODE=1")

@@ -7,7 +7,9 @@ stdin is an OpenAI chat completion; its choices[0].message.tool_calls[0] is
 sent as InvokeTool with the function's arguments string, unparsed, as
 arguments_json (the gateway parses it strictly, so a 64-bit id is not rounded
 on the way). Prints the InvokeToolResponse as proto JSON, or
-{"error":{"code","message"}} with exit status 2 when the gateway refuses.
+{"error":{"code","message","details"}} with exit status 2 when the gateway
+refuses: details are the status's google.rpc details (ErrorInfo, BadRequest,
+RetryInfo, the repairs), decoded with the modules gen/python ships.
 """
 
 import json
@@ -17,6 +19,16 @@ import grpc
 from google.protobuf import json_format
 
 from flowdrop.gateway.v1 import gateway_pb2, gateway_pb2_grpc
+from google.rpc import error_details_pb2, status_pb2  # noqa: F401 (registers the detail types)
+
+
+def status_details(err: grpc.RpcError) -> list:
+    """The google.rpc.Status details the gateway sent with err, as JSON."""
+    for key, value in err.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status.FromString(value)
+            return json_format.MessageToDict(status).get("details", [])
+    return []
 
 
 def main() -> int:
@@ -37,7 +49,8 @@ def main() -> int:
             )
         except grpc.RpcError as err:
             code = "".join(word.capitalize() for word in err.code().name.split("_"))
-            print(json.dumps({"error": {"code": code, "message": err.details()}}))
+            error = {"code": code, "message": err.details(), "details": status_details(err)}
+            print(json.dumps({"error": error}))
             return 2
     print(json_format.MessageToJson(response))
     return 0
