@@ -76,7 +76,13 @@ func New(cfg Config) *Server {
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolRegistryService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, s.health)
-	reflection.Register(gs)
+	if err := registerReflection(gs); err != nil {
+		// The embedded descriptors are built with the code (./generate;
+		// a test holds them equal): serve reflection without comments
+		// rather than not at all.
+		log.Error("gRPC reflection without source info", "error", err.Error())
+		reflection.Register(gs)
+	}
 	cfg.Metrics.GRPC().InitializeMetrics(gs)
 	return s
 }
