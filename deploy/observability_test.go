@@ -150,3 +150,92 @@ func TestDashboardAndRulesUseExportedMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertsHaveRunbooks: every alert links (runbook_url) to a section of
+// docs/runbooks.md that exists, named after the alert.
+func TestAlertsHaveRunbooks(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	b, err := os.ReadFile("prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = "https://github.com/flowdrop/gateway/blob/main/docs/runbooks.md#"
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], base)
+			if !ok || anchor != strings.ToLower(r.Alert) {
+				t.Errorf("%s: runbook_url %q, want %s%s", r.Alert, r.Annotations["runbook_url"], base, strings.ToLower(r.Alert))
+			}
+			if !strings.Contains(string(doc), "\n## "+r.Alert+"\n") {
+				t.Errorf("%s: docs/runbooks.md has no section \"## %s\"", r.Alert, r.Alert)
+			}
+		}
+	}
+	for _, want := range []string{"FlowDropTargetDown", "FlowDropNotReady"} {
+		if !strings.Contains(string(b), "alert: "+want+"\n") {
+			t.Errorf("no %s alert", want)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no alert rules read")
+	}
+}
+
+// TestDashboardFiltersByJobAndInstance: the dashboard has job and instance
+// variables and every query honours both, so one dashboard serves several
+// deployments and a single replica can be looked at.
+func TestDashboardFiltersByJobAndInstance(t *testing.T) {
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	b, err := os.ReadFile("grafana/flowdrop-gateway.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]bool{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = true
+	}
+	if !vars["job"] || !vars["instance"] {
+		t.Errorf("dashboard variables %v, want job and instance", vars)
+	}
+	selector := regexp.MustCompile(`\b(?:flowdrop_[a-z_]+|grpc_server_[a-z_]+)(\{[^}]*\})?`)
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range selector.FindAllStringSubmatch(tg.Expr, -1) {
+				if !strings.Contains(m[1], `job=~"$job"`) || !strings.Contains(m[1], `instance=~"$instance"`) {
+					t.Errorf("panel %q: %s does not filter by $job and $instance", p.Title, m[0])
+				}
+			}
+		}
+	}
+}

@@ -171,6 +171,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
+	g.metrics.WatchReady(func() bool { return g.readiness() == nil })
 	g.metrics.WatchPendingChanges(g.pendingByUpstream)
 	if g.tracing, err = observe.NewTracing(ctx, cfg.Policy.Tracing, g.traceExportFailed); err != nil {
 		return nil, err

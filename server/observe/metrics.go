@@ -149,6 +149,20 @@ func (m *Metrics) WatchRegistryStaleness(staleFor func() time.Duration) {
 		func() float64 { return staleFor().Seconds() }))
 }
 
+// WatchReady exports ready (what /readyz answers: true for 200) as
+// flowdrop_ready, read at each scrape, so an alert can tell a replica that
+// runs but gets no traffic.
+func (m *Metrics) WatchReady(ready func() bool) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flowdrop_ready",
+		Help: "1 while the replica is ready (/readyz answers 200), 0 while it is not: waiting for the registry store, the audit log not writable, or draining."},
+		func() float64 {
+			if ready() {
+				return 1
+			}
+			return 0
+		}))
+}
+
 // SetStages resolves the per-stage observers for the pipeline's stage
 // names, in order (Pipeline.StageNames without "dispatch").
 func (m *Metrics) SetStages(names []string) {
