@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -51,6 +52,10 @@ type LogWriterOptions struct {
 	// Dropped makes the line that reports n lines dropped (nil: no line;
 	// they are still counted in DroppedLines).
 	Dropped func(n int64) []byte
+	// CloseWait bounds how long Close waits for a write the output does
+	// not take (default 5s), so a stalled stderr cannot hold the process
+	// at exit; what was waiting is then lost.
+	CloseWait time.Duration
 }
 
 // The defaults of LogWriterOptions.
@@ -58,7 +63,12 @@ const (
 	DefaultLogFlushEvery = 5 * time.Millisecond
 	DefaultLogFlushBytes = 64 << 10
 	DefaultLogMaxBytes   = 1 << 20
+	DefaultLogCloseWait  = 5 * time.Second
 )
+
+// ErrLogStalled is Close's error when the output did not take the last
+// lines within CloseWait.
+var ErrLogStalled = errors.New("log: output stalled; lines waiting were not written")
 
 // NewLogWriter starts a LogWriter in front of w; Close stops it.
 func NewLogWriter(w io.Writer, opt LogWriterOptions) *LogWriter {
@@ -70,6 +80,9 @@ func NewLogWriter(w io.Writer, opt LogWriterOptions) *LogWriter {
 	}
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultLogMaxBytes
+	}
+	if opt.CloseWait <= 0 {
+		opt.CloseWait = DefaultLogCloseWait
 	}
 	l := &LogWriter{w: w, opt: opt, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
@@ -185,11 +198,23 @@ func (l *LogWriter) DroppedLines() int64 {
 }
 
 // Close writes what is waiting and stops the goroutine; later lines are
-// written directly, after it. Safe to call more than once.
+// written directly, after it. It waits at most CloseWait for the output
+// (ErrLogStalled past it). Safe to call more than once.
 func (l *LogWriter) Close() error {
+	var err error
 	l.closeOnce.Do(func() {
 		close(l.stop)
-		<-l.done // its last flush
+		t := time.NewTimer(l.opt.CloseWait)
+		defer t.Stop()
+		select {
+		case <-l.done: // its last flush
+		case <-t.C:
+			l.mu.Lock()
+			l.closed, l.buf = true, nil // later lines try the output themselves
+			l.mu.Unlock()
+			err = ErrLogStalled
+			return
+		}
 		// What came in since goes out now, under the lock, so a Write
 		// made after Close (written directly) cannot overtake it.
 		l.mu.Lock()
@@ -198,5 +223,5 @@ func (l *LogWriter) Close() error {
 		l.writeOut(l.buf, l.dropped, l.opt.Dropped)
 		l.buf, l.dropped = nil, 0
 	})
-	return nil
+	return err
 }

@@ -146,3 +146,18 @@ func TestLogWriterCloseWritesEverything(t *testing.T) {
 		t.Fatalf("%d distinct lines written, want 2000", len(seen))
 	}
 }
+
+// A stalled output cannot hold the process at exit: Close gives up after
+// CloseWait and says so.
+func TestLogWriterCloseDoesNotWaitForeverOnAStalledOutput(t *testing.T) {
+	out := &countingWriter{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	defer close(out.gate) // the writer goroutine's write returns at the end
+	lw := NewLogWriter(out, LogWriterOptions{FlushEvery: time.Hour, FlushBytes: 1, CloseWait: time.Millisecond})
+	if _, err := lw.Write([]byte("stuck\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-out.entered
+	if err := lw.Close(); err != ErrLogStalled {
+		t.Fatalf("Close = %v, want ErrLogStalled", err)
+	}
+}
