@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,6 +28,7 @@ import (
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/observe"
 )
 
 // The --policy file (absolute; "" without one) and the flags' overrides of
@@ -39,8 +41,13 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// The log is written in batches (one write(2) for the lines of a few
+	// milliseconds, not one per call); what is waiting is written before
+	// the process exits.
+	logs := observe.NewLogWriter(os.Stderr, observe.LogWriterOptions{})
+	code := run(ctx, os.Args[1:], os.Stdout, logs)
 	stop()
+	logs.Close()
 	os.Exit(code)
 }
 
@@ -278,15 +285,20 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 		return cfg, false, fmt.Errorf("--log-ok-calls %q: want info or debug", *logOKCalls)
 	}
 	hopts := &slog.HandlerOptions{Level: level}
+	var handler func(io.Writer) slog.Handler
 	switch *logFormat {
 	case "text":
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, hopts))
+		handler = func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, hopts) }
 	case "json":
 		jopts := *hopts
 		jopts.ReplaceAttr = durationsAsText
-		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &jopts))
+		handler = func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, &jopts) }
 	default:
 		return cfg, false, fmt.Errorf("--log-format %q: want text or json", *logFormat)
+	}
+	cfg.Logger = slog.New(handler(stderr))
+	if lw, ok := stderr.(*observe.LogWriter); ok {
+		lw.SetDropped(droppedLinesNote(handler))
 	}
 	if policyErr != nil {
 		// Say everything that is wrong at once. Without authentication
@@ -305,4 +317,14 @@ func durationsAsText(_ []string, a slog.Attr) slog.Attr {
 		a.Value = slog.StringValue(a.Value.Duration().String())
 	}
 	return a
+}
+
+// droppedLinesNote makes the line the batched log writes after lines it
+// had to drop (its output did not keep up), in the log's format.
+func droppedLinesNote(handler func(io.Writer) slog.Handler) func(n int64) []byte {
+	return func(n int64) []byte {
+		var b bytes.Buffer
+		slog.New(handler(&b)).Warn("log lines dropped: the log output did not keep up", "dropped", n)
+		return b.Bytes()
+	}
 }

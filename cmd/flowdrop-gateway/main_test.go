@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/server/observe"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -188,6 +190,48 @@ func TestLogFormat(t *testing.T) {
 	}
 	if _, _, err := parseFlags([]string{"--auth-off", "--log-format", "xml"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--log-format") {
 		t.Errorf("--log-format xml: %v; want a usage error naming the flag", err)
+	}
+}
+
+// TestDroppedLogLinesNote: when the batched log drops lines (its output
+// did not keep up), the line saying how many is in the log's format.
+func TestDroppedLogLinesNote(t *testing.T) {
+	for _, tc := range []struct {
+		reason, format string
+		parse          func(string) (level, msg, dropped string, ok bool)
+	}{
+		{"a JSON log stays one JSON object per line", "json", func(l string) (string, string, string, bool) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) != nil {
+				return "", "", "", false
+			}
+			level, _ := rec["level"].(string)
+			msg, _ := rec["msg"].(string)
+			d, _ := rec["dropped"].(float64)
+			return level, msg, strconv.Itoa(int(d)), true
+		}},
+		{"a text log stays key=value", "text", func(l string) (string, string, string, bool) {
+			const want = ` level=WARN msg="log lines dropped: the log output did not keep up" dropped=`
+			_, rest, ok := strings.Cut(l, want)
+			return "WARN", "log lines dropped", rest, ok && strings.HasPrefix(l, "time=")
+		}},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			var out bytes.Buffer
+			// MaxBytes 1: every line is dropped; nothing is written before Close.
+			lw := observe.NewLogWriter(&out, observe.LogWriterOptions{FlushEvery: time.Hour, FlushBytes: 1 << 20, MaxBytes: 1})
+			cfg, _, err := parseFlags([]string{"--auth-off", "--log-format", tc.format}, lw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Logger.Info("one")
+			cfg.Logger.Info("two")
+			lw.Close()
+			level, msg, dropped, ok := tc.parse(strings.TrimSuffix(out.String(), "\n"))
+			if !ok || strings.Count(out.String(), "\n") != 1 || level != "WARN" || !strings.Contains(msg, "log lines dropped") || dropped != "2" {
+				t.Fatalf("%s: output %q: level %q msg %q dropped %q", tc.reason, out.String(), level, msg, dropped)
+			}
+		})
 	}
 }
 
