@@ -28,7 +28,8 @@ type Finding struct {
 	// Path is a JSON Pointer into the schema as walked from the root
 	// (through $ref as if inlined): the property for Removed and
 	// NewlyRequired ("/properties/a"), the keyword for Narrowed
-	// ("/properties/a/maximum"), "" for TooComplex.
+	// ("/properties/a/maximum") and for TooComplex found at one; "" when
+	// the whole comparison was cut off by a bound.
 	Path string
 	// Keyword is the JSON Schema keyword that narrows ("maximum",
 	// "required", "properties" for a removal, ...).
@@ -82,11 +83,14 @@ func Compare(old, new map[string]any) []Finding {
 	res := func() (r []Finding) {
 		defer func() {
 			if e := recover(); e != nil {
-				tc, ok := e.(errTooComplex)
-				if !ok {
-					panic(e)
+				// A bound crossed — or a shape no check expected: either
+				// way nothing was shown compatible, so the answer is
+				// breaking, never a crash of the registration.
+				why := "an unexpected schema shape"
+				if tc, ok := e.(errTooComplex); ok {
+					why = tc.why
 				}
-				r = append(c.out, tooComplex(tc.why))
+				r = append(c.out, tooComplex(why))
 			}
 		}()
 		c.compare(node{v: old, loc: "#"}, node{v: new, loc: "#"}, at{})

@@ -13,8 +13,13 @@ import (
 func (c *comparer) composition(ov, cj node, a at) {
 	nm := cj.v.(map[string]any)
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		l, ok := nm[kw].([]any)
+		v, has := nm[kw]
+		if !has {
+			continue
+		}
+		l, ok := v.([]any)
 		if !ok {
+			c.add(a.path, kw, TooComplex, "breaking: too complex to compare (%s: %s is not a list)", a.subject(), kw)
 			continue
 		}
 		fit := -1

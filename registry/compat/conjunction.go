@@ -34,7 +34,11 @@ func (c *comparer) conjuncts(root map[string]any, n node, depth int) []node {
 			add(t, d+1)
 			rest, loc = without(rest, "$ref"), ""
 		}
-		if all, has := m["allOf"].([]any); has {
+		if v, has := m["allOf"]; has {
+			all, ok := v.([]any)
+			if !ok {
+				panic(errTooComplex{"allOf is not a list"})
+			}
 			for i, x := range all {
 				add(child(n, x, "allOf", strconv.Itoa(i)), d+1)
 			}

@@ -78,3 +78,21 @@ func TestCompareHostile(t *testing.T) {
 		t.Errorf("an enum value dropped from 100: %v, want one enum narrowing", fs)
 	}
 }
+
+// TestCompareMalformed: values that are not schemas where schemas belong
+// (which compilation refuses, but the engine must not trust it) are
+// breaking, never a panic.
+func TestCompareMalformed(t *testing.T) {
+	old := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}
+	for _, bad := range []any{
+		map[string]any{"a": 5.0},
+		map[string]any{"a": map[string]any{"allOf": []any{"x"}}},
+		map[string]any{"a": map[string]any{"items": 3.0, "type": "array"}},
+		map[string]any{"a": map[string]any{"anyOf": "x"}},
+	} {
+		new := map[string]any{"type": "object", "properties": bad}
+		if fs := compat.Compare(old, new); len(fs) == 0 {
+			t.Errorf("properties %v: compatible, want breaking", bad)
+		}
+	}
+}

@@ -160,7 +160,11 @@ func (c *comparer) keywords(ov, cj node, a at) {
 		}
 		return
 	}
-	nm := cj.v.(map[string]any)
+	nm, ok := cj.v.(map[string]any)
+	if !ok {
+		c.add(a.path, "", TooComplex, "breaking: too complex to compare (%s: the new schema is not an object or boolean)", a.subject())
+		return
+	}
 	oT := typesOf(om)
 	live := oT
 	if nT, has := typeSet(nm); has {
