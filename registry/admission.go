@@ -10,9 +10,10 @@ import (
 )
 
 // DefaultLintProfiles are the provider profiles a registration is linted
-// against unless told otherwise. openai-strict is left out: it is a mode a
-// client opts into per tool, and its rules (every property required,
-// additionalProperties false) would flag nearly every ordinary schema.
+// against unless the deployment says which formats it exports to
+// (--strict-lint=PROFILES): every format ExportTools renders a tool in as
+// registered. openai-strict is left out: it is a mode a client opts into,
+// and some ordinary schemas (a free-form object) have no strict form.
 func DefaultLintProfiles() []lint.Profile {
 	return []lint.Profile{lint.OpenAI, lint.Anthropic, lint.Gemini}
 }
@@ -20,8 +21,10 @@ func DefaultLintProfiles() []lint.Profile {
 // Admission is the one path by which a tool definition is admitted to a
 // store, whether registered (Registry.Register) or seeded (SeedWith): in
 // order, it compiles the tool (refusing with *ToolError), lints its name
-// and schema against provider profiles (refusing error findings with
-// *LintRefusedError under StrictLint, returning every finding otherwise),
+// and schema against provider profiles as each would export it
+// (lint.LintExported: an error the export rewrite repairs is a warning;
+// refusing error findings with *LintRefusedError under StrictLint,
+// returning every finding otherwise),
 // and compares it with the stored revision (refusing with
 // *IncompatibleError under RequireCompatible, returning the notes
 // otherwise). A schema that does not compile is the more basic problem, so
@@ -83,7 +86,7 @@ func (a Admission) admit(ctx context.Context, t Tool, current func(context.Conte
 	}
 	res := Admitted{Entry: entry}
 	if len(a.LintProfiles) > 0 {
-		res.Findings = lint.Lint(t.Name, t.InputSchema, a.LintProfiles...)
+		res.Findings = lint.LintExported(t.Name, t.InputSchema, a.LintProfiles...)
 		if a.StrictLint && lint.HasErrors(res.Findings) {
 			var errs []lint.Finding
 			for _, f := range res.Findings {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
 )
 
 // CheckConfig validates a policy file and, if toolsPath is not "", a tools
@@ -22,7 +23,7 @@ import (
 // with strictLint) and, with both files, naming only stdio servers the
 // policy declares. It returns every problem it found, joined (nil:
 // valid); policyPath "" checks only tools.
-func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint bool) error {
+func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint bool, profiles ...lint.Profile) error {
 	var (
 		errs  []error
 		cfg   *PolicyConfig
@@ -39,7 +40,7 @@ func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint b
 		if cfg != nil {
 			maxEvaluations = cfg.Limits.MaxSchemaEvaluations
 		}
-		tools, err = checkToolsFile(ctx, toolsPath, strictLint, maxEvaluations)
+		tools, err = checkToolsFile(ctx, toolsPath, strictLint, profiles, maxEvaluations)
 		errs = append(errs, err)
 	}
 	if cfg != nil && tools != nil {
@@ -126,13 +127,16 @@ func checkPolicyFile(ctx context.Context, path string) (*PolicyConfig, error) {
 // checkToolsFile is the tools file's problems, and its tools when it loads
 // (nil otherwise).
 // (maxEvaluations: the policy's limits.max_schema_evaluations, 0 the default).
-func checkToolsFile(ctx context.Context, path string, strictLint bool, maxEvaluations int) ([]registry.Tool, error) {
+func checkToolsFile(ctx context.Context, path string, strictLint bool, profiles []lint.Profile, maxEvaluations int) ([]registry.Tool, error) {
 	compile := schemaBound(maxEvaluations)
 	tools, err := registry.LoadFileWith(path, compile)
 	if err != nil {
 		return nil, err
 	}
-	adm := registry.Admission{StrictLint: strictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: compile}
+	if len(profiles) == 0 {
+		profiles = registry.DefaultLintProfiles()
+	}
+	adm := registry.Admission{StrictLint: strictLint, LintProfiles: profiles, Compile: compile}
 	var errs []error
 	for _, t := range tools {
 		if _, err := adm.Admit(ctx, t, nil); err != nil {

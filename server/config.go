@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/httplimits"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/observe"
@@ -41,9 +42,17 @@ type Config struct {
 	// backoff).
 	RegistryOptions []registry.Option
 
-	// StrictLint refuses every schema with provider-lint errors, as if each
-	// registration set strict_lint (seeded tools included).
+	// StrictLint refuses every schema with provider-lint errors in
+	// LintProfiles, as if each registration set strict_lint (seeded tools
+	// included). An error the profile's export rewrite repairs is a
+	// warning (lint.LintExported).
 	StrictLint bool
+	// LintProfiles are the provider profiles registrations are linted
+	// against and StrictLint enforces: the formats this deployment exports
+	// its tools to. Nil: registry.DefaultLintProfiles() (openai, anthropic,
+	// gemini — every format ExportTools serves as registered; openai-strict
+	// is a client's opt-in, enforced only when named).
+	LintProfiles []lint.Profile
 
 	// DisableFastPaths turns every fast path off: arguments are always
 	// decoded, normalized and validated by the general paths (the raw wire
@@ -172,6 +181,11 @@ func (c *Config) Validate() error {
 	if err := observe.CheckOKCallsLevel(c.OKCallsLevel); err != nil {
 		bad("%v", err)
 	}
+	for _, p := range c.LintProfiles {
+		if _, ok := lint.ParseProfile(string(p)); !ok {
+			bad("lint profile %q: unknown (want %s)", p, lint.ProfileNames())
+		}
+	}
 	if c.DefaultTimeout <= 0 {
 		bad("default timeout must be positive, got %v", c.DefaultTimeout)
 	}
@@ -277,4 +291,12 @@ func DefaultMCPHTTPLimits() MCPHTTPLimits { return httplimits.Defaults() }
 // address is known before start). Each one given replaces its ListenAddr.
 type Listeners struct {
 	GRPC, MCP, Admin net.Listener
+}
+
+// lintProfiles are the profiles in force: LintProfiles, or the default.
+func (c *Config) lintProfiles() []lint.Profile {
+	if len(c.LintProfiles) > 0 {
+		return c.LintProfiles
+	}
+	return registry.DefaultLintProfiles()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -100,5 +101,23 @@ func TestStrictLintAppliesToSeededTools(t *testing.T) {
 			t.Error("without strict lint the tool is not served")
 		}
 		g.Close(t.Context())
+	}
+	// Enforcing only the profiles the deployment exports to: an array
+	// without items is a warning for Anthropic, so the tool is served.
+	cfg := DefaultConfig()
+	cfg.Store.Kind, cfg.Tools, cfg.StrictLint, cfg.LintProfiles = StoreMemory, []registry.Tool{tool}, true, []lint.Profile{lint.Anthropic}
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("strict lint for anthropic only: %v", err)
+	}
+	if _, ok := g.Registry().Lookup("tagger"); !ok {
+		t.Error("strict lint for anthropic only: the tool is not served")
+	}
+	g.Close(t.Context())
+	cfg.LintProfiles = []lint.Profile{"claude"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `lint profile "claude"`) {
+		t.Errorf("an unknown lint profile: Validate = %v, want it refused by name", err)
 	}
 }

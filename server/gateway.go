@@ -20,6 +20,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/schema"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
@@ -49,6 +50,9 @@ type Gateway struct {
 	tracing *observe.Tracing
 	// traceReport rate-limits the log of failed OTLP exports (trace_export.go).
 	traceReport traceExportReport
+	// lintProfiles are the provider profiles tools are linted against
+	// (Config.LintProfiles or the default).
+	lintProfiles []lint.Profile
 	// auth is the authenticator in force (reloads swap it; reloadMu).
 	auth    *policy.Authenticator
 	audit   *policy.AuditSink
@@ -156,7 +160,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	log.Info("registry store opened", "store", g.storeDesc)
 	g.reg = registry.New(g.store, append(ropts, cfg.RegistryOptions...)...)
 	// Seeded tools are admitted exactly as registered ones: strict lint too.
-	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: registry.DefaultLintProfiles(), Compile: g.reg.CompileOptions(),
+	g.lintProfiles = cfg.lintProfiles()
+	adm := registry.Admission{StrictLint: cfg.StrictLint, LintProfiles: g.lintProfiles, Compile: g.reg.CompileOptions(),
 		Check: g.credentialCheck}
 	g.storeWaitStart.Store(time.Now().UnixNano())
 	err = startRegistry(ctx, g.store, g.reg, tools, adm, cfg.Store, log)
@@ -238,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.pipe = pipeline.New(pc)
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
-		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
+		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, LintProfiles: cfg.lintProfiles(), ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
 		PreAuth: cfg.GRPC.preAuth()})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {

@@ -32,14 +32,14 @@ func (g *Gateway) status() observe.Status {
 		s.MoreTools = len(entries) - observe.MaxStatusTools
 		entries = entries[:observe.MaxStatusTools]
 	}
-	profiles := registry.DefaultLintProfiles()
+	profiles := g.lintProfiles
 	for _, e := range entries {
 		t := e.Tool
 		c := counts[t.Name]
 		kind, target := registry.OperatorView(&t)
 		ts := observe.ToolStatus{Name: t.Name, Revision: t.Revision, Kind: kind, Backend: target,
 			Repairs: c[0], Denials: c[1], Invalid: c[2]}
-		for _, f := range lint.Lint(t.Name, t.InputSchema, profiles...) {
+		for _, f := range lint.LintExported(t.Name, t.InputSchema, profiles...) {
 			// Short: profile, rule and place (the full text is flowdropctl lint's).
 			ts.Findings = append(ts.Findings, fmt.Sprintf("%s %s %s at %s", f.Profile, f.Severity, f.Rule, cmp.Or(f.Path, "/")))
 		}

@@ -20,7 +20,8 @@ func checkConfig(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	policyFile := fs.String("policy", "", "policy file to check (YAML or JSON)")
 	toolsFile := fs.String("tools", "", "tools file to check (YAML or JSON)")
-	strictLint := fs.Bool("strict-lint", false, "refuse tools whose schema has provider-lint errors, as the gateway's --strict-lint")
+	var strictLint strictLintFlag
+	fs.Var(&strictLint, "strict-lint", strictLintUsage+", as the gateway's --strict-lint")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -35,7 +36,7 @@ func checkConfig(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "flowdrop-gateway check-config: give --policy FILE and/or --tools FILE")
 		return 2
 	}
-	if err := server.CheckConfig(ctx, *policyFile, *toolsFile, *strictLint); err != nil {
+	if err := server.CheckConfig(ctx, *policyFile, *toolsFile, strictLint.on, strictLint.profiles...); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(stderr, "flowdrop-gateway check-config:", line)
 		}

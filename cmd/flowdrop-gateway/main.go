@@ -203,7 +203,8 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Redis.TLS.KeyFile, "redis-tls-key-file", "", "client key (PEM) for --redis-tls-cert-file")
 	fs.StringVar(&cfg.Redis.TLS.ServerName, "redis-tls-server-name", "", "name checked in Redis's certificate (default: the host of --redis-addr)")
 	fs.BoolVar(&cfg.DisableFastPaths, "disable-fast-paths", false, "decode, normalize and validate every call by the general paths (same results, slower; for diagnosis)")
-	fs.BoolVar(&cfg.StrictLint, "strict-lint", false, "refuse tool registrations whose schema has provider-lint errors")
+	var strictLint strictLintFlag
+	fs.Var(&strictLint, "strict-lint", strictLintUsage)
 	fs.BoolVar(&watchPolicy, "watch-policy", true, "reload the --policy file when it changes on disk (SIGHUP reloads it either way)")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): auth, authz, rules, limits, rate_limit, audit, admin, tracing")
 	authOff := fs.Bool("auth-off", false, "run without authentication (every caller is anonymous; the gateway warns). Needed without --policy unless only the demo tools are served")
@@ -221,6 +222,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	if fs.NArg() > 0 {
 		return cfg, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	cfg.StrictLint, cfg.LintProfiles = strictLint.on, strictLint.profiles
 	if err := validateGCPercent(gcPercent); err != nil {
 		return cfg, false, err
 	}

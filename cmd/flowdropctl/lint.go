@@ -98,7 +98,7 @@ func runToolsLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	findings := []finding{}
 	var nErr, nWarn int
 	for _, t := range tools {
-		for _, f := range lint.Lint(t.name, t.schema, profiles...) {
+		for _, f := range lint.LintExported(t.name, t.schema, profiles...) {
 			path := t.schemaPath + f.Path
 			if f.Path == lint.NamePath {
 				path = t.namePath

@@ -96,6 +96,53 @@ func TestDecide(t *testing.T) {
 		{name: "admin-tool", reason: "a tool without an origin is an admin's: never changed or deleted by an upstream",
 			tool: admins, policy: everything, want: None},
 	}
+	// The nine breaking changes issue 33 found the old engine calling
+	// compatible: each is incompatible-schema, so held under a policy that
+	// auto-approves compatible-schema only.
+	rich := func(edit func(props, root map[string]any)) *registry.Definition {
+		props := map[string]any{
+			"color": map[string]any{"type": "string", "enum": []any{"red", "green", "blue"}},
+			"limit": map[string]any{"type": "integer", "minimum": 0, "maximum": 100},
+			"title": map[string]any{"type": "string"},
+			"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"meta":  map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string"}}},
+		}
+		root := map[string]any{"type": "object", "properties": props}
+		edit(props, root)
+		s, err := structpb.NewStruct(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &registry.Definition{Description: "Rich.", InputSchema: s}
+	}
+	richBase := *rich(func(_, _ map[string]any) {})
+	prop := func(props map[string]any, name string) map[string]any { return props[name].(map[string]any) }
+	for _, n := range []struct {
+		name string
+		edit func(props, root map[string]any)
+	}{
+		{"enum", func(p, _ map[string]any) { prop(p, "color")["enum"] = []any{"red", "green"} }},
+		{"maximum", func(p, _ map[string]any) { prop(p, "limit")["maximum"] = 10 }},
+		{"minimum", func(p, _ map[string]any) { prop(p, "limit")["minimum"] = 1 }},
+		{"maxLength", func(p, _ map[string]any) { prop(p, "title")["maxLength"] = 8 }},
+		{"pattern", func(p, _ map[string]any) { prop(p, "title")["pattern"] = "^[a-z]+$" }},
+		{"minItems", func(p, _ map[string]any) { prop(p, "tags")["minItems"] = 1 }},
+		{"root-additionalProperties", func(_, r map[string]any) { r["additionalProperties"] = false }},
+		{"nested-additionalProperties", func(p, _ map[string]any) { prop(p, "meta")["additionalProperties"] = false }},
+		{"items-type", func(p, _ map[string]any) { prop(p, "tags")["items"] = map[string]any{"type": "integer"} }},
+	} {
+		cases = append(cases, struct {
+			name, reason string
+			tool         registry.Tool
+			listed       *registry.Definition
+			policy       Policy
+			want         Action
+			wantKinds    []string
+			wantHeld     string
+			wantServed   registry.Definition
+		}{name: "narrowed-" + n.name, reason: "a narrowed " + n.name + " is incompatible: compatible-schema does not cover it",
+			tool: imported(richBase), listed: rich(n.edit), policy: compatible, want: Hold, wantKinds: []string{registry.ChangeIncompatibleSchema}, wantHeld: HeldByPolicy, wantServed: richBase})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.tool, tc.listed, tc.policy, now)

@@ -22,7 +22,8 @@ type UnsupportedError struct {
 
 func (e *UnsupportedError) Error() string { return e.Path + ": " + e.Reason }
 
-// Schema returns the JSON Schema (draft 2020-12) of md's proto3 JSON form,
+// Schema returns the JSON Schema (draft 2020-12, the gateway's default, so
+// without "$schema") of md's proto3 JSON form,
 // as protojson reads it:
 //
 //   - fields by their JSON name (lowerCamelCase), no others
@@ -76,7 +77,8 @@ func schemaOf(md protoreflect.MessageDescriptor, share bool) (*structpb.Struct, 
 			return nil, err
 		}
 	}
-	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	// No "$schema": 2020-12 is the gateway's default dialect, and providers
+	// reject the keyword (Gemini) or gain nothing from it.
 	if d := description(md); d != "" {
 		s["description"] = d
 	}
@@ -321,7 +323,9 @@ func wellKnown(md protoreflect.MessageDescriptor, path string) (s map[string]any
 	case "Value":
 		return map[string]any{}, true, nil
 	case "ListValue":
-		return map[string]any{"type": "array"}, true, nil
+		// Any JSON values; "items": {} says so where providers require
+		// items on every array (OpenAI, Gemini).
+		return map[string]any{"type": "array", "items": map[string]any{}}, true, nil
 	case "DoubleValue", "FloatValue", "Int64Value", "UInt64Value", "Int32Value", "UInt32Value", "BoolValue", "StringValue", "BytesValue":
 		s := scalar(md.Fields().ByName("value").Kind())
 		// A wrapper's null is "not set", the reason wrappers exist.

@@ -4,7 +4,7 @@
 //
 // Where the provider lint (registry/lint) finds an error a rewrite can fix
 // without changing which calls the tool accepts, the rewrite is applied
-// (rewrite.go); the result is linted again with the provider's profile, and
+// (lint.Fit); the result is linted again with the provider's profile, and
 // a tool that still has an error is left out with its findings: a provider
 // that rejects one tool definition rejects the whole request.
 package export
@@ -95,13 +95,8 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 			schema = t.InputSchema.AsMap()
 		}
 		nulled := false
-		switch f {
-		case OpenAIStrict:
-			nulled = strictRewrite(schema)
-		case Gemini:
-			geminiRewrite(schema)
-		}
 		if p, ok := profiles[f]; ok {
+			nulled = lint.Fit(p, schema)
 			if errs := lintErrors(t.Name, schema, p); len(errs) > 0 {
 				res.LeftOut = append(res.LeftOut, LeftOut{Name: t.Name, Findings: errs})
 				continue

@@ -49,6 +49,17 @@ func exportTools(t *testing.T) []registry.Tool {
 		registry.Tool{Name: "positive", Description: "Takes a positive number.", InputSchema: schema(map[string]any{
 			"type": "object", "required": []any{"n"},
 			"properties": map[string]any{"n": map[string]any{"type": "number", "exclusiveMinimum": 0}}})},
+		// As the gRPC importer emits them: a 64-bit integer (an integer or
+		// a decimal string), bytes (contentEncoding, an annotation) and a
+		// ListValue (items {}). Gemini: the type list becomes anyOf with
+		// each type's keywords, contentEncoding is dropped.
+		registry.Tool{Name: "imported_shapes", Description: "Shapes of imported schemas.", InputSchema: schema(map[string]any{
+			"type": "object", "additionalProperties": false,
+			"properties": map[string]any{
+				"id":     map[string]any{"type": []any{"integer", "string"}, "minimum": 0, "pattern": "^(0|[1-9][0-9]*)$", "description": "64-bit."},
+				"blob":   map[string]any{"type": "string", "contentEncoding": "base64"},
+				"values": map[string]any{"type": "array", "items": map[string]any{}},
+			}})},
 		// allOf at the root: Anthropic and strict refuse it (no safe
 		// rewrite), plain OpenAI only warns.
 		registry.Tool{Name: "composed", Description: "Composed at the root.", InputSchema: schema(map[string]any{

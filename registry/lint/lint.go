@@ -1,6 +1,8 @@
 package lint
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +26,31 @@ var allProfiles = []Profile{OpenAI, OpenAIStrict, Anthropic, Gemini}
 // Profiles returns every known profile in a fixed order.
 func Profiles() []Profile {
 	return append([]Profile(nil), allProfiles...)
+}
+
+// ProfileNames is the profiles as "a, b, c or d", for messages.
+func ProfileNames() string {
+	names := make([]string, len(allProfiles))
+	for i, p := range allProfiles {
+		names[i] = string(p)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// ParseProfiles reads a comma-separated list of profile names.
+func ParseProfiles(list string) ([]Profile, error) {
+	var out []Profile
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		p, ok := ParseProfile(name)
+		if !ok {
+			return nil, fmt.Errorf("unknown lint profile %q (want %s)", name, ProfileNames())
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // ParseProfile returns the profile called s, or false when there is none.

@@ -259,8 +259,8 @@ func TestRegistryServiceErrors(t *testing.T) {
 					got = append(got, v.GetType()+" "+v.GetSubject()+" "+v.GetDescription())
 				}
 				want := []string{
-					"INCOMPATIBLE /properties/count parameter `count` narrowed from integer to string",
 					"INCOMPATIBLE /properties/count parameter `count` is newly required",
+					"INCOMPATIBLE /properties/count/type parameter `count` narrowed from integer to string",
 					"INCOMPATIBLE /properties/tags parameter `tags` was removed",
 				}
 				if !slices.Equal(got, want) {
@@ -809,4 +809,99 @@ func TestRegistryStatusMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRegistryServiceRequireCompatibleNarrowings: the nine breaking
+// changes issue 33 measured --require-compatible accepting, each refused
+// now over the wire with the pointer of the narrowing keyword; the same
+// updates without require_compatible go through with that note.
+func TestRegistryServiceRequireCompatibleNarrowings(t *testing.T) {
+	t.Parallel()
+	g := startRegistryService(t, memstore.New())
+	ctx := rsCtx(t)
+	base := map[string]any{
+		"color": map[string]any{"type": "string", "enum": []any{"red", "green", "blue"}},
+		"limit": map[string]any{"type": "integer", "minimum": 0, "maximum": 100},
+		"title": map[string]any{"type": "string"},
+		"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		"meta":  map[string]any{"type": "object", "properties": map[string]any{"k": map[string]any{"type": "string"}}},
+	}
+	with := func(edit func(props, root map[string]any)) *structpb.Struct {
+		props := map[string]any{}
+		for k, v := range base {
+			props[k] = rsSchemaMapCopy(v)
+		}
+		root := map[string]any{"type": "object", "properties": props}
+		edit(props, root)
+		return rsSchema(t, root)
+	}
+	prop := func(props map[string]any, name string) map[string]any { return props[name].(map[string]any) }
+	cases := []struct {
+		name, reason string
+		edit         func(props, root map[string]any)
+		wantPath     string
+	}{
+		{name: "enum", reason: "an enum value removed refuses it", wantPath: "/properties/color/enum",
+			edit: func(p, _ map[string]any) { prop(p, "color")["enum"] = []any{"red", "green"} }},
+		{name: "maximum", reason: "a lowered maximum refuses the top of the range", wantPath: "/properties/limit/maximum",
+			edit: func(p, _ map[string]any) { prop(p, "limit")["maximum"] = 10 }},
+		{name: "minimum", reason: "a raised minimum refuses the bottom of the range", wantPath: "/properties/limit/minimum",
+			edit: func(p, _ map[string]any) { prop(p, "limit")["minimum"] = 1 }},
+		{name: "maxLength", reason: "a new maxLength refuses longer strings", wantPath: "/properties/title/maxLength",
+			edit: func(p, _ map[string]any) { prop(p, "title")["maxLength"] = 8 }},
+		{name: "pattern", reason: "a new pattern may refuse strings", wantPath: "/properties/title/pattern",
+			edit: func(p, _ map[string]any) { prop(p, "title")["pattern"] = "^[a-z]+$" }},
+		{name: "minItems", reason: "a new minItems refuses the empty array", wantPath: "/properties/tags/minItems",
+			edit: func(p, _ map[string]any) { prop(p, "tags")["minItems"] = 1 }},
+		{name: "root-additionalProperties", reason: "additionalProperties false at the root refuses extra keys", wantPath: "/additionalProperties",
+			edit: func(_, r map[string]any) { r["additionalProperties"] = false }},
+		{name: "nested-additionalProperties", reason: "additionalProperties false on a nested object", wantPath: "/properties/meta/additionalProperties",
+			edit: func(p, _ map[string]any) { prop(p, "meta")["additionalProperties"] = false }},
+		{name: "items-type", reason: "items string → integer refuses every non-empty old array", wantPath: "/properties/tags/items/type",
+			edit: func(p, _ map[string]any) { prop(p, "tags")["items"] = map[string]any{"type": "integer"} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "narrow_" + strings.ReplaceAll(tc.name, "-", "_")
+			tool := &gatewayv1.Tool{Name: name, InputSchema: with(func(_, _ map[string]any) {}), Backend: "127.0.0.1:7001"}
+			if _, err := g.client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
+				t.Fatal(err)
+			}
+			next := &gatewayv1.Tool{Name: name, InputSchema: with(tc.edit), Backend: "127.0.0.1:7001"}
+			_, err := g.client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: next, RequireCompatible: true})
+			st := status.Convert(err)
+			var subjects []string
+			for _, d := range st.Details() {
+				if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+					for _, v := range pf.GetViolations() {
+						subjects = append(subjects, v.GetSubject())
+					}
+				}
+			}
+			if st.Code() != codes.FailedPrecondition || !slices.Equal(subjects, []string{tc.wantPath}) {
+				t.Fatalf("require_compatible update: %v, violations %q; want FailedPrecondition naming %s (%s)", err, subjects, tc.wantPath, tc.reason)
+			}
+			resp, err := g.client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: next})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := resp.GetCompatibilityNotes(); len(n) != 1 || n[0].GetPath() != tc.wantPath || n[0].GetKind() != registry.CompatNarrowed {
+				t.Errorf("notes without require_compatible: %v; want one narrowed note at %s", n, tc.wantPath)
+			}
+		})
+	}
+}
+
+func rsSchemaMapCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = rsSchemaMapCopy(x)
+		}
+		return m
+	case []any:
+		return slices.Clone(t)
+	}
+	return v
 }

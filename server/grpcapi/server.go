@@ -13,6 +13,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
@@ -33,6 +34,9 @@ type Config struct {
 	OKCallsLevel slog.Level
 	// StrictLint refuses every registration with provider-lint errors.
 	StrictLint bool
+	// LintProfiles are the profiles registrations are linted against (and
+	// StrictLint enforces); none: registry.DefaultLintProfiles().
+	LintProfiles []lint.Profile
 	// ServerOptions are added to the server's (credentials, message
 	// sizes, transport bounds, stats handlers).
 	ServerOptions []grpc.ServerOption
@@ -69,7 +73,7 @@ func New(cfg Config) *Server {
 	gs := grpc.NewServer(opts...)
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline)}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
-	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithToolFilter(cfg.Pipeline.Visible),
+	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
 		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -1,10 +1,26 @@
-package export
+package lint
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
-// The rewrites, each applied in place to a schema decoded by AsMap. They
-// change only what the provider cannot take, and never what the gateway
-// checks: the tool's registered schema still validates every call.
+// Fit rewrites schema (decoded by AsMap; changed in place) the way an
+// export in profile p sends it (registry/export): the OpenAI strict-mode
+// rewrite for openai-strict, the Gemini rewrite for gemini, nothing for
+// the others. The rewrites change only what the provider cannot take and
+// never what the gateway checks: the tool's registered schema still
+// validates every call. nulled reports that the strict rewrite made an
+// optional property nullable that did not accept null as registered.
+func Fit(p Profile, schema map[string]any) (nulled bool) {
+	switch p {
+	case OpenAIStrict:
+		return strictRewrite(schema)
+	case Gemini:
+		geminiRewrite(schema)
+	}
+	return false
+}
 
 // subschemas calls fn on every schema directly below s (booleans are not
 // schemas fn can change).
@@ -147,8 +163,20 @@ func nullable(v any) (_ any, changed bool) {
 }
 
 // geminiAnnotations are keywords that constrain nothing (JSON Schema's
-// annotations and identifiers) and that Gemini's Schema message lacks.
-var geminiAnnotations = []string{"$schema", "$id", "$comment", "examples", "deprecated", "readOnly", "writeOnly"}
+// annotations and identifiers; contentEncoding and contentMediaType are
+// annotations in 2020-12, which the gateway does not assert) and that
+// Gemini's Schema message lacks.
+var geminiAnnotations = []string{"$schema", "$id", "$comment", "examples", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType"}
+
+// geminiTypeKeywords are the keywords that apply to one JSON type only,
+// by type: a type list split into anyOf branches takes each to its branch.
+var geminiTypeKeywords = map[string][]string{
+	"string":  {"format", "maxLength", "minLength", "pattern"},
+	"integer": {"maximum", "minimum"},
+	"number":  {"maximum", "minimum"},
+	"array":   {"items", "maxItems", "minItems"},
+	"object":  {"maxProperties", "minProperties", "properties", "propertyOrdering", "required"},
+}
 
 // geminiRewrite fits a schema to Gemini's Schema subset where nothing the
 // tool depends on is lost:
@@ -157,7 +185,9 @@ var geminiAnnotations = []string{"$schema", "$id", "$comment", "examples", "depr
 //     declared properties only, and the gateway still refuses any other
 //     key on every call;
 //   - a string "const" becomes a one-value "enum";
-//   - a type list [T, "null"] becomes "type": T with "nullable": true.
+//   - a type list [T, "null"] becomes "type": T with "nullable": true;
+//   - any other type list becomes anyOf, one branch per type, each with
+//     the keywords of its type ("nullable" for null): the same values.
 //
 // Anything else Gemini lacks (additionalProperties schemas, exclusive
 // bounds, $ref, oneOf, ...) is a constraint: left for the lint to refuse.
@@ -184,5 +214,63 @@ func geminiRewrite(s map[string]any) {
 			}
 		}
 	}
+	if t, ok := s["type"].([]any); ok && len(t) > 1 {
+		splitTypes(s, t)
+	}
 	subschemas(s, geminiRewrite)
+}
+
+// splitTypes turns s's type list into anyOf branches, one per type with
+// that type's keywords, when s has no anyOf of its own (two would need a
+// conjunction Gemini lacks: left for the lint) and every keyword left
+// beside the branches applies to any type. "enum" and "const" stay beside
+// them; so does "nullable" for a "null" member.
+func splitTypes(s map[string]any, types []any) {
+	if _, has := s["anyOf"]; has {
+		return
+	}
+	var names []string
+	for _, x := range types {
+		n, ok := x.(string)
+		if !ok || slices.Contains(names, n) {
+			return
+		}
+		names = append(names, n)
+	}
+	var branches []any
+	nullable := false
+	moved := map[string]bool{}
+	for _, n := range names {
+		if n == "null" {
+			nullable = true
+			continue
+		}
+		b := map[string]any{"type": n}
+		for _, kw := range geminiTypeKeywords[n] {
+			if v, ok := s[kw]; ok {
+				b[kw] = v
+				moved[kw] = true
+			}
+		}
+		branches = append(branches, b)
+	}
+	if len(branches) < 2 {
+		return
+	}
+	for kw := range moved {
+		delete(s, kw)
+	}
+	// A type's keyword with that type absent constrains nothing; drop it.
+	for t, kws := range geminiTypeKeywords {
+		if !slices.Contains(names, t) && !(t == "number" && slices.Contains(names, "integer")) {
+			for _, kw := range kws {
+				delete(s, kw)
+			}
+		}
+	}
+	delete(s, "type")
+	if nullable {
+		branches = append(branches, map[string]any{"type": "null"})
+	}
+	s["anyOf"] = branches
 }
