@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,11 +20,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // upstreamState is the requestState the input upstream gives its rounds:
@@ -95,6 +99,12 @@ func (u *inputUpstream) serve(t *testing.T) string {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "model said " + text.Text}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "nag", Description: "Asks again, whatever the answer."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			record(req)
+			return &mcp.CallToolResult{RequestState: upstreamState, InputRequests: mcp.InputRequestMap{"again": &mcp.ElicitParams{
+				Message: "Again?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil, nil
+		})
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(func() {
 		up.CloseClientConnections()
@@ -118,7 +128,7 @@ func startInputEnv(t *testing.T, ctx context.Context, cfg func(c *server.Config,
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"confirm", "sample"} {
+	for _, name := range []string{"confirm", "sample", "nag"} {
 		tool := &gatewayv1.Tool{Name: "up." + name, InputSchema: schema,
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: url, Tool: name}}}}
 		if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
@@ -416,4 +426,63 @@ func TestMCPInputRoundRefusals(t *testing.T) {
 			t.Fatalf("a state under a removed key: %v %s, want invalid params", r.Error, r.Result)
 		}
 	})
+}
+
+// TestMCPInputRoundsBoundedAndAudited: an upstream that asks again after
+// every answer is refused at pipeline.InputMaxRounds rounds
+// (input-too-large), having asked the caller one fewer times; a gRPC
+// caller, which cannot answer, is refused FailedPrecondition
+// (input-unsupported); every round's audit line says it was a round, its
+// number and the kinds asked, and neither the question nor the answer
+// appears anywhere in the audit file.
+func TestMCPInputRoundsBoundedAndAudited(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	env, u := startInputEnv(t, ctx, func(c *server.Config, _ string) { c.Policy.Audit = server.AuditConfig{Path: audit} })
+	var asked []string
+	cs := inputClient(t, ctx, env, true, false, &asked)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.nag", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Meta["flowdrop/reason"] != "input-too-large" {
+		t.Fatalf("got %v %+v, want an isError result with reason input-too-large", err, res)
+	}
+	if len(asked) != pipeline.InputMaxRounds-1 || len(u.seen()) != pipeline.InputMaxRounds {
+		t.Errorf("the caller was asked %d times and the upstream called %d times, want %d and %d",
+			len(asked), len(u.seen()), pipeline.InputMaxRounds-1, pipeline.InputMaxRounds)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.confirm", Arguments: map[string]any{}})
+	if err != nil || res.IsError || resultText(res) != "hello Ada" {
+		t.Fatalf("up.confirm: %v %+v", err, res)
+	}
+	_, err = env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: "up.confirm", Arguments: &structpb.Struct{}})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "2026-07-28") {
+		t.Errorf("gRPC caller: %v, want FailedPrecondition saying only a 2026-07-28 MCP caller can answer", err)
+	}
+
+	lines, raw := auditLines(t, env, audit)
+	for _, secret := range []string{"Ada", "Your name?", "Again?", upstreamState} {
+		if strings.Contains(raw, secret) {
+			t.Errorf("the audit file holds %q: a round's content must not be logged", secret)
+		}
+	}
+	var confirm []map[string]any
+	for _, l := range lines {
+		if l["tool"] == "up.confirm" && l["operation"] == nil {
+			confirm = append(confirm, l)
+		}
+	}
+	// The MCP rounds (first, retry) and the gRPC call.
+	if len(confirm) != 3 {
+		t.Fatalf("%d audit lines for up.confirm, want 3: %v", len(confirm), confirm)
+	}
+	first, retry, grpcCall := confirm[0], confirm[1], confirm[2]
+	if first["input_round"] != float64(1) || fmt.Sprint(first["input_asked"]) != "[elicitation]" || first["decision"] != "allow" {
+		t.Errorf("first round's line: %v, want input_round 1, input_asked [elicitation], allowed", first)
+	}
+	if retry["input_round"] != float64(2) || retry["input_answered"] != float64(1) || retry["input_asked"] != nil {
+		t.Errorf("retry's line: %v, want input_round 2, input_answered 1, nothing asked", retry)
+	}
+	if grpcCall["decision"] != "error" || grpcCall["reason"] != "FailedPrecondition" || grpcCall["input_round"] != nil {
+		t.Errorf("gRPC call's line: %v, want an error (FailedPrecondition) and no round", grpcCall)
+	}
 }
