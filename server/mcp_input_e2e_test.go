@@ -26,6 +26,8 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -223,6 +225,12 @@ func TestMCPInputRoundsRelay(t *testing.T) {
 // returns the decoded response message (from a JSON or an SSE body).
 func mcpRoundPost(t *testing.T, ctx context.Context, env *gatewaytest.Env, tool string, params map[string]any) *jsonrpc.Response {
 	t.Helper()
+	return mcpRoundPostAs(t, ctx, env, nil, tool, params)
+}
+
+// mcpRoundPostAs is mcpRoundPost sending header too (credentials).
+func mcpRoundPostAs(t *testing.T, ctx context.Context, env *gatewaytest.Env, header http.Header, tool string, params map[string]any) *jsonrpc.Response {
+	t.Helper()
 	params["name"] = tool
 	if _, ok := params["arguments"]; !ok {
 		params["arguments"] = map[string]any{}
@@ -247,7 +255,7 @@ func mcpRoundPost(t *testing.T, ctx context.Context, env *gatewaytest.Env, tool 
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	resp, err := httpClient(t, nil).Do(req)
+	resp, err := httpClient(t, header).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,5 +492,53 @@ func TestMCPInputRoundsBoundedAndAudited(t *testing.T) {
 	}
 	if grpcCall["decision"] != "error" || grpcCall["reason"] != "FailedPrecondition" || grpcCall["input_round"] != nil {
 		t.Errorf("gRPC call's line: %v, want an error (FailedPrecondition) and no round", grpcCall)
+	}
+}
+
+// TestMCPInputRoundOtherCaller: with authentication on, a round's sealed
+// state issued to one caller is refused for another (invalid params,
+// "issued to another caller") and never reaches the upstream; its own
+// caller continues the round with it.
+func TestMCPInputRoundOtherCaller(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	u := &inputUpstream{}
+	url := u.serve(t)
+	schema, err := structpb.NewStruct(map[string]any{"type": "object"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(),
+		gatewaytest.WithTool(func(string) registry.Tool {
+			return registry.Tool{Name: "up.confirm", InputSchema: schema, Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: "confirm"}}}
+		}),
+		gatewaytest.WithConfig(func(c *server.Config) {
+			c.Policy.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+				{Name: "alice", SHA256: policy.HashAPIKey("alice-key"), Roles: []string{policy.RoleInvoker}},
+				{Name: "bob", SHA256: policy.HashAPIKey("bob-key"), Roles: []string{policy.RoleInvoker}},
+			}}
+		}))
+	as := func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
+	r := mcpRoundPostAs(t, ctx, env, as("alice-key"), "up.confirm", map[string]any{})
+	var first struct {
+		RequestState string `json:"requestState"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &first) != nil || first.RequestState == "" {
+		t.Fatalf("alice's first round: %v %s", r.Error, r.Result)
+	}
+	answer := map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Mallory"}}}
+	before := len(u.seen())
+	r = mcpRoundPostAs(t, ctx, env, as("bob-key"), "up.confirm", map[string]any{"inputResponses": answer, "requestState": first.RequestState})
+	var werr *jsonrpc.Error
+	if !errors.As(r.Error, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "issued to another caller") {
+		t.Fatalf("bob with alice's state: %v %s, want invalid params", r.Error, r.Result)
+	}
+	if got := u.seen()[before:]; len(got) != 0 {
+		t.Errorf("bob's retry reached the upstream: %q", got)
+	}
+	answer["name"].(map[string]any)["content"] = map[string]any{"name": "Alice"}
+	r = mcpRoundPostAs(t, ctx, env, as("alice-key"), "up.confirm", map[string]any{"inputResponses": answer, "requestState": first.RequestState})
+	if r.Error != nil || !strings.Contains(string(r.Result), "hello Alice") {
+		t.Fatalf("alice continuing her round: %v %s", r.Error, r.Result)
 	}
 }
