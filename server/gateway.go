@@ -212,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MCPIdleConnsPerUpstream: cfg.BackendMCPIdleConns,
 		PassDebugInfo:           cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
-		CredentialAllowed: g.credentialAllowed}
+		CredentialAllowed: g.credentialAllowed, InputForbidden: g.mcpInputForbidden}
 	g.metrics.SetStdioServers(slices.Sorted(maps.Keys(cfg.Policy.MCPUpstreams.Stdio)))
 	sopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)},
 		cfg.GRPC.serverOptions()...)
@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
 			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
-			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds}); err != nil {
+			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState}); err != nil {
 			return nil, err
 		}
 	}

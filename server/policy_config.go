@@ -88,6 +88,9 @@ type MCPUpstreamsConfig struct {
 	// default, mcpimport.DefaultBounds): max_list_bytes, max_tools,
 	// max_description_bytes, max_schema_bytes.
 	Bounds mcpimport.Bounds
+	// Input is how their requests for a caller's input are relayed
+	// (mcp_upstreams.input).
+	Input MCPInputConfig
 }
 
 // BackendErrorsConfig is what of a backend's error status reaches callers.
@@ -218,6 +221,7 @@ func (c *PolicyConfig) validate() error {
 	if d := c.MCPUpstreams.RelistInterval; d != 0 && d < time.Second {
 		bad("mcp_upstreams.relist_interval %v: must be at least 1s (or unset: %v)", d, DefaultMCPRelistInterval)
 	}
+	c.MCPUpstreams.Input.validate(bad)
 	if err := (mcppin.Policy{AutoApprove: c.MCPUpstreams.AutoApprove}).Check(); err != nil {
 		bad("mcp_upstreams.auto_approve: %v", err)
 	}

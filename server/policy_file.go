@@ -149,6 +149,11 @@ type policyFile struct {
 			PassEnv []string          `json:"pass_env"`
 			Dir     string            `json:"dir"`
 		} `json:"stdio"`
+		Input struct {
+			KeyFiles []string            `json:"key_files"`
+			StateTTL duration            `json:"state_ttl"`
+			Forbid   map[string][]string `json:"forbid"`
+		} `json:"input"`
 	} `json:"mcp_upstreams"`
 	MCP struct {
 		AllowedOrigins []string `json:"allowed_origins"`
@@ -228,6 +233,8 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove
+	c.MCPUpstreams.Input = MCPInputConfig{KeyFiles: f.MCPUpstreams.Input.KeyFiles, StateTTL: time.Duration(f.MCPUpstreams.Input.StateTTL),
+		Forbid: f.MCPUpstreams.Input.Forbid}
 	for _, cs := range f.Credentials {
 		c.Credentials = append(c.Credentials, policy.CredentialSource{Env: cs.Env, File: cs.File, Origins: cs.Origins})
 	}

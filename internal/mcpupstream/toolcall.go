@@ -130,16 +130,39 @@ type Progress struct {
 // SDK (sdk) reports none and sends no token: the SDK's client takes
 // progress per session, not per call.
 func (c *Caller) CallToolProgress(ctx context.Context, name string, args json.RawMessage, onProgress func(Progress)) (*mcp.CallToolResult, error) {
+	return c.CallToolRound(ctx, name, args, onProgress, nil)
+}
+
+// Retry is a multi round-trip call's retry (MCP 2026-07-28, SEP-2322):
+// the caller's answers to the upstream's input requests and the state the
+// upstream asked to get back.
+type Retry struct {
+	// Responses is the inputResponses object (JSON), State the
+	// requestState ("" when the upstream gave none).
+	Responses json.RawMessage
+	State     string
+}
+
+// CallToolRound is CallToolProgress as a round of a multi round-trip
+// call: with retry, the request carries its inputResponses and
+// requestState. An upstream asking for input answers with a result whose
+// InputRequests is not nil (and its RequestState); the caller decides
+// what to do with it. A session through the SDK sends no retry (its
+// client fulfils input requests itself) and is refused one.
+func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMessage, onProgress func(Progress), retry *Retry) (*mcp.CallToolResult, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	if c.sdk {
+		if retry != nil {
+			return nil, errors.New("a multi round-trip retry cannot be sent through the SDK's session")
+		}
 		return c.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	}
 	body := getBuffer()
 	defer putBuffer(body)
 	id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
-	if err := c.writeRequest(body, id, name, args, onProgress != nil); err != nil {
+	if err := c.writeRequest(body, id, name, args, onProgress != nil, retry); err != nil {
 		return nil, err
 	}
 	// reqCtx ends the request: at the call's end, or when draining its
@@ -201,8 +224,9 @@ func (c *Caller) CallToolProgress(ctx context.Context, name string, args json.Ra
 
 // writeRequest is the tools/call request, as the SDK writes it (params:
 // name, arguments, and _meta from revision 2026-07-28 on); with progress,
-// _meta also carries the progressToken id.
-func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage, progress bool) error {
+// _meta also carries the progressToken id; a retry adds inputResponses
+// and requestState after the arguments, as the SDK's CallToolParams does.
+func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage, progress bool, retry *Retry) error {
 	qname, err := json.Marshal(name)
 	if err != nil {
 		return err
@@ -230,6 +254,20 @@ func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMes
 	b.Write(qname)
 	b.WriteString(`,"arguments":`)
 	b.Write(args)
+	if retry != nil {
+		if len(retry.Responses) > 0 {
+			b.WriteString(`,"inputResponses":`)
+			b.Write(retry.Responses)
+		}
+		if retry.State != "" {
+			st, err := json.Marshal(retry.State)
+			if err != nil {
+				return err
+			}
+			b.WriteString(`,"requestState":`)
+			b.Write(st)
+		}
+	}
 	b.WriteString(`}}`)
 	return nil
 }

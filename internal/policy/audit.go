@@ -60,6 +60,15 @@ type AuditRecord struct {
 	// gateway URI (its query redacted) or the prompt's gateway name.
 	Operation string `json:"operation,omitempty"`
 	Revision  int64  `json:"revision,omitempty"`
+	// InputRound is set on a call that is a round of an MCP multi
+	// round-trip call (its number, 1 for the first); InputAsked the kinds
+	// of input its upstream asked the caller for in this round
+	// (elicitation, sampling, roots) and InputAnswered how many of the
+	// caller's answers it relayed. What was asked and answered is never
+	// logged: a form's questions and a user's answers may be sensitive.
+	InputRound    int      `json:"input_round,omitempty"`
+	InputAsked    []string `json:"input_asked,omitempty"`
+	InputAnswered int      `json:"input_answered,omitempty"`
 
 	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
 	// which the line splices in as they are.

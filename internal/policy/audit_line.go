@@ -97,5 +97,23 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b = append(b, `,"revision":`...)
 		b = strconv.AppendInt(b, a.Revision, 10)
 	}
+	if a.InputRound != 0 {
+		b = append(b, `,"input_round":`...)
+		b = strconv.AppendInt(b, int64(a.InputRound), 10)
+	}
+	if len(a.InputAsked) > 0 {
+		b = append(b, `,"input_asked":[`...)
+		for i, k := range a.InputAsked {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, _ = appendQuoted(b, k, true)
+		}
+		b = append(b, ']')
+	}
+	if a.InputAnswered != 0 {
+		b = append(b, `,"input_answered":`...)
+		b = strconv.AppendInt(b, int64(a.InputAnswered), 10)
+	}
 	return append(b, '}', '\n'), nil
 }

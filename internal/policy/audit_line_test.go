@@ -17,6 +17,7 @@ func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),
 		ShadowDenials:  []ShadowDenial{{Reason: "r", Rule: "n", Message: "m"}, {Reason: "r2", Message: "m2"}},
 		IdempotencyKey: "k", Replayed: true, RecordsDropped: 7, Operation: "RegisterTool", Revision: 12,
+		InputRound: 2, InputAsked: []string{"elicitation", "sampling"}, InputAnswered: 1,
 	}
 	cases := []struct {
 		name, reason string

@@ -259,6 +259,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			sink.Report(pipeline.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
+	retry, perr := m.inputRetry(c, up)
+	if perr != nil {
+		return pipeline.Result{}, perr
+	}
 	var res *mcp.CallToolResult
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means
@@ -269,7 +273,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
 		if caller != nil {
-			res, err = caller.CallToolProgress(ctx, up.Tool, js, onProgress)
+			res, err = caller.CallToolRound(ctx, up.Tool, js, onProgress, retry)
+		} else if retry != nil {
+			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
+				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
 		} else {
 			res, err = cs.CallTool(ctx, params)
 		}
@@ -278,6 +285,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			break
 		}
 		var rpc *jsonrpc.Error
+		var pe *pipeline.Error
+		if errors.As(err, &pe) {
+			return pipeline.Result{}, pe
+		}
 		if !errors.As(err, &rpc) {
 			m.drop(s, cs) // the session may be gone: the next call makes a new one
 		}
@@ -285,6 +296,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			continue
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+	}
+	if res.InputRequests != nil {
+		return m.inputRequired(c, up, res)
 	}
 	enc, err := mcpInvokeResponse(res)
 	if err != nil {

@@ -81,6 +81,10 @@ type ToolServiceConfig struct {
 	// credential it names, before it is read (nil: any): the gateway's
 	// policy declares the sources (credentials).
 	CredentialAllowed func(up *registry.MCPTool) error
+	// InputForbidden is the kinds of input (pipeline.InputElicitation,
+	// InputSampling, InputRoots) the policy in force forbids an upstream
+	// MCP server (by its URL) to ask a caller for (nil: none).
+	InputForbidden func(url string) []string
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target

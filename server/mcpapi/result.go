@@ -31,8 +31,13 @@ type callResult struct {
 	Content           []mcp.Content `json:"content"`
 	StructuredContent any           `json:"structuredContent,omitempty"`
 	IsError           bool          `json:"isError,omitempty"`
-	// ResultType: "complete" from 2026-07-28 on; absent before it.
-	ResultType string `json:"resultType,omitempty"`
+	// ResultType: "complete" from 2026-07-28 on; absent before it;
+	// "input_required" on a round that asks its caller for input
+	// (input.go), with InputRequests (the upstream's, as relayed) and the
+	// gateway's sealed RequestState.
+	ResultType    string          `json:"resultType,omitempty"`
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
+	RequestState  string          `json:"requestState,omitempty"`
 }
 
 // callError is THE one place a pipeline error becomes an MCP outcome.
@@ -84,6 +89,13 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 		return nil, context.Canceled
 	case pipeline.MCPDeadline:
 		return nil, context.DeadlineExceeded
+	case pipeline.MCPMissingCapability:
+		if len(e.Required) == 0 {
+			// A caller before 2026-07-28: no capability would help, the
+			// revision would; the model reads why.
+			return toolError(e, report), nil
+		}
+		return nil, missingCapability(e)
 	case pipeline.MCPToolError:
 		return toolError(e, report), nil
 	}

@@ -29,6 +29,10 @@ func reasonError(r pipeline.Reason, s pipeline.ReasonSpec) *pipeline.Error {
 	case s.Decision == policy.DecisionDeny:
 		e.Kind = pipeline.KindPolicy
 	}
+	if r == pipeline.ReasonInputUnsupported {
+		// As a 2026-07-28 caller's round gets it: naming the capability.
+		e.Required = []string{pipeline.InputElicitation}
+	}
 	return e
 }
 
@@ -50,6 +54,8 @@ func mcpOutcome(t *testing.T, r pipeline.Reason, res *callResult, err error) pip
 		return pipeline.MCPInvalidParams
 	case errors.As(err, &rpc) && rpc.Code == MCPCodePermissionDenied:
 		return pipeline.MCPPermissionDenied
+	case errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities:
+		return pipeline.MCPMissingCapability
 	case errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInternalError:
 		return pipeline.MCPInternalError
 	}

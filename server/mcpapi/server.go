@@ -47,6 +47,7 @@ import (
 	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/sealedstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -129,6 +130,10 @@ type Config struct {
 	// bound their listings (unset: mcpimport's defaults).
 	Upstreams      Upstreams
 	UpstreamBounds mcpimport.Bounds
+	// InputState is how multi round-trip calls' state is sealed now
+	// (input.go; the policy in force's keys). Unset, or without keys: a
+	// random key made at New, so only this process continues a round.
+	InputState func() InputState
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -161,6 +166,9 @@ type Server struct {
 	upstreams Upstreams
 	bounds    mcpimport.Bounds
 	fed       upstreamCache
+	// input and randomKeys seal round state (input.go).
+	input      func() InputState
+	randomKeys *sealedstate.Keyring
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -198,7 +206,11 @@ func New(cfg Config) (*Server, error) {
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
-		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds}
+		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
+		input: cfg.InputState, randomKeys: sealedstate.Random()}
+	if m.input == nil {
+		m.input = func() InputState { return InputState{} }
+	}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
@@ -454,17 +466,19 @@ func (m *Server) toolsCall(ctx context.Context, req *mcp.CallToolRequest, rev st
 // result. A nil result must stay a nil interface value for the SDK (it
 // marshals an error then).
 func (m *Server) callToolAs(ctx context.Context, req *mcp.CallToolRequest, rev string) (mcp.Result, error) {
-	res, err := m.callTool(ctx, req)
+	res, err := m.callTool(ctx, req, rev)
 	if res == nil {
 		return nil, err
 	}
-	res.ResultType = resultTypeFor(rev)
+	if res.ResultType == "" {
+		res.ResultType = resultTypeFor(rev)
+	}
 	return res, err
 }
 
 // callTool is tools/call: the MCP request becomes a call and runs the whole
 // InvokeTool pipeline; the outcome becomes an MCP result or error.
-func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *callResult, err error) {
+func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev string) (res *callResult, err error) {
 	// A panic anywhere in the call is this call's Internal error, as on
 	// the gRPC face (its recovery interceptor): the stack goes to the log,
 	// the caller gets "internal error", the gateway keeps serving.
@@ -483,6 +497,17 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 	if v, given := p.Meta[MCPMetaIdempotencyKey]; given && !isString {
 		// Ignoring it would run a call the client meant to run once.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: _meta[%q] must be a string, got %T", policy.Bound(p.Name), MCPMetaIdempotencyKey, v)}
+	}
+	// A caller on 2026-07-28 can answer an upstream's request for input
+	// in rounds (input.go); one before it cannot, and sends no round.
+	var round *pipeline.InputRound
+	if rev >= RevisionResultType {
+		if round, err = m.inputRound(ctx, p); err != nil {
+			return nil, err
+		}
+	} else if p.RequestState != "" || p.InputResponses != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("tools/call %q: inputResponses and requestState are protocol revision %s's (multi round-trip); this request is on %q", policy.Bound(p.Name), RevisionResultType, rev)}
 	}
 	if pipeline.ProgressFrom(ctx) == nil {
 		if sink := sdkProgressSink(ctx, req); sink != nil {
@@ -511,6 +536,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 	}
 	c.UsePolicy(pol)
 	c.SetIdempotencyKey(idemKey)
+	c.Input = round
 	out, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
@@ -518,6 +544,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *c
 			m.log.WarnContext(ctx, "MCP tools/call: backend failed", "tool", c.Tool, "backend", c.Entry.Tool.Target(), "error", perr.Error())
 		}
 		return m.callError(ctx, perr, c.Report)
+	}
+	if out.InputRequired && round != nil && round.Asked {
+		return m.inputRequiredResult(ctx, p.Name, round)
 	}
 	return toolResult(out, c.Report)
 }

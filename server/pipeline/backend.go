@@ -30,4 +30,7 @@ type Result struct {
 	// Replayed: the answer is an earlier call's stored outcome under the
 	// same idempotency key (the backend was not called).
 	Replayed bool
+	// InputRequired: the backend's upstream asked the caller for input
+	// (Call.Input holds the round); there is no answer yet.
+	InputRequired bool
 }

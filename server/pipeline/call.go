@@ -48,6 +48,11 @@ type Call struct {
 	Caller    policy.Caller
 	HasCaller bool
 
+	// Input is the call's multi round-trip round (input.go), set by a face
+	// whose caller can answer an upstream's request for input; nil: the
+	// caller cannot, and a backend refuses such a request.
+	Input *InputRound
+
 	// Entry is the tool's registry entry, set by the normalize stage.
 	Entry *registry.Entry
 	// Report is what normalization repaired or skipped.

@@ -93,6 +93,19 @@ const (
 	// ReasonCredentialUndeclared: the call's tool names a credential the
 	// policy in force does not declare for it (an MCP upstream's).
 	ReasonCredentialUndeclared Reason = "credential-undeclared"
+	// ReasonInputUnsupported: the upstream asked the caller for input it
+	// cannot give (a gRPC caller, an MCP caller before 2026-07-28, or one
+	// that did not declare the capability).
+	ReasonInputUnsupported Reason = "input-unsupported"
+	// ReasonInputForbidden: the upstream asked for a kind of input the
+	// gateway's policy forbids for it (mcp_upstreams.input.forbid).
+	ReasonInputForbidden Reason = "input-forbidden"
+	// ReasonInputTooLarge: the upstream's requests for input, or its
+	// state, are over the gateway's bounds.
+	ReasonInputTooLarge Reason = "input-too-large"
+	// ReasonInputStale: a round's state is for an upstream tool the
+	// gateway tool no longer calls (re-imported or changed between rounds).
+	ReasonInputStale Reason = "input-stale"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure
@@ -113,6 +126,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// Limit and Rule name the limit or CEL rule that refused the call.
 	Limit, Rule string
+	// Required are the kinds of input (InputElicitation, …) the caller
+	// must be able to answer (ReasonInputUnsupported).
+	Required []string
 
 	// Backend failures: the budget the call had and where it came from.
 	Timeout        time.Duration

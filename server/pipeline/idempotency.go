@@ -291,7 +291,9 @@ func (p *Pipeline) keep(ctx context.Context, c *Call, key string, token idempote
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
-	if e != nil {
+	if e != nil || res.InputRequired {
+		// A round that asked for input is no outcome: the key is free
+		// for the call's next round.
 		err = id.Store.Release(ctx, key, token)
 	} else {
 		hash, _ := p.argsHash(c)

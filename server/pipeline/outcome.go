@@ -111,6 +111,13 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 			rec.Violations = append(rec.Violations, v.Pointer+": "+v.Message)
 		}
 	}
+	if r := c.Input; r != nil {
+		// That a round happened and what kinds it asked, never what.
+		rec.InputRound, rec.InputAnswered = r.Round, r.Answered
+		if r.Asked {
+			rec.InputAsked = r.Kinds
+		}
+	}
 	if c.HasCaller {
 		rec.CallerSubject, rec.CallerMethod = c.Caller.Subject, c.Caller.Method
 	}

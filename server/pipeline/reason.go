@@ -38,6 +38,9 @@ const (
 	// MCPCanceled and MCPDeadline: the request's own context error.
 	MCPCanceled
 	MCPDeadline
+	// MCPMissingCapability: JSON-RPC -32021 (MCP 2026-07-28, SEP-2575)
+	// naming the client capabilities the call needs (Error.Required).
+	MCPMissingCapability
 )
 
 // RetryHint says whether sending the same call again can succeed.
@@ -106,6 +109,14 @@ var reasons = map[Reason]ReasonSpec{
 	ReasonBackendResponseTooLarge: {ResourceExhausted, MCPToolError, policy.DecisionError, RetryNo},
 	// An operator or an admin must act; the model can try another way.
 	ReasonCredentialUndeclared: {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
+	// An upstream's request for input (input.go). A caller without the
+	// capability is told so as a protocol error (MCP 2026-07-28's
+	// missing-capability error); the policy's refusal and the bounds are
+	// the model's to work around.
+	ReasonInputUnsupported: {FailedPrecondition, MCPMissingCapability, policy.DecisionError, RetryNo},
+	ReasonInputForbidden:   {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonInputTooLarge:    {ResourceExhausted, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonInputStale:       {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
 
 	// Policy: authentication. MCP answers these as a protocol error.
 	policy.ReasonCredentialsMissing:   {Unauthenticated, MCPPermissionDenied, policy.DecisionDeny, RetryNo},

@@ -1,0 +1,121 @@
+package backend
+
+//lint:file-ignore SA1019 sampling and roots are deprecated by SEP-2577 (2026-07-28) yet still asked for by upstreams during the deprecation window; the gateway relays them
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// An upstream MCP tool's request for its caller's input (MCP 2026-07-28
+// multi round-trip, pipeline/input.go): the backend relays the caller's
+// answers with the upstream's state to the upstream tool that asked, and
+// an upstream's InputRequiredResult to the caller's round, after the
+// policy (mcp_upstreams.input.forbid), the caller's capabilities and the
+// bounds allow it. An upstream asking a caller that cannot answer gets no
+// retry: on 2026-07-28 the upstream holds nothing open, so declining is
+// not answering.
+
+// inputRetry is what a retry round sends the upstream: nil on a first
+// call. A round whose state is for another upstream tool than the one
+// the gateway tool calls now is stale (the tool changed between rounds):
+// the upstream's state is never sent to another upstream.
+func (m *MCPUpstream) inputRetry(c *pipeline.Call, up *registry.MCPTool) (*mcpupstream.Retry, *pipeline.Error) {
+	r := c.Input
+	if !r.Retry() {
+		return nil, nil
+	}
+	if r.Upstream != up.URL || r.UpstreamTool != up.Tool {
+		return nil, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputStale, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q changed since the round that asked for input; call it again without inputResponses and requestState", c.Tool)}
+	}
+	return &mcpupstream.Retry{Responses: r.Responses, State: r.State}, nil
+}
+
+// inputRequired answers an upstream's InputRequiredResult: refused when
+// the caller cannot answer (no round: gRPC, or MCP before 2026-07-28; or
+// a kind it did not declare), when the policy forbids a kind asked for
+// this upstream, or when the requests or the state are over the bounds;
+// else the round carries them to the face.
+func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res *mcp.CallToolResult) (pipeline.Result, error) {
+	kinds, err := inputKinds(res.InputRequests)
+	if err != nil {
+		return pipeline.Result{}, m.ts.failure(c, 0, "", err)
+	}
+	if forbid := m.ts.cfg.InputForbidden; forbid != nil {
+		if f := forbid(up.URL); len(f) > 0 {
+			for _, k := range kinds {
+				if slices.Contains(f, k) {
+					return pipeline.Result{}, &pipeline.Error{Code: pipeline.PermissionDenied, Reason: pipeline.ReasonInputForbidden, Tool: c.Tool,
+						Message: fmt.Sprintf("tool %q asked its caller for %s, which the gateway's policy forbids for its upstream", c.Tool, k)}
+				}
+			}
+		}
+	}
+	r := c.Input
+	var missing []string
+	for _, k := range kinds {
+		if r == nil || !r.CanAnswer[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("tool %q asks its caller for %s, which this caller did not declare it can answer (client capability %s)",
+			c.Tool, strings.Join(missing, " and "), strings.Join(missing, ", "))
+		required := missing
+		if r == nil {
+			// No capability would help this caller: Required stays empty.
+			msg, required = fmt.Sprintf("tool %q asks its caller for %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can answer through the gateway",
+				c.Tool, strings.Join(missing, " and ")), nil
+		}
+		return pipeline.Result{}, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
+			Required: required, Message: msg}
+	}
+	if r.Round >= pipeline.InputMaxRounds {
+		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q asked for input in %d rounds, the gateway's bound; it did not finish", c.Tool, pipeline.InputMaxRounds)}
+	}
+	reqs, err := json.Marshal(res.InputRequests)
+	if err != nil {
+		return pipeline.Result{}, m.ts.failure(c, 0, "", fmt.Errorf("the upstream's input requests do not encode: %w", err))
+	}
+	if len(res.InputRequests) > pipeline.InputMaxRequests || len(reqs) > pipeline.InputMaxRequestBytes || len(res.RequestState) > pipeline.InputMaxUpstreamState {
+		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q asked for more input than the gateway relays (at most %d requests, %d bytes, and a state of %d bytes)",
+				c.Tool, pipeline.InputMaxRequests, pipeline.InputMaxRequestBytes, pipeline.InputMaxUpstreamState)}
+	}
+	r.Asked, r.Requests, r.NextState, r.Kinds = true, reqs, res.RequestState, kinds
+	r.Upstream, r.UpstreamTool = up.URL, up.Tool
+	return pipeline.InputRequired, nil
+}
+
+// inputKinds are the kinds an InputRequestMap asks for, sorted, each once.
+func inputKinds(m mcp.InputRequestMap) ([]string, error) {
+	var kinds []string
+	for _, ir := range m {
+		var k string
+		switch ir.(type) {
+		case *mcp.ElicitParams:
+			k = pipeline.InputElicitation
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			k = pipeline.InputSampling
+		case *mcp.ListRootsParams:
+			k = pipeline.InputRoots
+		default:
+			return nil, fmt.Errorf("the upstream asks for input of type %T", ir)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds, nil
+}
