@@ -111,6 +111,8 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			http.Error(w, "malformed payload: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		r, done := m.trackSDKRequest(r, body)
+		defer done()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
