@@ -98,6 +98,7 @@ func TestMCPUpstreamCancel(t *testing.T) {
 		call       func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error
 		wantCancel bool
 		opts       []gatewaytest.Option // the gateway's, besides WithMCP
+		adminKey   string               // the key that registers the tool ("": none)
 	}{
 		{
 			name:       "grpc cancel",
@@ -175,6 +176,15 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			},
 		},
 		{
+			name:       "mcp 2025-11-25 notifications/cancelled, SDK path",
+			reason:     "with the fast path off the SDK answers the call, and the face ties the notification to it the same way",
+			opts:       []gatewaytest.Option{gatewaytest.WithConfig(func(c *server.Config) { c.MCP.SDKOnly = true })},
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u, "", "", "7")
+			},
+		},
+		{
 			name:       "mcp 2025-11-25 notifications/cancelled for another id",
 			reason:     "a notifications/cancelled naming an id the caller has no call in flight under cancels nothing",
 			wantCancel: false,
@@ -186,6 +196,7 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			name:       "mcp 2025-11-25 notifications/cancelled by the same key",
 			reason:     "an authenticated caller's notifications/cancelled ends its own call",
 			opts:       []gatewaytest.Option{gatewaytest.WithPolicy(twoCallers())},
+			adminKey:   "key-admin",
 			wantCancel: true,
 			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
 				return mcpNotifyCancelled(t, ctx, env, u, "key-a", "key-a", "7")
@@ -195,6 +206,7 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			name:       "mcp 2025-11-25 notifications/cancelled by another caller",
 			reason:     "only the caller that sent a call can cancel it: another caller's notifications/cancelled naming the same id cancels nothing",
 			opts:       []gatewaytest.Option{gatewaytest.WithPolicy(twoCallers())},
+			adminKey:   "key-admin",
 			wantCancel: false,
 			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
 				return mcpNotifyCancelled(t, ctx, env, u, "key-a", "key-b", "7")
@@ -214,8 +226,8 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			tool := &gatewayv1.Tool{Name: "up.hang", InputSchema: schema,
 				Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: url, Tool: "hang"}}}}
 			rctx := ctx
-			if row.opts != nil {
-				rctx = metadata.AppendToOutgoingContext(ctx, "x-api-key", "key-admin")
+			if row.adminKey != "" {
+				rctx = metadata.AppendToOutgoingContext(ctx, "x-api-key", row.adminKey)
 			}
 			if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(rctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
 				t.Fatal(err)
