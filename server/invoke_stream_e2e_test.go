@@ -156,7 +156,8 @@ func TestInvokeToolStreamProgress(t *testing.T) {
 
 // TestInvokeToolStreamPolicy: InvokeToolStream is no way around the
 // policy: the callers InvokeTool refuses are refused on the stream with
-// the same status, before the backend is called; a role table that names
+// the same status, before the backend is called, each with its access
+// line; a role table that names
 // methods exactly opens the stream only where it names InvokeToolStream.
 func TestInvokeToolStreamPolicy(t *testing.T) {
 	t.Parallel()
@@ -165,8 +166,9 @@ func TestInvokeToolStreamPolicy(t *testing.T) {
 		"/flowdrop.gateway.v1.ToolGatewayService/InvokeTool": {policy.RoleInvoker},
 		"/flowdrop.gateway.v1.ToolRegistryService/*":         {policy.RoleAdmin},
 	}
+	logs := &syncBuffer{}
 	envs := map[string]*gatewaytest.Env{
-		"default": gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil))),
+		"default": gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(nil)), gatewaytest.WithLogOutput(logs)),
 		"exact":   gatewaytest.Start(t, gatewaytest.WithPolicy(exact)),
 	}
 	note, err := structpb.NewStruct(map[string]any{"title": "hi"})
@@ -210,6 +212,18 @@ func TestInvokeToolStreamPolicy(t *testing.T) {
 		if want := map[bool]int{true: 1, false: 0}[row.want == codes.OK]; called != want {
 			t.Errorf("%s: the backend was called %d times, want %d (%s)", row.name, called, want, row.reason)
 		}
+	}
+	// The access log has the stream's calls, refusals included, as
+	// InvokeTool's.
+	found := false
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "finished call") && strings.Contains(l, "InvokeToolStream") && strings.Contains(l, "server_stream") &&
+			strings.Contains(l, "run_command") && strings.Contains(l, "PermissionDenied") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no access line for the denied stream call:\n%s", logs.String())
 	}
 	// The exact table still opens InvokeTool itself.
 	if _, err := envs["exact"].Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: note}); err != nil {
