@@ -12,11 +12,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server"
 )
 
 // cancelBound is how long after a caller's cancellation the upstream's
@@ -81,9 +84,11 @@ func (u *hangUpstream) endedWithin(d time.Duration) bool {
 // TestMCPUpstreamCancel: a caller's cancellation of a call to a tool
 // whose backend is an upstream MCP server over streamable HTTP ends the
 // upstream tool handler's context, seen on the upstream's side, for a gRPC
-// cancel or deadline and a 2026-07-28 caller closing its request; a
-// 2025-11-25 caller's notifications/cancelled, which the stateless face
-// cannot tie to the call, does not (CONFORMANCE.md, MCP).
+// cancel (of InvokeTool or InvokeToolStream) or deadline, a 2026-07-28
+// caller closing its request, and a 2025-11-25 caller's
+// notifications/cancelled naming the call's id (the face ties it to the
+// same caller's call in flight); one naming another id, or sent by another
+// caller, cancels nothing (CONFORMANCE.md, MCP).
 func TestMCPUpstreamCancel(t *testing.T) {
 	t.Parallel()
 	rows := []struct {
@@ -92,6 +97,8 @@ func TestMCPUpstreamCancel(t *testing.T) {
 		// the upstream handler has started; it returns the caller's error.
 		call       func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error
 		wantCancel bool
+		opts       []gatewaytest.Option // the gateway's, besides WithMCP
+		adminKey   string               // the key that registers the tool ("": none)
 	}{
 		{
 			name:       "grpc cancel",
@@ -104,6 +111,25 @@ func TestMCPUpstreamCancel(t *testing.T) {
 				_, err := env.Client.InvokeTool(cctx, &gatewayv1.InvokeToolRequest{Tool: "up.hang", Arguments: &structpb.Struct{}})
 				if status.Code(err) != codes.Canceled {
 					t.Errorf("InvokeTool: %v, want Canceled", err)
+				}
+				return err
+			},
+		},
+		{
+			name:       "grpc stream cancel",
+			reason:     "cancelling an InvokeToolStream call ends its handler's context, and with it the upstream call, as for InvokeTool",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				stream, err := env.Client.InvokeToolStream(cctx, &gatewayv1.InvokeToolRequest{Tool: "up.hang", Arguments: &structpb.Struct{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() { u.waitStarted(t, ctx); cancel() }()
+				_, err = stream.Recv()
+				if status.Code(err) != codes.Canceled {
+					t.Errorf("InvokeToolStream: %v, want Canceled", err)
 				}
 				return err
 			},
@@ -135,18 +161,55 @@ func TestMCPUpstreamCancel(t *testing.T) {
 		},
 		{
 			name:       "mcp 2025-11-25 SDK client cancels",
-			reason:     "the go-sdk v1.8.0 client on 2025-11-25 answers its caller at once but keeps reading the call's response and cancels only by notifications/cancelled, which the stateless face cannot tie to the call: the upstream call runs on",
-			wantCancel: false,
+			reason:     "the go-sdk v1.8.0 client on 2025-11-25 cancels by notifications/cancelled for the call's id, which the face ties to the same caller's call in flight",
+			wantCancel: true,
 			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
 				return mcpCancelCall(t, ctx, env, u, "2025-11-25")
 			},
 		},
 		{
 			name:       "mcp 2025-11-25 notifications/cancelled",
-			reason:     "the caller's request stays open and only its notifications/cancelled, a separate POST, says cancel: the stateless face ties no later request to an earlier one, so it is answered 202 and the upstream call runs on",
+			reason:     "the caller's request stays open and only its notifications/cancelled, a separate POST from the same caller naming the call's id, says cancel: the face ties it to the call and ends it",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u, "", "", "7")
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 notifications/cancelled, SDK path",
+			reason:     "with the fast path off the SDK answers the call, and the face ties the notification to it the same way",
+			opts:       []gatewaytest.Option{gatewaytest.WithConfig(func(c *server.Config) { c.MCP.SDKOnly = true })},
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u, "", "", "7")
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 notifications/cancelled for another id",
+			reason:     "a notifications/cancelled naming an id the caller has no call in flight under cancels nothing",
 			wantCancel: false,
 			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
-				return mcpNotifyCancelled(t, ctx, env, u)
+				return mcpNotifyCancelled(t, ctx, env, u, "", "", `"7"`)
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 notifications/cancelled by the same key",
+			reason:     "an authenticated caller's notifications/cancelled ends its own call",
+			opts:       []gatewaytest.Option{gatewaytest.WithPolicy(twoCallers())},
+			adminKey:   "key-admin",
+			wantCancel: true,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u, "key-a", "key-a", "7")
+			},
+		},
+		{
+			name:       "mcp 2025-11-25 notifications/cancelled by another caller",
+			reason:     "only the caller that sent a call can cancel it: another caller's notifications/cancelled naming the same id cancels nothing",
+			opts:       []gatewaytest.Option{gatewaytest.WithPolicy(twoCallers())},
+			adminKey:   "key-admin",
+			wantCancel: false,
+			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+				return mcpNotifyCancelled(t, ctx, env, u, "key-a", "key-b", "7")
 			},
 		},
 	}
@@ -155,14 +218,18 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t)
 			u, url := startHangUpstream(t)
-			env := gatewaytest.Start(t, gatewaytest.WithMCP())
+			env := gatewaytest.Start(t, append([]gatewaytest.Option{gatewaytest.WithMCP()}, row.opts...)...)
 			schema, err := structpb.NewStruct(map[string]any{"type": "object"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			tool := &gatewayv1.Tool{Name: "up.hang", InputSchema: schema,
 				Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{Url: url, Tool: "hang"}}}}
-			if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
+			rctx := ctx
+			if row.adminKey != "" {
+				rctx = metadata.AppendToOutgoingContext(ctx, "x-api-key", row.adminKey)
+			}
+			if _, err := gatewayv1.NewToolRegistryServiceClient(env.Conn).RegisterTool(rctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
 				t.Fatal(err)
 			}
 			if err := row.call(t, ctx, env, u); err == nil {
@@ -200,11 +267,12 @@ func mcpCancelCall(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *h
 	return err
 }
 
-// mcpNotifyCancelled posts a 2025-11-25 tools/call for "up.hang" and, once
-// the upstream has started, a notifications/cancelled for it in a second
-// POST, keeping the call's request open; it returns an error saying the
-// call was left running (and closes its request when the test ends).
-func mcpNotifyCancelled(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
+// mcpNotifyCancelled posts a 2025-11-25 tools/call for "up.hang" (id 7)
+// with API key callKey ("": none) and, once the upstream has started, a
+// notifications/cancelled for requestId (JSON text) with cancelKey in a
+// second POST, keeping the call's request open; it returns an error saying
+// the call was left open (and closes its request when the test ends).
+func mcpNotifyCancelled(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream, callKey, cancelKey, requestID string) error {
 	t.Helper()
 	callCtx, closeCall := context.WithCancel(ctx)
 	t.Cleanup(closeCall)
@@ -214,6 +282,9 @@ func mcpNotifyCancelled(t *testing.T, ctx context.Context, env *gatewaytest.Env,
 		t.Fatal(err)
 	}
 	req.Header = h
+	if callKey != "" {
+		req.Header.Set("X-API-Key", callKey)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	hc := httpClient(t, nil)
@@ -224,10 +295,26 @@ func mcpNotifyCancelled(t *testing.T, ctx context.Context, env *gatewaytest.Env,
 		}
 	}()
 	u.waitStarted(t, ctx)
-	code, raw, _ := mcpPost(t, env.MCPURL, http.Header{"Mcp-Protocol-Version": {"2025-11-25"}},
-		[]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"caller gave up"}}`))
+	ch := http.Header{"Mcp-Protocol-Version": {"2025-11-25"}}
+	if cancelKey != "" {
+		ch.Set("X-API-Key", cancelKey)
+	}
+	code, raw, _ := mcpPost(t, env.MCPURL, ch,
+		[]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+requestID+`,"reason":"caller gave up"}}`))
 	if code != http.StatusAccepted {
 		t.Errorf("notifications/cancelled: HTTP %d %s, want 202", code, raw)
 	}
 	return errors.New("the call was left open; only notifications/cancelled was sent")
+}
+
+// twoCallers is an authenticated policy with two invokers (key-a, key-b)
+// and an admin (key-admin) that registers the tool.
+func twoCallers() server.PolicyConfig {
+	p := server.DemoPolicy()
+	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+		{Name: "a", SHA256: policy.HashAPIKey("key-a"), Roles: []string{policy.RoleInvoker}},
+		{Name: "b", SHA256: policy.HashAPIKey("key-b"), Roles: []string{policy.RoleInvoker}},
+		{Name: "admin", SHA256: policy.HashAPIKey("key-admin"), Roles: []string{policy.RoleAdmin}},
+	}}
+	return p
 }

@@ -143,6 +143,23 @@ func TestGoldenEncoders(t *testing.T) {
 		}
 		section(&out, tc.name, tc.reason, got)
 	}
+	streamResults := []struct {
+		name, reason string
+		resp         *gatewayv1.InvokeToolResponse
+	}{
+		{"stream-result/plain", "a tool response as the stream's result", &gatewayv1.InvokeToolResponse{Result: structpb.NewStringValue("ok & done"), IsError: true}},
+		{"stream-result/empty", "an empty tool response is still present (a oneof message)", &gatewayv1.InvokeToolResponse{}},
+		{"stream-result/long", "a length past one varint byte", &gatewayv1.InvokeToolResponse{Result: structpb.NewStringValue(long + long),
+			Repairs: repairsProto([]normalize.Repair{{Path: "/a", Kind: normalize.JSONDecoded}}), Replayed: true}},
+	}
+	for _, tc := range streamResults {
+		got := invokewire.StreamResult(mustMarshal(t, tc.resp))
+		want := mustMarshal(t, &gatewayv1.InvokeToolStreamResponse{Event: &gatewayv1.InvokeToolStreamResponse_Result{Result: tc.resp}})
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: not proto.Marshal's bytes (%s)\n got % x\nwant % x", tc.name, tc.reason, got, want)
+		}
+		section(&out, tc.name, tc.reason, got)
+	}
 	golden(t, "encoders", out.String())
 }
 

@@ -82,3 +82,14 @@ func appendRepair(b []byte, r normalize.Repair) []byte {
 	}
 	return b
 }
+
+// streamResultField is InvokeToolStreamResponse's result (gateway.proto).
+const streamResultField protowire.Number = 2
+
+// StreamResult is the InvokeToolStreamResponse whose result is the encoded
+// InvokeToolResponse resp (ToolResponse's): resp as one length-delimited
+// field, as proto.Marshal encodes it. It copies resp once.
+func StreamResult(resp []byte) []byte {
+	b := make([]byte, 0, 1+protowire.SizeVarint(uint64(len(resp)))+len(resp))
+	return protowire.AppendBytes(protowire.AppendTag(b, streamResultField, protowire.BytesType), resp)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,8 @@ type MCPUpstream struct {
 	// generations numbers sessions and what an upstream said changed
 	// (mcpUpstreamSession.generation).
 	generations atomic.Uint64
+	// progressTokens numbers the progress tokens of stdio calls.
+	progressTokens atomic.Uint64
 }
 
 // ErrNotRunning is ListRunning's error when the stdio server has no
@@ -128,6 +131,26 @@ type mcpUpstreamSession struct {
 	// live is cs, read without mu (held while a session is being made,
 	// which Current must not wait on).
 	live atomic.Pointer[mcp.ClientSession]
+	// progress routes a stdio upstream's notifications/progress to the
+	// call that asked (the SDK's client hears them per session): by the
+	// gateway's token, to that call's func(mcpupstream.Progress).
+	progress sync.Map
+}
+
+// routeProgress hands a stdio upstream's notifications/progress to the
+// call whose token it names; one for no call in flight is dropped.
+func (s *mcpUpstreamSession) routeProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if f, ok := s.progress.Load(token); ok {
+		p := req.Params
+		f.(func(mcpupstream.Progress))(mcpupstream.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
 }
 
 // stdioRestartGap is the least time between two starts of one stdio
@@ -250,9 +273,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	ctx, cancel, budget, source := m.ts.budgetContext(ctx, c)
 	defer cancel()
 	params := &mcp.CallToolParams{Name: up.Tool, Arguments: json.RawMessage(js)}
-	// The caller's progress sink, when it asked for progress: an HTTP
-	// upstream's progress for this call is reported to it (a stdio
-	// upstream's is not: the SDK's client takes progress per session).
+	// The caller's progress sink, when it asked for progress: the
+	// upstream's progress for this call is reported to it (over HTTP read
+	// from the call's own response; over stdio routed by the gateway's
+	// token from the session's notifications, routeProgress).
 	var onProgress func(mcpupstream.Progress)
 	if sink := pipeline.ProgressFrom(ctx); sink != nil {
 		onProgress = func(p mcpupstream.Progress) {
@@ -278,7 +302,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
 				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
 		} else {
-			res, err = cs.CallTool(ctx, params)
+			res, err = m.callStdio(ctx, s, cs, params, onProgress)
 		}
 		m.release(s)
 		if err == nil {
@@ -310,6 +334,22 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		return pipeline.Result{}, m.ts.responseTooLarge(c)
 	}
 	return pipeline.Result{Encoded: enc}, nil
+}
+
+// callStdio calls the tool on a stdio session; with onProgress, under a
+// progress token of the gateway's own (never a caller's), whose
+// notifications go to onProgress while the call is in flight.
+func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *mcp.ClientSession, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
+	if onProgress == nil {
+		return cs.CallTool(ctx, params)
+	}
+	token := "flowdrop-progress-" + strconv.FormatUint(m.progressTokens.Add(1), 10)
+	s.progress.Store(token, onProgress)
+	defer s.progress.Delete(token)
+	p := *params
+	p.Meta = mcp.Meta{}
+	p.SetProgressToken(token)
+	return cs.CallTool(ctx, &p)
 }
 
 // mcpInvokeResponse is the upstream's answer, whole, as an encoded
@@ -376,7 +416,8 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 			},
 			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 				s.generation.Store(m.generations.Add(1))
-			}}}
+			},
+			ProgressNotificationHandler: s.routeProgress}}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}

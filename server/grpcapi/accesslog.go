@@ -120,7 +120,7 @@ func accessLog(log *slog.Logger, okLevel slog.Level) grpc.UnaryServerInterceptor
 			slog.String("grpc.component", "server"),
 			slog.String("grpc.service", service),
 			slog.String("grpc.method", method),
-			slog.String("grpc.method_type", "unary"))
+			slog.String("grpc.method_type", methodType(info.FullMethod)))
 		peerAddr, hasPeer := peer.FromContext(ctx)
 		if log.Enabled(a, okLevel) {
 			if hasPeer {
@@ -228,4 +228,13 @@ func peerText(addr net.Addr) string {
 	text := tcp.String()
 	slot.Store(&cachedPeer{addr: tcp, text: text})
 	return text
+}
+
+// methodType is the access line's grpc.method_type: InvokeToolStream's
+// line is written by this interceptor too (invokeStreamChain).
+func methodType(fullMethod string) string {
+	if fullMethod == invokeToolStreamMethod {
+		return "server_stream"
+	}
+	return "unary"
 }

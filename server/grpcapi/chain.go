@@ -58,6 +58,16 @@ func isInfraService(svc string) bool {
 // builds a CallMeta per call, and gRPC's own chaining allocates a closure
 // per interceptor per call.
 func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
+	return []grpc.UnaryServerInterceptor{
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
+		accessLog(log, cfg.OKCallsLevel), // health and reflection skip it
+		cfg.Metrics.GRPC().UnaryServerInterceptor(),
+		selector.UnaryServerInterceptor(chainUnary(toolChain(cfg)...), skipInfra),
+	}
+}
+
+// toolChain is the composed part of the unary chain, in call order.
+func toolChain(cfg *Config) []grpc.UnaryServerInterceptor {
 	authU, _ := newAuthInterceptorFrom(callAuth(cfg.Pipeline))
 	roleU, _ := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline))
 	tool := []grpc.UnaryServerInterceptor{
@@ -65,15 +75,46 @@ func unaryChain(cfg *Config, log *slog.Logger) []grpc.UnaryServerInterceptor {
 		authU,
 		otherMethods(chainUnary(registryWriteCaller(cfg.Pipeline.Audit()), roleU,
 			newRateLimitInterceptorFrom(func() *policy.RateLimiter { return cfg.Pipeline.Policy().RegistryRate }))),
+		streamMethodRole(),
 	}
 	for i := range cfg.Pipeline.Stages() {
 		tool = append(tool, stageInterceptor(cfg.Pipeline, i))
 	}
-	return []grpc.UnaryServerInterceptor{
-		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
-		accessLog(log, cfg.OKCallsLevel), // health and reflection skip it
-		cfg.Metrics.GRPC().UnaryServerInterceptor(),
-		selector.UnaryServerInterceptor(chainUnary(tool...), skipInfra),
+	return tool
+}
+
+// invokeStreamChain is the chain an InvokeToolStream call runs once its
+// request is read (invoke_stream.go): InvokeTool's access log and tool
+// chain. Recovery and metrics are the stream chain's, around the whole
+// stream.
+func invokeStreamChain(cfg *Config, log *slog.Logger) grpc.UnaryServerInterceptor {
+	return chainUnary(append([]grpc.UnaryServerInterceptor{accessLog(log, cfg.OKCallsLevel)}, toolChain(cfg)...)...)
+}
+
+// streamMethodRole holds an InvokeToolStream call to the role table's
+// entry for InvokeToolStream itself (a table naming methods exactly opens
+// it only by naming it); the pipeline's role stage then checks InvokeTool's,
+// so a caller needs both. The refusal is the call's outcome (audited).
+func streamMethodRole() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if info.FullMethod != invokeToolStreamMethod {
+			return handler(ctx, req)
+		}
+		c := pipeline.CallFrom(ctx)
+		if c == nil || c.Policy() == nil {
+			return nil, status.Error(codes.Internal, "gateway misconfigured: InvokeToolStream ran without its call's policy")
+		}
+		if az := c.Policy().Authz; az != nil {
+			caller, ok := policy.CallerFrom(ctx)
+			if !ok {
+				return nil, Status(c.Fail(&policy.Error{Code: policy.Unauthenticated, Reason: policy.ReasonCredentialsMissing,
+					Message: "call was not authenticated"})).Err()
+			}
+			if err := az.AllowMethod(caller, info.FullMethod); err != nil {
+				return nil, Status(c.Fail(err)).Err()
+			}
+		}
+		return handler(ctx, req)
 	}
 }
 
@@ -157,11 +198,11 @@ func stageInterceptor(p *pipeline.Pipeline, i int) grpc.UnaryServerInterceptor {
 	}
 }
 
-// otherMethods runs ic on every method but InvokeTool, whose policy is the
-// pipeline's stages.
+// otherMethods runs ic on every method but InvokeTool and
+// InvokeToolStream, whose policy is the pipeline's stages.
 func otherMethods(ic grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == pipeline.InvokeMethod {
+		if info.FullMethod == pipeline.InvokeMethod || info.FullMethod == invokeToolStreamMethod {
 			return handler(ctx, req)
 		}
 		return ic(ctx, req, info, handler)
@@ -202,11 +243,14 @@ func (cc *chainCall) next(ctx context.Context, req any) (any, error) {
 	return resp, err
 }
 
-// streamChain is the streaming counterpart (WatchTools): recovery, metrics,
-// authentication and roles. The tool stages concern InvokeTool only.
+// streamChain is the streaming counterpart: recovery, metrics,
+// authentication and roles for WatchTools; InvokeToolStream passes the
+// last two by (streamPolicy), its handler
+// running InvokeTool's access log and tool chain on its request
+// (invokeStreamChain).
 func streamChain(cfg *Config, log *slog.Logger) []grpc.StreamServerInterceptor {
-	_, authS := newAuthInterceptorFrom(callAuth(cfg.Pipeline), withPolicyMatcher(skipInfra))
-	_, roleS := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline), withPolicyMatcher(skipInfra))
+	_, authS := newAuthInterceptorFrom(callAuth(cfg.Pipeline), withPolicyMatcher(streamPolicy))
+	_, roleS := newRoleInterceptorFrom(currentAuthz(cfg.Pipeline), withPolicyMatcher(streamPolicy))
 	return []grpc.StreamServerInterceptor{
 		guardStreamMessages, // outermost: it times the handler's reads
 		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(panicHandler(log))),
@@ -215,6 +259,13 @@ func streamChain(cfg *Config, log *slog.Logger) []grpc.StreamServerInterceptor {
 		roleS,
 	}
 }
+
+// streamPolicy matches the streams the stream chain's policy covers: all
+// but health, reflection and InvokeToolStream (whose tool chain runs in
+// its handler, with the call's audit line).
+var streamPolicy = selector.MatchFunc(func(_ context.Context, m interceptors.CallMeta) bool {
+	return !isInfraService(m.Service) && m.FullMethod() != invokeToolStreamMethod
+})
 
 // panicHandler logs the panic with its stack and gives the client only a
 // generic Internal status: no stack, no argument values.

@@ -35,12 +35,18 @@ type gatewayService struct {
 	info    *grpc.UnaryServerInfo
 	handler grpc.UnaryHandler
 
+	// streamChain is the unary chain InvokeToolStream's call runs through
+	// (invoke_stream.go), with streamInfo naming the method.
+	streamChain grpc.UnaryServerInterceptor
+	streamInfo  *grpc.UnaryServerInfo
+
 	decodedWhole atomic.Int64 // requests decoded whole (envelope not plain)
 }
 
-func newGatewayService(p *pipeline.Pipeline) *gatewayService {
-	g := &gatewayService{p: p}
+func newGatewayService(p *pipeline.Pipeline, streamChain grpc.UnaryServerInterceptor) *gatewayService {
+	g := &gatewayService{p: p, streamChain: streamChain}
 	g.info = &grpc.UnaryServerInfo{Server: g, FullMethod: gatewayv1.ToolGatewayService_InvokeTool_FullMethodName}
+	g.streamInfo = &grpc.UnaryServerInfo{Server: g, FullMethod: invokeToolStreamMethod}
 	g.handler = func(ctx context.Context, req any) (any, error) {
 		return g.invokeTool(ctx, req.(*gatewayv1.InvokeToolRequest))
 	}
@@ -48,8 +54,8 @@ func newGatewayService(p *pipeline.Pipeline) *gatewayService {
 }
 
 // rawGatewayServiceDesc replaces the generated ToolGatewayService
-// descriptor: same service, method and proto file (reflection and grpcurl
-// see no difference), with a handler that receives the request undecoded.
+// descriptor: same service, methods and proto file (reflection and grpcurl
+// see no difference), with handlers that receive the request undecoded.
 var rawGatewayServiceDesc = grpc.ServiceDesc{
 	ServiceName: gatewayv1.ToolGatewayService_ServiceDesc.ServiceName,
 	HandlerType: (*any)(nil),
@@ -57,7 +63,11 @@ var rawGatewayServiceDesc = grpc.ServiceDesc{
 		MethodName: "InvokeTool",
 		Handler:    rawInvokeToolHandler,
 	}},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{{
+		StreamName:    "InvokeToolStream",
+		Handler:       rawInvokeToolStreamHandler,
+		ServerStreams: true,
+	}},
 	Metadata: gatewayv1.ToolGatewayService_ServiceDesc.Metadata,
 }
 

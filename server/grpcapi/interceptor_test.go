@@ -98,7 +98,7 @@ func TestStagesNormalizeTheCall(t *testing.T) {
 		}
 	}
 	var handled bool
-	gw := newGatewayService(p)
+	gw := newGatewayService(p, nil)
 	resp, err := toolInterceptors(p)(context.Background(), req, invokeInfo, func(ctx context.Context, r any) (any, error) {
 		handled = true
 		c := pipeline.CallFrom(ctx)
@@ -134,7 +134,7 @@ func TestValidateStageStopsBeforeTheHandler(t *testing.T) {
 	p := testPipeline(t, pipeline.Config{Backend: be})
 	args, _ := structpb.NewStruct(map[string]any{"ops": `{"op":"add"}`})
 	req := &gatewayv1.InvokeToolRequest{Tool: "apply_ops", Arguments: args}
-	gw := newGatewayService(p)
+	gw := newGatewayService(p, nil)
 	_, err := toolInterceptors(p)(context.Background(), req, invokeInfo, func(ctx context.Context, r any) (any, error) {
 		t.Error("handler ran for invalid arguments")
 		return gw.handler(ctx, r)

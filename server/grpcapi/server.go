@@ -45,8 +45,8 @@ type Config struct {
 	PreAuth PreAuthBounds
 }
 
-// Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool)
-// behind the interceptor chain, ToolRegistryService, health, reflection.
+// Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool
+// and InvokeToolStream) behind the interceptor chains, ToolRegistryService, health, reflection.
 type Server struct {
 	gs       *grpc.Server
 	health   *health.Server
@@ -71,7 +71,7 @@ func New(cfg Config) *Server {
 		grpc.NumStreamWorkers(streamWorkers()),
 	)
 	gs := grpc.NewServer(opts...)
-	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline)}
+	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline, invokeStreamChain(&cfg, log))}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
 		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls))

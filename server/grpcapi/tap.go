@@ -67,9 +67,10 @@ const (
 // auditedOperations are the methods whose calls have audit lines, by
 // full method name: a refusal on the headers is on record too.
 var auditedOperations = map[string]string{
-	gatewayv1.ToolGatewayService_InvokeTool_FullMethodName:    "InvokeTool",
-	gatewayv1.ToolRegistryService_RegisterTool_FullMethodName: "RegisterTool",
-	gatewayv1.ToolRegistryService_DeleteTool_FullMethodName:   "DeleteTool",
+	gatewayv1.ToolGatewayService_InvokeTool_FullMethodName:       "InvokeTool",
+	gatewayv1.ToolGatewayService_InvokeToolStream_FullMethodName: "InvokeTool", // a tool call too
+	gatewayv1.ToolRegistryService_RegisterTool_FullMethodName:    "RegisterTool",
+	gatewayv1.ToolRegistryService_DeleteTool_FullMethodName:      "DeleteTool",
 }
 
 type preAuthTap struct {

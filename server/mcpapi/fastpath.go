@@ -416,8 +416,14 @@ func (m *Server) serveFastCall(w http.ResponseWriter, r *http.Request, fc *fastC
 	ctx := r.Context()
 	if !fc.newProtocol {
 		// As on the SDK's path, an older client's call is not tied to its
-		// HTTP request (server.go, PropagateRequestCancellation).
+		// HTTP request (server.go, PropagateRequestCancellation), but to
+		// its notifications/cancelled (cancel.go).
 		ctx = context.WithoutCancel(ctx)
+		if k, ok := inflightKeyFor(ctx, jsonrpcIDText(fc.id)); ok {
+			call, done := m.inflight.register(k)
+			defer done()
+			ctx = context.WithValue(ctx, inflightCtxKey{}, call)
+		}
 	}
 	var prog *fastProgress
 	if token := fc.req.Params.GetProgressToken(); token != nil {

@@ -112,6 +112,8 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			writeParseError(w, err)
 			return
 		}
+		r, done := m.trackSDKRequest(r, body)
+		defer done()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})

@@ -183,6 +183,10 @@ type Server struct {
 
 	connMu   sync.Mutex
 	newConns map[net.Conn]bool // accepted, no request read yet
+
+	// inflight are the older revisions' tools/calls in flight, which a
+	// caller's notifications/cancelled can end (cancel.go).
+	inflight inflightCalls
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -515,6 +519,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 			ctx = pipeline.WithProgress(ctx, sink)
 		}
 	}
+	// An older caller's notifications/cancelled for this call ends it (cancel.go).
+	ctx, stop := withInflightCancel(ctx)
+	defer stop()
 	// From here the call is the gateway's: nothing the SDK's server keeps
 	// for this request reaches a backend (sdkcontext.go).
 	ctx = withoutSDKValues(ctx)

@@ -210,6 +210,155 @@ func (x *InvokeToolResponse) GetMeta() *structpb.Struct {
 	return nil
 }
 
+// One event of an InvokeToolStream call: progress while the tool runs,
+// then exactly one result, which ends the stream.
+type InvokeToolStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*InvokeToolStreamResponse_Progress
+	//	*InvokeToolStreamResponse_Result
+	Event         isInvokeToolStreamResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvokeToolStreamResponse) Reset() {
+	*x = InvokeToolStreamResponse{}
+	mi := &file_flowdrop_gateway_v1_gateway_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvokeToolStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvokeToolStreamResponse) ProtoMessage() {}
+
+func (x *InvokeToolStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_gateway_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvokeToolStreamResponse.ProtoReflect.Descriptor instead.
+func (*InvokeToolStreamResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_gateway_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InvokeToolStreamResponse) GetEvent() isInvokeToolStreamResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *InvokeToolStreamResponse) GetProgress() *ToolProgress {
+	if x != nil {
+		if x, ok := x.Event.(*InvokeToolStreamResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *InvokeToolStreamResponse) GetResult() *InvokeToolResponse {
+	if x != nil {
+		if x, ok := x.Event.(*InvokeToolStreamResponse_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isInvokeToolStreamResponse_Event interface {
+	isInvokeToolStreamResponse_Event()
+}
+
+type InvokeToolStreamResponse_Progress struct {
+	Progress *ToolProgress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type InvokeToolStreamResponse_Result struct {
+	// The answer, as InvokeTool would return it.
+	Result *InvokeToolResponse `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+func (*InvokeToolStreamResponse_Progress) isInvokeToolStreamResponse_Event() {}
+
+func (*InvokeToolStreamResponse_Result) isInvokeToolStreamResponse_Event() {}
+
+// A running tool's progress, as its backend reported it.
+type ToolProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases with every event of a call.
+	Progress float64 `protobuf:"fixed64,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	// The total progress is expected to reach; 0 when unknown.
+	Total float64 `protobuf:"fixed64,2,opt,name=total,proto3" json:"total,omitempty"`
+	// What the tool is doing, when it said (at most 1 KiB of UTF-8).
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolProgress) Reset() {
+	*x = ToolProgress{}
+	mi := &file_flowdrop_gateway_v1_gateway_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolProgress) ProtoMessage() {}
+
+func (x *ToolProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_gateway_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolProgress.ProtoReflect.Descriptor instead.
+func (*ToolProgress) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_gateway_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ToolProgress) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetTotal() float64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ToolProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_flowdrop_gateway_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_gateway_proto_rawDesc = "" +
@@ -227,10 +376,19 @@ const file_flowdrop_gateway_v1_gateway_proto_rawDesc = "" +
 	"\arepairs\x18\x03 \x03(\v2\x1b.flowdrop.gateway.v1.RepairR\arepairs\x12\x1a\n" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x12;\n" +
 	"\acontent\x18\x05 \x03(\v2!.flowdrop.gateway.v1.ContentBlockR\acontent\x12+\n" +
-	"\x04meta\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04meta2s\n" +
+	"\x04meta\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xa7\x01\n" +
+	"\x18InvokeToolStreamResponse\x12?\n" +
+	"\bprogress\x18\x01 \x01(\v2!.flowdrop.gateway.v1.ToolProgressH\x00R\bprogress\x12A\n" +
+	"\x06result\x18\x02 \x01(\v2'.flowdrop.gateway.v1.InvokeToolResponseH\x00R\x06resultB\a\n" +
+	"\x05event\"Z\n" +
+	"\fToolProgress\x12\x1a\n" +
+	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage2\xe0\x01\n" +
 	"\x12ToolGatewayService\x12]\n" +
 	"\n" +
-	"InvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a'.flowdrop.gateway.v1.InvokeToolResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"InvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a'.flowdrop.gateway.v1.InvokeToolResponse\x12k\n" +
+	"\x10InvokeToolStream\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a-.flowdrop.gateway.v1.InvokeToolStreamResponse0\x01B?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_gateway_proto_rawDescOnce sync.Once
@@ -244,28 +402,34 @@ func file_flowdrop_gateway_v1_gateway_proto_rawDescGZIP() []byte {
 	return file_flowdrop_gateway_v1_gateway_proto_rawDescData
 }
 
-var file_flowdrop_gateway_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_flowdrop_gateway_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_flowdrop_gateway_v1_gateway_proto_goTypes = []any{
-	(*InvokeToolRequest)(nil),  // 0: flowdrop.gateway.v1.InvokeToolRequest
-	(*InvokeToolResponse)(nil), // 1: flowdrop.gateway.v1.InvokeToolResponse
-	(*structpb.Struct)(nil),    // 2: google.protobuf.Struct
-	(*structpb.Value)(nil),     // 3: google.protobuf.Value
-	(*Repair)(nil),             // 4: flowdrop.gateway.v1.Repair
-	(*ContentBlock)(nil),       // 5: flowdrop.gateway.v1.ContentBlock
+	(*InvokeToolRequest)(nil),        // 0: flowdrop.gateway.v1.InvokeToolRequest
+	(*InvokeToolResponse)(nil),       // 1: flowdrop.gateway.v1.InvokeToolResponse
+	(*InvokeToolStreamResponse)(nil), // 2: flowdrop.gateway.v1.InvokeToolStreamResponse
+	(*ToolProgress)(nil),             // 3: flowdrop.gateway.v1.ToolProgress
+	(*structpb.Struct)(nil),          // 4: google.protobuf.Struct
+	(*structpb.Value)(nil),           // 5: google.protobuf.Value
+	(*Repair)(nil),                   // 6: flowdrop.gateway.v1.Repair
+	(*ContentBlock)(nil),             // 7: flowdrop.gateway.v1.ContentBlock
 }
 var file_flowdrop_gateway_v1_gateway_proto_depIdxs = []int32{
-	2, // 0: flowdrop.gateway.v1.InvokeToolRequest.arguments:type_name -> google.protobuf.Struct
-	3, // 1: flowdrop.gateway.v1.InvokeToolResponse.result:type_name -> google.protobuf.Value
-	4, // 2: flowdrop.gateway.v1.InvokeToolResponse.repairs:type_name -> flowdrop.gateway.v1.Repair
-	5, // 3: flowdrop.gateway.v1.InvokeToolResponse.content:type_name -> flowdrop.gateway.v1.ContentBlock
-	2, // 4: flowdrop.gateway.v1.InvokeToolResponse.meta:type_name -> google.protobuf.Struct
-	0, // 5: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:input_type -> flowdrop.gateway.v1.InvokeToolRequest
-	1, // 6: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:output_type -> flowdrop.gateway.v1.InvokeToolResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 0: flowdrop.gateway.v1.InvokeToolRequest.arguments:type_name -> google.protobuf.Struct
+	5, // 1: flowdrop.gateway.v1.InvokeToolResponse.result:type_name -> google.protobuf.Value
+	6, // 2: flowdrop.gateway.v1.InvokeToolResponse.repairs:type_name -> flowdrop.gateway.v1.Repair
+	7, // 3: flowdrop.gateway.v1.InvokeToolResponse.content:type_name -> flowdrop.gateway.v1.ContentBlock
+	4, // 4: flowdrop.gateway.v1.InvokeToolResponse.meta:type_name -> google.protobuf.Struct
+	3, // 5: flowdrop.gateway.v1.InvokeToolStreamResponse.progress:type_name -> flowdrop.gateway.v1.ToolProgress
+	1, // 6: flowdrop.gateway.v1.InvokeToolStreamResponse.result:type_name -> flowdrop.gateway.v1.InvokeToolResponse
+	0, // 7: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:input_type -> flowdrop.gateway.v1.InvokeToolRequest
+	0, // 8: flowdrop.gateway.v1.ToolGatewayService.InvokeToolStream:input_type -> flowdrop.gateway.v1.InvokeToolRequest
+	1, // 9: flowdrop.gateway.v1.ToolGatewayService.InvokeTool:output_type -> flowdrop.gateway.v1.InvokeToolResponse
+	2, // 10: flowdrop.gateway.v1.ToolGatewayService.InvokeToolStream:output_type -> flowdrop.gateway.v1.InvokeToolStreamResponse
+	9, // [9:11] is the sub-list for method output_type
+	7, // [7:9] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_gateway_proto_init() }
@@ -275,13 +439,17 @@ func file_flowdrop_gateway_v1_gateway_proto_init() {
 	}
 	file_flowdrop_gateway_v1_content_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
+	file_flowdrop_gateway_v1_gateway_proto_msgTypes[2].OneofWrappers = []any{
+		(*InvokeToolStreamResponse_Progress)(nil),
+		(*InvokeToolStreamResponse_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_gateway_proto_rawDesc), len(file_flowdrop_gateway_v1_gateway_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

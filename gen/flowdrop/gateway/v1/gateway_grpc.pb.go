@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolGatewayService_InvokeTool_FullMethodName = "/flowdrop.gateway.v1.ToolGatewayService/InvokeTool"
+	ToolGatewayService_InvokeTool_FullMethodName       = "/flowdrop.gateway.v1.ToolGatewayService/InvokeTool"
+	ToolGatewayService_InvokeToolStream_FullMethodName = "/flowdrop.gateway.v1.ToolGatewayService/InvokeToolStream"
 )
 
 // ToolGatewayServiceClient is the client API for ToolGatewayService service.
@@ -29,7 +30,21 @@ const (
 // ToolGatewayService is what agents call: arguments are normalized against the
 // tool's schema (RT-TOOL-8), validated, and forwarded to the tool's backend.
 type ToolGatewayServiceClient interface {
+	// InvokeToolStream takes the same request.
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	InvokeTool(ctx context.Context, in *InvokeToolRequest, opts ...grpc.CallOption) (*InvokeToolResponse, error)
+	// InvokeTool with the tool's progress: the same request, the same policy,
+	// normalization, validation, idempotency and audit; the stream yields
+	// zero or more progress events while the tool runs (from a backend that
+	// reports progress: an upstream MCP server's notifications/progress for
+	// the call; other kinds yield none), then exactly one result, or ends
+	// with the status InvokeTool would have returned. Progress is bounded and
+	// lossy: a reader slower than the tool sees the latest value, not every
+	// one. Cancelling the stream (or its deadline) cancels the backend call.
+	// A replayed idempotent call yields only its stored result.
+	// buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	InvokeToolStream(ctx context.Context, in *InvokeToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[InvokeToolStreamResponse], error)
 }
 
 type toolGatewayServiceClient struct {
@@ -50,6 +65,25 @@ func (c *toolGatewayServiceClient) InvokeTool(ctx context.Context, in *InvokeToo
 	return out, nil
 }
 
+func (c *toolGatewayServiceClient) InvokeToolStream(ctx context.Context, in *InvokeToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[InvokeToolStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolGatewayService_ServiceDesc.Streams[0], ToolGatewayService_InvokeToolStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[InvokeToolRequest, InvokeToolStreamResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolGatewayService_InvokeToolStreamClient = grpc.ServerStreamingClient[InvokeToolStreamResponse]
+
 // ToolGatewayServiceServer is the server API for ToolGatewayService service.
 // All implementations must embed UnimplementedToolGatewayServiceServer
 // for forward compatibility.
@@ -57,7 +91,21 @@ func (c *toolGatewayServiceClient) InvokeTool(ctx context.Context, in *InvokeToo
 // ToolGatewayService is what agents call: arguments are normalized against the
 // tool's schema (RT-TOOL-8), validated, and forwarded to the tool's backend.
 type ToolGatewayServiceServer interface {
+	// InvokeToolStream takes the same request.
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	InvokeTool(context.Context, *InvokeToolRequest) (*InvokeToolResponse, error)
+	// InvokeTool with the tool's progress: the same request, the same policy,
+	// normalization, validation, idempotency and audit; the stream yields
+	// zero or more progress events while the tool runs (from a backend that
+	// reports progress: an upstream MCP server's notifications/progress for
+	// the call; other kinds yield none), then exactly one result, or ends
+	// with the status InvokeTool would have returned. Progress is bounded and
+	// lossy: a reader slower than the tool sees the latest value, not every
+	// one. Cancelling the stream (or its deadline) cancels the backend call.
+	// A replayed idempotent call yields only its stored result.
+	// buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	InvokeToolStream(*InvokeToolRequest, grpc.ServerStreamingServer[InvokeToolStreamResponse]) error
 	mustEmbedUnimplementedToolGatewayServiceServer()
 }
 
@@ -70,6 +118,9 @@ type UnimplementedToolGatewayServiceServer struct{}
 
 func (UnimplementedToolGatewayServiceServer) InvokeTool(context.Context, *InvokeToolRequest) (*InvokeToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InvokeTool not implemented")
+}
+func (UnimplementedToolGatewayServiceServer) InvokeToolStream(*InvokeToolRequest, grpc.ServerStreamingServer[InvokeToolStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method InvokeToolStream not implemented")
 }
 func (UnimplementedToolGatewayServiceServer) mustEmbedUnimplementedToolGatewayServiceServer() {}
 func (UnimplementedToolGatewayServiceServer) testEmbeddedByValue()                            {}
@@ -110,6 +161,17 @@ func _ToolGatewayService_InvokeTool_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolGatewayService_InvokeToolStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(InvokeToolRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolGatewayServiceServer).InvokeToolStream(m, &grpc.GenericServerStream[InvokeToolRequest, InvokeToolStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolGatewayService_InvokeToolStreamServer = grpc.ServerStreamingServer[InvokeToolStreamResponse]
+
 // ToolGatewayService_ServiceDesc is the grpc.ServiceDesc for ToolGatewayService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -122,6 +184,12 @@ var ToolGatewayService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ToolGatewayService_InvokeTool_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "InvokeToolStream",
+			Handler:       _ToolGatewayService_InvokeToolStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "flowdrop/gateway/v1/gateway.proto",
 }

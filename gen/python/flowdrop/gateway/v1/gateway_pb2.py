@@ -16,7 +16,7 @@ from flowdrop.gateway.v1 import tool_pb2 as flowdrop_dot_gateway_dot_v1_dot_tool
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!flowdrop/gateway/v1/gateway.proto\x12\x13\x66lowdrop.gateway.v1\x1a!flowdrop/gateway/v1/content.proto\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc7\x01\n\x11InvokeToolRequest\x12\x12\n\x04tool\x18\x01 \x01(\tR\x04tool\x12\x35\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12\x17\n\x07\x63\x61ll_id\x18\x03 \x01(\tR\x06\x63\x61llId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12%\n\x0e\x61rguments_json\x18\x05 \x01(\tR\rargumentsJson\"\x9c\x02\n\x12InvokeToolResponse\x12.\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError\x12\x35\n\x07repairs\x18\x03 \x03(\x0b\x32\x1b.flowdrop.gateway.v1.RepairR\x07repairs\x12\x1a\n\x08replayed\x18\x04 \x01(\x08R\x08replayed\x12;\n\x07\x63ontent\x18\x05 \x03(\x0b\x32!.flowdrop.gateway.v1.ContentBlockR\x07\x63ontent\x12+\n\x04meta\x18\x06 \x01(\x0b\x32\x17.google.protobuf.StructR\x04meta2s\n\x12ToolGatewayService\x12]\n\nInvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a\'.flowdrop.gateway.v1.InvokeToolResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!flowdrop/gateway/v1/gateway.proto\x12\x13\x66lowdrop.gateway.v1\x1a!flowdrop/gateway/v1/content.proto\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc7\x01\n\x11InvokeToolRequest\x12\x12\n\x04tool\x18\x01 \x01(\tR\x04tool\x12\x35\n\targuments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\targuments\x12\x17\n\x07\x63\x61ll_id\x18\x03 \x01(\tR\x06\x63\x61llId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12%\n\x0e\x61rguments_json\x18\x05 \x01(\tR\rargumentsJson\"\x9c\x02\n\x12InvokeToolResponse\x12.\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.ValueR\x06result\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError\x12\x35\n\x07repairs\x18\x03 \x03(\x0b\x32\x1b.flowdrop.gateway.v1.RepairR\x07repairs\x12\x1a\n\x08replayed\x18\x04 \x01(\x08R\x08replayed\x12;\n\x07\x63ontent\x18\x05 \x03(\x0b\x32!.flowdrop.gateway.v1.ContentBlockR\x07\x63ontent\x12+\n\x04meta\x18\x06 \x01(\x0b\x32\x17.google.protobuf.StructR\x04meta\"\xa7\x01\n\x18InvokeToolStreamResponse\x12?\n\x08progress\x18\x01 \x01(\x0b\x32!.flowdrop.gateway.v1.ToolProgressH\x00R\x08progress\x12\x41\n\x06result\x18\x02 \x01(\x0b\x32\'.flowdrop.gateway.v1.InvokeToolResponseH\x00R\x06resultB\x07\n\x05\x65vent\"Z\n\x0cToolProgress\x12\x1a\n\x08progress\x18\x01 \x01(\x01R\x08progress\x12\x14\n\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message2\xe0\x01\n\x12ToolGatewayService\x12]\n\nInvokeTool\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a\'.flowdrop.gateway.v1.InvokeToolResponse\x12k\n\x10InvokeToolStream\x12&.flowdrop.gateway.v1.InvokeToolRequest\x1a-.flowdrop.gateway.v1.InvokeToolStreamResponse0\x01\x42?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowdrop.gateway.v1.gateway_pb2', globals())
@@ -28,6 +28,10 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _INVOKETOOLREQUEST._serialized_end=355
   _INVOKETOOLRESPONSE._serialized_start=358
   _INVOKETOOLRESPONSE._serialized_end=642
-  _TOOLGATEWAYSERVICE._serialized_start=644
-  _TOOLGATEWAYSERVICE._serialized_end=759
+  _INVOKETOOLSTREAMRESPONSE._serialized_start=645
+  _INVOKETOOLSTREAMRESPONSE._serialized_end=812
+  _TOOLPROGRESS._serialized_start=814
+  _TOOLPROGRESS._serialized_end=904
+  _TOOLGATEWAYSERVICE._serialized_start=907
+  _TOOLGATEWAYSERVICE._serialized_end=1131
 # @@protoc_insertion_point(module_scope)

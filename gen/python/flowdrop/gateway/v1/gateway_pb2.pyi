@@ -37,3 +37,21 @@ class InvokeToolResponse(_message.Message):
     replayed: bool
     result: _struct_pb2.Value
     def __init__(self, result: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., is_error: bool = ..., repairs: _Optional[_Iterable[_Union[_tool_pb2.Repair, _Mapping]]] = ..., replayed: bool = ..., content: _Optional[_Iterable[_Union[_content_pb2.ContentBlock, _Mapping]]] = ..., meta: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class InvokeToolStreamResponse(_message.Message):
+    __slots__ = ["progress", "result"]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: ToolProgress
+    result: InvokeToolResponse
+    def __init__(self, progress: _Optional[_Union[ToolProgress, _Mapping]] = ..., result: _Optional[_Union[InvokeToolResponse, _Mapping]] = ...) -> None: ...
+
+class ToolProgress(_message.Message):
+    __slots__ = ["message", "progress", "total"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    progress: float
+    total: float
+    def __init__(self, progress: _Optional[float] = ..., total: _Optional[float] = ..., message: _Optional[str] = ...) -> None: ...

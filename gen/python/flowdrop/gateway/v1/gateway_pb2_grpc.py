@@ -21,6 +21,11 @@ class ToolGatewayServiceStub(object):
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolResponse.FromString,
                 )
+        self.InvokeToolStream = channel.unary_stream(
+                '/flowdrop.gateway.v1.ToolGatewayService/InvokeToolStream',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolStreamResponse.FromString,
+                )
 
 
 class ToolGatewayServiceServicer(object):
@@ -29,7 +34,26 @@ class ToolGatewayServiceServicer(object):
     """
 
     def InvokeTool(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """InvokeToolStream takes the same request.
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def InvokeToolStream(self, request, context):
+        """InvokeTool with the tool's progress: the same request, the same policy,
+        normalization, validation, idempotency and audit; the stream yields
+        zero or more progress events while the tool runs (from a backend that
+        reports progress: an upstream MCP server's notifications/progress for
+        the call; other kinds yield none), then exactly one result, or ends
+        with the status InvokeTool would have returned. Progress is bounded and
+        lossy: a reader slower than the tool sees the latest value, not every
+        one. Cancelling the stream (or its deadline) cancels the backend call.
+        A replayed idempotent call yields only its stored result.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -41,6 +65,11 @@ def add_ToolGatewayServiceServicer_to_server(servicer, server):
                     servicer.InvokeTool,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolResponse.SerializeToString,
+            ),
+            'InvokeToolStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.InvokeToolStream,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -68,5 +97,22 @@ class ToolGatewayService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolGatewayService/InvokeTool',
             flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def InvokeToolStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/flowdrop.gateway.v1.ToolGatewayService/InvokeToolStream',
+            flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_gateway__pb2.InvokeToolStreamResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -130,6 +130,73 @@ export declare type InvokeToolResponse = Message<"flowdrop.gateway.v1.InvokeTool
 export declare const InvokeToolResponseSchema: GenMessage<InvokeToolResponse>;
 
 /**
+ * One event of an InvokeToolStream call: progress while the tool runs,
+ * then exactly one result, which ends the stream.
+ *
+ * @generated from message flowdrop.gateway.v1.InvokeToolStreamResponse
+ */
+export declare type InvokeToolStreamResponse = Message<"flowdrop.gateway.v1.InvokeToolStreamResponse"> & {
+  /**
+   * @generated from oneof flowdrop.gateway.v1.InvokeToolStreamResponse.event
+   */
+  event: {
+    /**
+     * @generated from field: flowdrop.gateway.v1.ToolProgress progress = 1;
+     */
+    value: ToolProgress;
+    case: "progress";
+  } | {
+    /**
+     * The answer, as InvokeTool would return it.
+     *
+     * @generated from field: flowdrop.gateway.v1.InvokeToolResponse result = 2;
+     */
+    value: InvokeToolResponse;
+    case: "result";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.InvokeToolStreamResponse.
+ * Use `create(InvokeToolStreamResponseSchema)` to create a new message.
+ */
+export declare const InvokeToolStreamResponseSchema: GenMessage<InvokeToolStreamResponse>;
+
+/**
+ * A running tool's progress, as its backend reported it.
+ *
+ * @generated from message flowdrop.gateway.v1.ToolProgress
+ */
+export declare type ToolProgress = Message<"flowdrop.gateway.v1.ToolProgress"> & {
+  /**
+   * Increases with every event of a call.
+   *
+   * @generated from field: double progress = 1;
+   */
+  progress: number;
+
+  /**
+   * The total progress is expected to reach; 0 when unknown.
+   *
+   * @generated from field: double total = 2;
+   */
+  total: number;
+
+  /**
+   * What the tool is doing, when it said (at most 1 KiB of UTF-8).
+   *
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ToolProgress.
+ * Use `create(ToolProgressSchema)` to create a new message.
+ */
+export declare const ToolProgressSchema: GenMessage<ToolProgress>;
+
+/**
  * ToolGatewayService is what agents call: arguments are normalized against the
  * tool's schema (RT-TOOL-8), validated, and forwarded to the tool's backend.
  *
@@ -137,12 +204,35 @@ export declare const InvokeToolResponseSchema: GenMessage<InvokeToolResponse>;
  */
 export declare const ToolGatewayService: GenService<{
   /**
+   * InvokeToolStream takes the same request.
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   *
    * @generated from rpc flowdrop.gateway.v1.ToolGatewayService.InvokeTool
    */
   invokeTool: {
     methodKind: "unary";
     input: typeof InvokeToolRequestSchema;
     output: typeof InvokeToolResponseSchema;
+  },
+  /**
+   * InvokeTool with the tool's progress: the same request, the same policy,
+   * normalization, validation, idempotency and audit; the stream yields
+   * zero or more progress events while the tool runs (from a backend that
+   * reports progress: an upstream MCP server's notifications/progress for
+   * the call; other kinds yield none), then exactly one result, or ends
+   * with the status InvokeTool would have returned. Progress is bounded and
+   * lossy: a reader slower than the tool sees the latest value, not every
+   * one. Cancelling the stream (or its deadline) cancels the backend call.
+   * A replayed idempotent call yields only its stored result.
+   * buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+   * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolGatewayService.InvokeToolStream
+   */
+  invokeToolStream: {
+    methodKind: "server_streaming";
+    input: typeof InvokeToolRequestSchema;
+    output: typeof InvokeToolStreamResponseSchema;
   },
 }>;
 
