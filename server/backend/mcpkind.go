@@ -259,6 +259,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			sink.Report(pipeline.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
+	if slot := pipeline.TaskFrom(ctx); slot != nil {
+		return m.invokeTask(ctx, c, up, spec.TLS, js, slot, budget, source)
+	}
 	var res *mcp.CallToolResult
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means

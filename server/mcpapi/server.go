@@ -45,6 +45,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -128,6 +129,10 @@ type Config struct {
 	// bound their listings (unset: mcpimport's defaults).
 	Upstreams      Upstreams
 	UpstreamBounds mcpimport.Bounds
+	// Tasks and TaskUpstreams, both set, serve upstream tools' tasks to
+	// 2025-11-25 callers (tasks.go): Tasks keeps who owns which.
+	Tasks         mcptasks.Store
+	TaskUpstreams TaskUpstreams
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -160,6 +165,9 @@ type Server struct {
 	upstreams Upstreams
 	bounds    mcpimport.Bounds
 	fed       upstreamCache
+	// tasks and taskUps serve tasks.go (nil: not offered).
+	tasks   mcptasks.Store
+	taskUps TaskUpstreams
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -197,7 +205,8 @@ func New(cfg Config) (*Server, error) {
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
-		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds}
+		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
+		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams}
 	if m.maxBody <= 0 {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
