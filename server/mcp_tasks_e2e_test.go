@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/redis/go-redis/v9"
@@ -149,11 +151,12 @@ func TestMCPTasksAcrossReplicas(t *testing.T) {
 				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: upURL, Tool: "simulate-research-query"}}}
 		})
 	}
-	replica := func() *gatewaytest.Env {
+	replica := func(logs io.Writer) *gatewaytest.Env {
 		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), tool("ev_research", 0), tool("ev_research_small", 200),
-			gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() }))
+			gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() }), gatewaytest.WithLogOutput(logs))
 	}
-	a, b := replica(), replica()
+	logs := &syncBuffer{}
+	a, b := replica(logs), replica(io.Discard)
 	upHost := strings.TrimSuffix(strings.TrimPrefix(upURL, "http://"), "/mcp")
 	var answers []string
 	keep := func(r *jsonrpc.Response) *jsonrpc.Response {
@@ -250,6 +253,27 @@ func TestMCPTasksAcrossReplicas(t *testing.T) {
 	}](t, taskReq(a, "alice-key", "tasks/result", small.Task.TaskID), "tasks/result over the cap")
 	if !capped.IsError || len(capped.Content) == 0 || !strings.Contains(capped.Content[0].Text, "max_result_bytes") {
 		t.Fatalf("tasks/result over max_result_bytes = %+v; want the size guard's tool error", capped)
+	}
+	// A caller that cannot use tasks (2026-07-28, the go-sdk client's
+	// default) is not offered the task-required tools, once the gateway has
+	// read the upstream (in the background of a listing); one on 2025-11-25
+	// is, and the log says why the others are not.
+	auth := func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
+	latest := mustConnect(t, ctx, a.MCPURL, mcpClientOpts{header: auth("alice-key")})
+	if err := poll(30*time.Second, func() error {
+		if names := toolNames(t, ctx, latest); slices.Contains(names, "ev_research") || slices.Contains(names, "ev_research_small") {
+			return fmt.Errorf("a 2026-07-28 caller is still offered %v", names)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	withTasks := mustConnect(t, ctx, a.MCPURL, mcpClientOpts{header: auth("alice-key"), version: "2025-11-25"})
+	if names := toolNames(t, ctx, withTasks); !slices.Contains(names, "ev_research") {
+		t.Fatalf("a 2025-11-25 caller is offered %v; want ev_research among them", names)
+	}
+	if l := logs.String(); !strings.Contains(l, "requires task augmentation") || !strings.Contains(l, "ev_research") {
+		t.Fatalf("the log does not say why ev_research is not offered:\n%s", l)
 	}
 	for _, ans := range answers {
 		if strings.Contains(ans, upHost) || strings.Contains(ans, rec.Session) || strings.Contains(ans, rec.UpstreamID) {

@@ -152,3 +152,62 @@ func (c *Caller) TaskRequest(ctx context.Context, sid, method, taskID string) (j
 func DecodeCallToolResult(data []byte) (*mcp.CallToolResult, error) {
 	return decodeCallToolResult(data)
 }
+
+// maxToolListPages bounds the pages ToolTaskSupport reads.
+const maxToolListPages = 100
+
+// ToolTaskSupport is the upstream's tools that take tasks, by upstream
+// name: "optional" or "required" (execution.taskSupport; a tool that says
+// nothing, or "forbidden", is left out). The SDK's client drops a tool's
+// execution, so the listing is read here (tools/list, every page).
+func (c *Caller) ToolTaskSupport(ctx context.Context) (map[string]string, error) {
+	if c.sdk {
+		return nil, ErrTasksUnsupported
+	}
+	out := map[string]string{}
+	cursor := ""
+	for range maxToolListPages {
+		id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
+		params := map[string]any{}
+		if c.meta != nil {
+			params["_meta"] = c.meta
+		}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+		if err != nil {
+			return nil, err
+		}
+		ans, err := c.exchange(ctx, id, "tools/list", "", c.Session.ID(), body, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Tools []struct {
+				Name      string `json:"name"`
+				Execution *struct {
+					TaskSupport string `json:"taskSupport"`
+				} `json:"execution"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := unmarshal(ans.Result, &page); err != nil {
+			return nil, fmt.Errorf("the upstream's tools/list does not decode: %v", err)
+		}
+		for _, t := range page.Tools {
+			if t.Execution == nil {
+				continue
+			}
+			switch ts := t.Execution.TaskSupport; ts {
+			case "optional", "required":
+				out[t.Name] = ts
+			}
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+	return nil, fmt.Errorf("the upstream's tools/list has over %d pages", maxToolListPages)
+}

@@ -144,3 +144,16 @@ func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *
 	}
 	return pipeline.Result{Encoded: enc}, nil
 }
+
+// TaskSupport is the upstream's tools that take tasks ("optional" or
+// "required", by upstream tool name), read from its tools/list. Errors are
+// TaskRequest's; a stdio upstream's is ErrTasksUnsupported.
+func (m *MCPUpstream) TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error) {
+	var out map[string]string
+	err := m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
+		var err error
+		out, err = c.ToolTaskSupport(ctx)
+		return err
+	})
+	return out, err
+}

@@ -166,8 +166,9 @@ type Server struct {
 	bounds    mcpimport.Bounds
 	fed       upstreamCache
 	// tasks and taskUps serve tasks.go (nil: not offered).
-	tasks   mcptasks.Store
-	taskUps TaskUpstreams
+	tasks       mcptasks.Store
+	taskUps     TaskUpstreams
+	taskSupport taskSupportCache
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -410,7 +411,7 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				lr.Tools = m.visibleTools(ctx, lr.Tools)
+				lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
 			}
 			return res, err
 		case "subscriptions/listen":

@@ -22,7 +22,8 @@ package mcpapi
 // here, at the HTTP layer (as the fast path answers tools/call), in the
 // SDK's framing; and the face cannot declare `tasks` in initialize (the
 // SDK's ServerCapabilities has no field for it) nor advertise a tool's
-// execution.taskSupport in tools/list. Revisions other than 2025-11-25 are
+// execution.taskSupport in tools/list; a task-required tool is listed only
+// to callers that can call it (tasksupport.go). Revisions other than 2025-11-25 are
 // not served tasks (2026-07-28 moved them to an extension, SEP-2663): their
 // requests go to the SDK, which refuses the methods as unknown.
 
@@ -63,6 +64,9 @@ type TaskUpstreams interface {
 	TaskRequest(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, method, id string) (json.RawMessage, error)
 	// TaskResult is tasks/result, as a call's result.
 	TaskResult(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, id string) (pipeline.Result, error)
+	// TaskSupport is the upstream's tools that take tasks, by upstream
+	// name ("optional", "required"; tasksupport.go).
+	TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error)
 }
 
 // taskListPage bounds one tasks/list answer (each entry is one tasks/get
