@@ -274,6 +274,18 @@ func TestMCPTasksAcrossReplicas(t *testing.T) {
 	if names := toolNames(t, ctx, withTasks); !slices.Contains(names, "ev_research") {
 		t.Fatalf("a 2025-11-25 caller is offered %v; want ev_research among them", names)
 	}
+	// initialize declares tasks to a 2025-11-25 caller, and to no other.
+	initialize := func(version string) map[string]any {
+		r := rpcPost(t, ctx, a.MCPURL, "alice-key", "", "initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "test", "version": "1"}})
+		return rpcResult[struct{ Capabilities map[string]any }](t, r, "initialize "+version).Capabilities
+	}
+	if caps := initialize("2025-11-25"); caps["tasks"] == nil || caps["tools"] == nil {
+		t.Fatalf("2025-11-25 initialize declares %v; want tools and tasks", caps)
+	}
+	if caps := initialize("2025-06-18"); caps["tasks"] != nil || caps["tools"] == nil {
+		t.Fatalf("2025-06-18 initialize declares %v; want tools, no tasks", caps)
+	}
 	if l := logs.String(); !strings.Contains(l, "requires task augmentation") || !strings.Contains(l, "ev_research") {
 		t.Fatalf("the log does not say why ev_research is not offered:\n%s", l)
 	}

@@ -117,6 +117,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if m.isTasksInitialize(r, body) {
+			m.serveTasksInitialize(w, r, next) // capabilities.tasks (taskcaps.go)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

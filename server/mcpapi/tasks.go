@@ -20,8 +20,8 @@ package mcpapi
 // before any middleware and drops params.task, and its types have no
 // tasks capability nor a tool's execution. So these requests are answered
 // here, at the HTTP layer (as the fast path answers tools/call), in the
-// SDK's framing; and the face cannot declare `tasks` in initialize (the
-// SDK's ServerCapabilities has no field for it) nor advertise a tool's
+// SDK's framing; `tasks` is added to the SDK's initialize answer
+// (taskcaps.go); and the face cannot advertise a tool's
 // execution.taskSupport in tools/list; a task-required tool is listed only
 // to callers that can call it (tasksupport.go). Revisions other than 2025-11-25 are
 // not served tasks (2026-07-28 moved them to an extension, SEP-2663): their

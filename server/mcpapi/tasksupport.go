@@ -57,8 +57,15 @@ func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) task
 }
 
 // taskRequired reports whether the HTTP upstream tool of e is known to
-// require tasks, starting a read of its upstream when that is not known.
+// require tasks.
 func (m *Server) taskRequired(ctx context.Context, e *registry.Entry) bool {
+	return m.taskSupportOf(ctx, e) == "required"
+}
+
+// taskSupportOf is what is known of the HTTP upstream tool of e and tasks
+// ("optional", "required"; "" for neither, or not known yet), starting a
+// read of its upstream when that is not known.
+func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 	sp := e.Tool.Spec.MCPTool
 	k := keyOfTaskSupport(sp, e.Tool.Spec.TLS)
 	c := &m.taskSupport
@@ -78,13 +85,13 @@ func (m *Server) taskRequired(ctx context.Context, e *registry.Entry) bool {
 		spec, ts := *sp, e.Tool.Spec.TLS
 		go m.readTaskSupport(context.WithoutCancel(ctx), k, &spec, ts)
 	}
-	required := ent.tools[sp.Tool] == "required"
-	if required && !c.said[e.Tool.Name] {
+	support := ent.tools[sp.Tool]
+	if support == "required" && !c.said[e.Tool.Name] {
 		c.said[e.Tool.Name] = true
 		m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
 			"tool", e.Tool.Name)
 	}
-	return required
+	return support
 }
 
 func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *registry.MCPTool, ts *registry.TransportSecurity) {
