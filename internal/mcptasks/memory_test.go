@@ -109,7 +109,7 @@ func TestIDs(t *testing.T) {
 			t.Errorf("%s: ValidID(%q) = %v; want %v", c.reason, c.id, got, c.valid)
 		}
 	}
-	if NewID() == NewID() {
+	if a, b := NewID(), NewID(); a == b {
 		t.Fatal("two fresh ids are equal")
 	}
 	if OwnerOf("apikey", "a") == OwnerOf("apikey", "b") || OwnerOf("apikey:", "a") == OwnerOf("apikey", ":a") {
