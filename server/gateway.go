@@ -259,7 +259,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			MaxRequestBytes: cfg.MaxRecvMsgSize, HTTP: cfg.MCP.HTTP, Log: log, CountRequest: g.metrics.CountMCP,
 			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
-			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState}); err != nil {
+			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState,
+			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream}); err != nil {
 			return nil, err
 		}
 	}

@@ -165,15 +165,27 @@ func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMe
 	if err := c.writeRequest(body, id, name, args, onProgress != nil, retry); err != nil {
 		return nil, err
 	}
+	ans, err := c.exchange(ctx, id, "tools/call", name, c.Session.ID(), body.Bytes(), onProgress)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCallToolResult(ans.Result)
+}
+
+// exchange sends the request body (id, method; name is tools/call's tool,
+// for the Mcp-Name header) on the upstream session sid and reads its
+// answer: the upstream's JSON-RPC error is the error. onProgress is as
+// CallToolProgress's.
+func (c *Caller) exchange(ctx context.Context, id, method, name, sid string, body []byte, onProgress func(Progress)) (*message, error) {
 	// reqCtx ends the request: at the call's end, or when draining its
 	// body after the answer takes too long.
 	reqCtx, endReq := context.WithCancel(ctx)
 	defer endReq()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.endpoint, bytes.NewReader(body.Bytes()))
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	pv, sid := c.revision(), c.Session.ID()
+	pv := c.revision()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if pv != "" {
@@ -183,28 +195,30 @@ func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMe
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	if pv >= revisionRequestMeta {
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", name)
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			go c.notifyCancelled(ctx, id)
 		}
-		return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+		return nil, fmt.Errorf("sending %q: %w", method, err)
 	}
 	defer drainClose(resp.Body, endReq)
-	if err := c.checkStatus(resp, sid); err != nil {
+	if err := c.checkStatus(resp, method, sid); err != nil {
 		return nil, err
 	}
 	var ans *message
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
-		ans, err = c.readJSON(resp.Body)
+		ans, err = c.readJSON(resp.Body, method)
 	case "text/event-stream":
-		ans, err = c.readStream(ctx, resp.Body, id, onProgress)
+		ans, err = c.readStream(ctx, resp.Body, method, id, onProgress)
 	default:
-		return nil, fmt.Errorf(`sending "tools/call": unsupported content type %q`, mediaType(resp.Header.Get("Content-Type")))
+		return nil, fmt.Errorf("sending %q: unsupported content type %q", method, mediaType(resp.Header.Get("Content-Type")))
 	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -214,12 +228,12 @@ func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMe
 		return nil, err
 	}
 	if ans.isRequest() || ans.ID != id {
-		return nil, errors.New(`the upstream's JSON answer to "tools/call" is not its response`)
+		return nil, fmt.Errorf("the upstream's JSON answer to %q is not its response", method)
 	}
 	if ans.Error != nil {
 		return nil, ans.Error
 	}
-	return decodeCallToolResult(ans.Result)
+	return ans, nil
 }
 
 // writeRequest is the tools/call request, as the SDK writes it (params:
@@ -275,21 +289,20 @@ func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMes
 // checkStatus is the SDK's checkResponse: a transient status is an error;
 // another failure status carrying a JSON-RPC error is that error; 404 on a
 // session is mcp.ErrSessionMissing.
-func (c *Caller) checkStatus(resp *http.Response, sid string) error {
-	const summary = `sending "tools/call"`
+func (c *Caller) checkStatus(resp *http.Response, method, sid string) error {
 	switch resp.StatusCode {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
 		http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return fmt.Errorf("%s: %v", summary, http.StatusText(resp.StatusCode))
+		return fmt.Errorf("sending %q: %v", method, http.StatusText(resp.StatusCode))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		if m, err := c.readJSON(resp.Body); err == nil && !m.isRequest() && m.Error != nil {
-			return fmt.Errorf("%s: %w: %v", summary, m.Error, http.StatusText(resp.StatusCode))
+		if m, err := c.readJSON(resp.Body, method); err == nil && !m.isRequest() && m.Error != nil {
+			return fmt.Errorf("sending %q: %w: %v", method, m.Error, http.StatusText(resp.StatusCode))
 		}
 		if resp.StatusCode == http.StatusNotFound && sid != "" {
-			return fmt.Errorf("%s: failed to connect (session ID: %v): %w", summary, sid, mcp.ErrSessionMissing)
+			return fmt.Errorf("sending %q: failed to connect (session ID: %v): %w", method, sid, mcp.ErrSessionMissing)
 		}
-		return fmt.Errorf("%s: %v", summary, http.StatusText(resp.StatusCode))
+		return fmt.Errorf("sending %q: %v", method, http.StatusText(resp.StatusCode))
 	}
 	if got := resp.Header.Get("Mcp-Session-Id"); got != "" && sid != "" && got != sid {
 		return fmt.Errorf("mismatching session IDs %q and %q", sid, got)
@@ -298,7 +311,7 @@ func (c *Caller) checkStatus(resp *http.Response, sid string) error {
 }
 
 // readJSON reads one message, at most maxEvent bytes.
-func (c *Caller) readJSON(r io.Reader) (*message, error) {
+func (c *Caller) readJSON(r io.Reader, method string) (*message, error) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	limit := int64(c.maxEvent)
@@ -306,21 +319,21 @@ func (c *Caller) readJSON(r io.Reader) (*message, error) {
 		limit = 1<<63 - 2
 	}
 	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
-		return nil, fmt.Errorf(`sending "tools/call": failed to read body: %v`, err)
+		return nil, fmt.Errorf("sending %q: failed to read body: %v", method, err)
 	}
 	if int64(buf.Len()) > limit {
-		return nil, fmt.Errorf(`sending "tools/call": the answer is over %d bytes`, limit)
+		return nil, fmt.Errorf("sending %q: the answer is over %d bytes", method, limit)
 	}
 	m, err := decodeMessage(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf(`sending "tools/call": failed to decode response: %v`, err)
+		return nil, fmt.Errorf("sending %q: failed to decode response: %v", method, err)
 	}
 	return m, nil
 }
 
 // readStream reads the answer's event stream up to the answer to id
 // (events.go), answering the upstream's requests on the way (answer).
-func (c *Caller) readStream(ctx context.Context, body io.Reader, id string, onProgress func(Progress)) (*message, error) {
+func (c *Caller) readStream(ctx context.Context, body io.Reader, method, id string, onProgress func(Progress)) (*message, error) {
 	s := newEventScanner(body, c.maxEvent)
 	defer s.release()
 	for {
@@ -329,14 +342,14 @@ func (c *Caller) readStream(ctx context.Context, body io.Reader, id string, onPr
 			if errors.Is(err, io.EOF) {
 				return nil, errNoAnswer
 			}
-			return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+			return nil, fmt.Errorf("sending %q: %w", method, err)
 		}
 		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
 			continue
 		}
 		m, err := decodeMessage(ev.data)
 		if err != nil {
-			return nil, fmt.Errorf(`sending "tools/call": failed to decode event: %v`, err)
+			return nil, fmt.Errorf("sending %q: failed to decode event: %v", method, err)
 		}
 		switch {
 		case m.isRequest() && m.hasID():

@@ -283,6 +283,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			sink.Report(pipeline.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
+	if slot := pipeline.TaskFrom(ctx); slot != nil {
+		return m.invokeTask(ctx, c, up, spec.TLS, js, slot, budget, source)
+	}
 	retry, perr := m.inputRetry(c, up)
 	if perr != nil {
 		return pipeline.Result{}, perr

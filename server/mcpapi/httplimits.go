@@ -75,7 +75,8 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // the size bound, and refuses one that is not exactly one JSON value (the
 // SDK's own decoder ignores what follows the first). The read deadline is
 // cleared afterwards: the call itself may take as long as its budget. A
-// tools/call the fast path recognises is answered there (fastpath.go);
+// task request is answered by tasks.go, a tools/call the fast path
+// recognises there (fastpath.go);
 // every other body goes on to next, the SDK's handler. The body's buffer is
 // pooled: both read it only while they run.
 func (m *Server) readBody(next http.Handler) http.Handler {
@@ -103,6 +104,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})
+		if tr, ok := m.recogniseTask(r, body); ok {
+			m.serveTask(w, r, tr)
+			return
+		}
 		if fc, ok := m.fast.recogniseToolsCall(r, body); ok {
 			m.serveFastCall(w, r, fc)
 			return
@@ -115,6 +120,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 		r, done := m.trackSDKRequest(r, body)
 		defer done()
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if m.isTasksInitialize(r, body) {
+			m.serveTasksInitialize(w, r, next) // capabilities.tasks (taskcaps.go)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -46,6 +46,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/buildinfo"
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/sealedstate"
 	"github.com/flowdrop/gateway/registry"
@@ -134,6 +135,10 @@ type Config struct {
 	// (input.go; the policy in force's keys). Unset, or without keys: a
 	// random key made at New, so only this process continues a round.
 	InputState func() InputState
+	// Tasks and TaskUpstreams, both set, serve upstream tools' tasks to
+	// 2025-11-25 callers (tasks.go): Tasks keeps who owns which.
+	Tasks         mcptasks.Store
+	TaskUpstreams TaskUpstreams
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -169,6 +174,10 @@ type Server struct {
 	// input and randomKeys seal round state (input.go).
 	input      func() InputState
 	randomKeys *sealedstate.Keyring
+	// tasks and taskUps serve tasks.go (nil: not offered).
+	tasks       mcptasks.Store
+	taskUps     TaskUpstreams
+	taskSupport taskSupportCache
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -211,7 +220,8 @@ func New(cfg Config) (*Server, error) {
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
-		input: cfg.InputState, randomKeys: sealedstate.Random()}
+		input: cfg.InputState, randomKeys: sealedstate.Random(),
+		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams}
 	if m.input == nil {
 		m.input = func() InputState { return InputState{} }
 	}
@@ -418,7 +428,7 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				lr.Tools = m.visibleTools(ctx, lr.Tools)
+				lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
 			}
 			return res, err
 		case "subscriptions/listen":

@@ -1,0 +1,117 @@
+package mcptasks_test
+
+// One contract, every store: the same table runs against Memory and Redis
+// (a real redis-server from PATH).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/mcptasks"
+	"github.com/flowdrop/gateway/internal/redisstate"
+	"github.com/flowdrop/gateway/internal/redistest"
+)
+
+func stores() []struct {
+	name string
+	open func(t *testing.T) mcptasks.Store
+} {
+	return []struct {
+		name string
+		open func(t *testing.T) mcptasks.Store
+	}{
+		{"memory", func(*testing.T) mcptasks.Store { return mcptasks.NewMemory(0) }},
+		{"redis", func(t *testing.T) mcptasks.Store {
+			rs := redistest.Start(t)
+			c, err := redisstate.Open(redisstate.Config{Addr: rs.Addr(), Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.Tasks("test:task:")
+		}},
+	}
+}
+
+func TestStoreContract(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := sk.open(t)
+			live := time.Now().Add(time.Hour).UnixMilli()
+			rec := func(owner string, expires int64) mcptasks.Record {
+				return mcptasks.Record{Owner: owner, Tool: "ev_research", Session: "sess", UpstreamID: "up-" + owner, Expires: expires}
+			}
+			for _, c := range []struct {
+				reason string
+				id     string
+				r      mcptasks.Record
+			}{
+				{"alice's first", "a1", rec("alice", live)},
+				{"alice's second", "a2", rec("alice", live+1)},
+				{"bob's", "b1", rec("bob", live)},
+				{"an expired one", "x1", rec("alice", time.Now().Add(-time.Second).UnixMilli())},
+			} {
+				if err := s.Put(ctx, c.id, c.r); err != nil {
+					t.Fatalf("%s: Put: %v", c.reason, err)
+				}
+			}
+			for _, c := range []struct {
+				reason, id string
+				found      bool
+				owner      string
+			}{
+				{"a live record", "a1", true, "alice"},
+				{"another owner's live record (the face compares owners)", "b1", true, "bob"},
+				{"an expired record", "x1", false, ""},
+				{"no record", "zz", false, ""},
+			} {
+				r, ok, err := s.Get(ctx, c.id)
+				if err != nil || ok != c.found || (ok && r.Owner != c.owner) {
+					t.Errorf("%s: Get(%q) = %+v, %v, %v; want found %v owned by %q", c.reason, c.id, r, ok, err, c.found, c.owner)
+				}
+			}
+			list, err := s.List(ctx, "alice")
+			if err != nil || len(list) != 2 || list[0].ID != "a1" || list[1].ID != "a2" || list[0].UpstreamID != "up-alice" {
+				t.Fatalf("alice's List = %+v, %v; want a1, a2 (live, hers, by expiry)", list, err)
+			}
+			if err := s.Delete(ctx, "a1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := s.Get(ctx, "a1"); ok {
+				t.Fatal("a deleted record is still found")
+			}
+			if list, _ := s.List(ctx, "alice"); len(list) != 1 {
+				t.Fatalf("alice's List after a delete = %+v; want a2 alone", list)
+			}
+			if err := s.Put(ctx, "bad", mcptasks.Record{Owner: "alice"}); err == nil {
+				t.Fatal("a record without tool or upstream id was stored")
+			}
+		})
+	}
+}
+
+func TestStoreOwnerBound(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := sk.open(t)
+			r := mcptasks.Record{Owner: "carol", Tool: "t", UpstreamID: "u", Expires: time.Now().Add(time.Hour).UnixMilli()}
+			for i := range mcptasks.MaxPerOwner {
+				if err := s.Put(ctx, fmt.Sprint("c", i), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Put(ctx, "one-more", r); !errors.Is(err, mcptasks.ErrFull) {
+				t.Fatalf("task %d of one owner: %v; want ErrFull", mcptasks.MaxPerOwner+1, err)
+			}
+			r.Owner = "dave"
+			if err := s.Put(ctx, "dave", r); err != nil {
+				t.Fatalf("another owner's task: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,159 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// ErrTasksUnsupported: the upstream is not one whose tasks the gateway can
+// carry (a stdio server: its session is the SDK client's, which knows no
+// tasks).
+var ErrTasksUnsupported = mcpupstream.ErrTasksUnsupported
+
+// invokeTask is Invoke for a call its face asked to run as a task: the
+// upstream is called task-augmented and the task it made goes into slot.
+// The call's result is empty: the face answers with the task.
+func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *registry.MCPTool, ts *registry.TransportSecurity, args []byte, slot *pipeline.TaskSlot, budget time.Duration, source string) (pipeline.Result, error) {
+	// As for a call: a second try only when the upstream did not know the
+	// pooled session, which means the task was not made there.
+	for try := 0; ; try++ {
+		s, cs, caller, fresh, err := m.session(ctx, up, ts)
+		if err != nil {
+			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+		}
+		if caller == nil {
+			m.release(s)
+			return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition, "the tool's upstream cannot run tasks through the gateway (a stdio server)"))
+		}
+		t, sid, err := caller.CallToolTask(ctx, up.Tool, args, slot.TTLMs)
+		m.release(s)
+		if err == nil {
+			ttl := int64(0)
+			if t.TTL != nil {
+				ttl = max(*t.TTL, 0)
+			}
+			slot.Created = &pipeline.CreatedTask{Session: sid, ID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage,
+				TTLMs: ttl, PollInterval: t.PollInterval, CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt}
+			enc, err := proto.Marshal(&gatewayv1.InvokeResponse{})
+			if err != nil {
+				return pipeline.Result{}, err
+			}
+			return pipeline.Result{Encoded: enc}, nil
+		}
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) {
+			m.drop(s, cs)
+		}
+		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+			continue
+		}
+		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+	}
+}
+
+// TaskRequest sends method (tasks/get, tasks/result, tasks/cancel) for the
+// upstream's task taskID in its session sid — made by any replica — under
+// the guards Federated keeps: the declared credential, the backend
+// receive limit, the caller's deadline or the default timeout. It returns
+// the upstream's result as sent; a JSON-RPC error is the upstream's. An
+// error names the upstream's URL: it is for the log, never for a caller.
+func (m *MCPUpstream) TaskRequest(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, method, taskID string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
+		var err error
+		out, err = c.TaskRequest(ctx, sid, method, taskID)
+		return err
+	})
+	return out, err
+}
+
+// withCaller is Federated for the gateway's own requests on an HTTP
+// upstream's Caller (no retry: a task's session is its own, not the pool's).
+func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcpupstream.Caller) error) error {
+	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
+		if err := allowed(up); err != nil {
+			return fmt.Errorf("upstream %s: its credential is not declared by the policy: %w", up.URL, err)
+		}
+	}
+	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
+	defer stop()
+	budget := m.ts.cfg.DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		budget = max(time.Until(d), 0)
+	}
+	if mx := m.ts.cfg.MaxTimeout; mx > 0 && mx < budget {
+		budget = mx
+	}
+	if budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	s, cs, caller, _, err := m.session(ctx, up, ts)
+	if err != nil {
+		return m.federatedFailure(ctx, err)
+	}
+	if caller == nil {
+		m.release(s)
+		return ErrTasksUnsupported
+	}
+	err = f(ctx, caller)
+	m.release(s)
+	if err == nil {
+		return nil
+	}
+	// The task's session is not the pool's: its end (404) leaves the
+	// pooled session as it is; so does an answer the upstream gave.
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, mcp.ErrSessionMissing) {
+		m.drop(s, cs)
+	}
+	return m.federatedFailure(ctx, err)
+}
+
+// TaskResult is tasks/result for the upstream's task taskID in session
+// sid: the result of the call the task ran, as Invoke answers a call's
+// (an encoded InvokeResponse), so the face's size guard and result
+// mapping see it as they see any call's. Errors are TaskRequest's.
+func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, taskID string) (pipeline.Result, error) {
+	raw, err := m.TaskRequest(ctx, up, ts, sid, "tasks/result", taskID)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	res, err := mcpupstream.DecodeCallToolResult(raw)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("upstream %s: tasks/result: %w", up.URL, err)
+	}
+	enc, err := mcpInvokeResponse(res)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("upstream %s: tasks/result does not convert: %w", up.URL, err)
+	}
+	return pipeline.Result{Encoded: enc}, nil
+}
+
+// TaskSupport is the upstream's tools that take tasks ("optional" or
+// "required", by upstream tool name), read from its tools/list. Errors are
+// TaskRequest's; a stdio upstream's is ErrTasksUnsupported.
+func (m *MCPUpstream) TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error) {
+	var out map[string]string
+	err := m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
+		var err error
+		out, err = c.ToolTaskSupport(ctx)
+		return err
+	})
+	return out, err
+}

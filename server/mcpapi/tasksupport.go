@@ -1,0 +1,132 @@
+package mcpapi
+
+// Which upstream tools require tasks, so tools/list offers a
+// task-required tool only to a caller that can call it as a task (one on
+// RevisionTasks): to any other it could only ever fail ("requires task
+// augmentation").
+//
+// The registry does not hold a tool's execution (the go-sdk's Tool has no
+// such field, so neither the importer nor the follower sees it): the face
+// reads it from each upstream over HTTP (TaskUpstreams.TaskSupport, a raw
+// tools/list), keeps it taskSupportTTL, and never waits on it. Until an
+// upstream has been read its tools are listed as before (the read starts
+// on the listing that finds it unknown, one at a time, a failure not
+// retried for taskSupportRetry); each task-required tool learned is one
+// log line saying why it is not listed to such callers.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/registry"
+)
+
+const (
+	taskSupportTTL   = 60 * time.Second
+	taskSupportRetry = 5 * time.Second
+)
+
+// taskSupportCache is what is known of each upstream's tools' execution.
+type taskSupportCache struct {
+	mu   sync.Mutex
+	ups  map[taskSupportKey]*taskSupportEntry
+	said map[string]bool // tools whose reason was logged
+}
+
+type taskSupportKey struct {
+	url, env, file string
+	tls            registry.TransportSecurity
+}
+
+type taskSupportEntry struct {
+	tools   map[string]string // upstream tool name → "optional" | "required"
+	at      time.Time         // when tools was read (zero: never)
+	failed  time.Time
+	reading bool
+}
+
+func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) taskSupportKey {
+	k := taskSupportKey{url: sp.URL, env: sp.CredentialEnv, file: sp.CredentialFile}
+	if ts != nil {
+		k.tls = *ts
+	}
+	return k
+}
+
+// taskRequired reports whether the HTTP upstream tool of e is known to
+// require tasks.
+func (m *Server) taskRequired(ctx context.Context, e *registry.Entry) bool {
+	return m.taskSupportOf(ctx, e) == "required"
+}
+
+// taskSupportOf is what is known of the HTTP upstream tool of e and tasks
+// ("optional", "required"; "" for neither, or not known yet), starting a
+// read of its upstream when that is not known.
+func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
+	sp := e.Tool.Spec.MCPTool
+	k := keyOfTaskSupport(sp, e.Tool.Spec.TLS)
+	c := &m.taskSupport
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ups == nil {
+		c.ups, c.said = map[taskSupportKey]*taskSupportEntry{}, map[string]bool{}
+	}
+	ent := c.ups[k]
+	if ent == nil {
+		ent = &taskSupportEntry{}
+		c.ups[k] = ent
+	}
+	now := time.Now()
+	if !ent.reading && now.Sub(ent.at) > taskSupportTTL && now.Sub(ent.failed) > taskSupportRetry {
+		ent.reading = true
+		spec, ts := *sp, e.Tool.Spec.TLS
+		go m.readTaskSupport(context.WithoutCancel(ctx), k, &spec, ts)
+	}
+	support := ent.tools[sp.Tool]
+	if support == "required" && !c.said[e.Tool.Name] {
+		c.said[e.Tool.Name] = true
+		m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
+			"tool", e.Tool.Name)
+	}
+	return support
+}
+
+func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *registry.MCPTool, ts *registry.TransportSecurity) {
+	ctx, stop := context.WithTimeout(withoutSDKValues(ctx), capsProbeTimeout)
+	defer stop()
+	tools, err := m.taskUps.TaskSupport(ctx, sp, ts)
+	c := &m.taskSupport
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ent := c.ups[k]
+	ent.reading = false
+	if err != nil {
+		ent.failed = time.Now()
+		m.log.DebugContext(ctx, "MCP tasks: the upstream's tools' task support was not read", "error", err)
+		return
+	}
+	ent.tools, ent.at = tools, time.Now()
+}
+
+// withoutTaskRequired drops from a listing for a caller on revision rev
+// the tools it cannot call: those whose upstream requires tasks, unless
+// rev is the one tasks are served on.
+func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*mcp.Tool) []*mcp.Tool {
+	if m.taskUps == nil || rev == RevisionTasks {
+		return tools
+	}
+	snap := m.reg.Snapshot()
+	out := tools[:0]
+	for _, t := range tools {
+		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
+			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio && m.taskRequired(ctx, e) {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
