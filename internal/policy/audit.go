@@ -37,6 +37,11 @@ type AuditRecord struct {
 	Validation    string          `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
 	Violations    []string        `json:"violations,omitempty"`
 	BackendCode   string          `json:"backend_code,omitempty"`
+	// IdentityMode and IdentitySubject are the identity the backend was
+	// sent (server/identity: static, passthrough, gateway-signed,
+	// token-exchange) and the subject it names; never the token.
+	IdentityMode    string `json:"identity_mode,omitempty"`
+	IdentitySubject string `json:"identity_subject,omitempty"`
 	LatencyMS     float64         `json:"latency_ms"`
 	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
 	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
@@ -101,6 +106,7 @@ const maxAuditViolations = 16
 func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
 	a.IdempotencyKey = Bound(a.IdempotencyKey)
+	a.IdentitySubject = Bound(a.IdentitySubject)
 	if n := len(a.Violations); n > 0 {
 		keep := min(n, maxAuditViolations)
 		vs := make([]string, keep, keep+1)

@@ -79,6 +79,11 @@ func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, 
 	if err != nil {
 		return pipeline.Result{}, err
 	}
+	// Resolved once per call, before the first attempt: retries send the
+	// same identity.
+	if ctx, err = k.withIdentity(ctx, kind, c); err != nil {
+		return pipeline.Result{}, err
+	}
 	return a.Invoke(ctx, c)
 }
 

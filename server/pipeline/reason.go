@@ -106,6 +106,9 @@ var reasons = map[Reason]ReasonSpec{
 	ReasonBackendResponseTooLarge: {ResourceExhausted, MCPToolError, policy.DecisionError, RetryNo},
 	// An operator or an admin must act; the model can try another way.
 	ReasonCredentialUndeclared: {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonIdentityAudience:     {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonIdentityRefused:      {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonIdentityUnavailable:  {Unavailable, MCPToolError, policy.DecisionError, RetryLater},
 
 	// Policy: authentication. MCP answers these as a protocol error.
 	policy.ReasonCredentialsMissing:   {Unauthenticated, MCPPermissionDenied, policy.DecisionDeny, RetryNo},
