@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/registry"
 )
 
@@ -109,6 +110,8 @@ func checkPolicyFile(ctx context.Context, path string) (*PolicyConfig, error) {
 	_, err = policy.NewRegistryRateLimiter(cfg.RateLimit) // NewRateLimiter ran in validate
 	bad(err)
 	_, err = cfg.TLS.serverCredentials()
+	bad(err)
+	_, err = identity.New(cfg.UpstreamIdentity) // the signing keys and the STS secret are read
 	bad(err)
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPUpstreams.Stdio)) {
 		if err := runnable(cfg.MCPUpstreams.Stdio[name].Path); err != nil {

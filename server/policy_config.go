@@ -210,8 +210,8 @@ func (c *PolicyConfig) validate() error {
 	if _, err := policy.NewCredentialSources(c.Credentials); err != nil {
 		bad("%v", err) // names credentials[i] and the field
 	}
-	if _, err := identity.New(c.UpstreamIdentity); err != nil {
-		bad("%v", err) // names upstream_identity and the field
+	if err := identity.Check(c.UpstreamIdentity); err != nil {
+		bad("%v", err) // names upstream_identity and the field; its files are read at start
 	}
 	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
 		bad("mcp_upstreams: %v", err)

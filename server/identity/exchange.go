@@ -81,18 +81,26 @@ type cached struct {
 	refreshAt time.Time
 }
 
-// NewExchanger checks c and reads the client secret.
-func NewExchanger(c ExchangeConfig) (*Exchanger, error) {
+// checkExchange is what ExchangeConfig is judged by without its file.
+func checkExchange(c ExchangeConfig) error {
 	u, err := url.Parse(c.TokenURL)
 	switch {
 	case err != nil || u.Host == "" || u.User != nil || u.Fragment != "":
-		return nil, fmt.Errorf("token_url %q: not an absolute URL", policy.Bound(c.TokenURL))
+		return fmt.Errorf("token_url %q: not an absolute URL", policy.Bound(c.TokenURL))
 	case u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname())):
-		return nil, fmt.Errorf("token_url: must be https (plain http only for loopback), got scheme %q", policy.Bound(u.Scheme))
+		return fmt.Errorf("token_url: must be https (plain http only for loopback), got scheme %q", policy.Bound(u.Scheme))
 	case c.ClientID == "" || c.ClientSecretFile == "":
-		return nil, errors.New("client_id and client_secret_file: the gateway authenticates to the STS as a client")
+		return errors.New("client_id and client_secret_file: the gateway authenticates to the STS as a client")
 	case c.Timeout < 0 || c.MaxCached < 0 || c.RefreshBefore < 0:
-		return nil, errors.New("timeout, max_cached and refresh_before must not be negative")
+		return errors.New("timeout, max_cached and refresh_before must not be negative")
+	}
+	return nil
+}
+
+// NewExchanger checks c and reads the client secret.
+func NewExchanger(c ExchangeConfig) (*Exchanger, error) {
+	if err := checkExchange(c); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(c.ClientSecretFile)
 	if err != nil {

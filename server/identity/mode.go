@@ -89,9 +89,20 @@ type Resolver struct {
 	exchange  *Exchanger
 }
 
-// New checks cfg and loads what its modes need (the signing keys from
-// their files). Errors name the upstream_identity field.
+// New checks cfg and loads what its modes need (the signing keys, the
+// client secret, from their files). Errors name the upstream_identity field.
 func New(cfg Config) (*Resolver, error) {
+	return build(cfg, true)
+}
+
+// Check is New without reading any file: what a policy file alone can
+// be judged by (the files are read when the gateway starts or reloads).
+func Check(cfg Config) error {
+	_, err := build(cfg, false)
+	return err
+}
+
+func build(cfg Config, load bool) (*Resolver, error) {
 	r := &Resolver{def: cfg.Default, tools: slices.Clone(cfg.Tools), upstreams: slices.Clone(cfg.Upstreams)}
 	if r.def == "" {
 		r.def = Static
@@ -129,13 +140,23 @@ func New(cfg Config) (*Resolver, error) {
 		return nil, errors.New("upstream_identity.token_exchange: the token-exchange mode needs a token_url and client")
 	}
 	if cfg.Signing != nil {
-		if r.signer, err = NewSigner(*cfg.Signing); err != nil {
+		if err := checkSigning(*cfg.Signing); err != nil {
 			return nil, fmt.Errorf("upstream_identity.signing: %w", err)
+		}
+		if load {
+			if r.signer, err = NewSigner(*cfg.Signing); err != nil {
+				return nil, fmt.Errorf("upstream_identity.signing: %w", err)
+			}
 		}
 	}
 	if cfg.Exchange != nil {
-		if r.exchange, err = NewExchanger(*cfg.Exchange); err != nil {
+		if err := checkExchange(*cfg.Exchange); err != nil {
 			return nil, fmt.Errorf("upstream_identity.token_exchange: %w", err)
+		}
+		if load {
+			if r.exchange, err = NewExchanger(*cfg.Exchange); err != nil {
+				return nil, fmt.Errorf("upstream_identity.token_exchange: %w", err)
+			}
 		}
 	}
 	return r, nil

@@ -51,15 +51,23 @@ type Signer struct {
 	jwks   []byte
 }
 
-// NewSigner loads the keys. Errors name the file, never its contents.
-func NewSigner(c SigningConfig) (*Signer, error) {
+// checkSigning is what SigningConfig is judged by without its files.
+func checkSigning(c SigningConfig) error {
 	switch {
 	case c.Issuer == "":
-		return nil, errors.New("issuer: name the minted tokens' \"iss\"")
+		return errors.New("issuer: name the minted tokens' \"iss\"")
 	case len(c.KeyFiles) == 0:
-		return nil, errors.New("key_files: list at least one PEM private key (the first signs)")
+		return errors.New("key_files: list at least one PEM private key (the first signs)")
 	case c.TTL < 0 || c.TTL > MaxTokenTTL:
-		return nil, fmt.Errorf("ttl %v: want at most %v (0: %v)", c.TTL, MaxTokenTTL, DefaultTokenTTL)
+		return fmt.Errorf("ttl %v: want at most %v (0: %v)", c.TTL, MaxTokenTTL, DefaultTokenTTL)
+	}
+	return nil
+}
+
+// NewSigner loads the keys. Errors name the file, never its contents.
+func NewSigner(c SigningConfig) (*Signer, error) {
+	if err := checkSigning(c); err != nil {
+		return nil, err
 	}
 	s := &Signer{issuer: c.Issuer, ttl: c.TTL}
 	if s.ttl == 0 {
