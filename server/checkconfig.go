@@ -10,8 +10,8 @@ import (
 	"slices"
 
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 // CheckConfig validates a policy file and, if toolsPath is not "", a tools
