@@ -51,34 +51,6 @@ func bearer(ctx context.Context) (string, bool) {
 	return "", false
 }
 
-// upstreamOf is the one switch from a kind to the upstream its tools'
-// identity is chosen and addressed by: a URL (MCP upstream, HTTP
-// operation) or a gRPC target; "" for a kind without one (the default
-// mode applies).
-func upstreamOf(kind registry.Kind, c *pipeline.Call) string {
-	if c.Entry == nil {
-		return ""
-	}
-	t := &c.Entry.Tool
-	switch kind {
-	case registry.KindToolBackendService:
-		return t.Backend
-	case registry.KindGRPCMethod:
-		if t.Spec != nil && t.Spec.GRPCMethod != nil {
-			return t.Spec.GRPCMethod.Target
-		}
-	case registry.KindHTTPOperation:
-		if t.Spec != nil && t.Spec.HTTPOperation != nil {
-			return t.Spec.HTTPOperation.BaseURL
-		}
-	case registry.KindMCPTool:
-		if t.Spec != nil && t.Spec.MCPTool != nil {
-			return t.Spec.MCPTool.URL
-		}
-	}
-	return ""
-}
-
 // mcpIdentity is the MCP kind's part: the token rides in the context to
 // the session's HTTP client (mcpupstream.WithHeader), which sends it on
 // this call's requests only; a stdio server, which has no header to send
