@@ -12,6 +12,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 // CheckConfig validates a policy file and, if toolsPath is not "", a tools
@@ -110,6 +111,8 @@ func checkPolicyFile(ctx context.Context, path string) (*PolicyConfig, error) {
 	_, err = policy.NewRegistryRateLimiter(cfg.RateLimit) // NewRateLimiter ran in validate
 	bad(err)
 	_, err = cfg.TLS.serverCredentials()
+	bad(err)
+	_, err = identity.New(cfg.UpstreamIdentity) // the signing keys and the STS secret are read
 	bad(err)
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPUpstreams.Stdio)) {
 		if err := runnable(cfg.MCPUpstreams.Stdio[name].Path); err != nil {

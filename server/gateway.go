@@ -24,6 +24,7 @@ import (
 	"github.com/flowdrop/gateway/registry/schema"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
@@ -66,6 +67,9 @@ type Gateway struct {
 	// creds are the credential sources the policy in force declares
 	// (credentials.go; a reload swaps them).
 	creds atomic.Pointer[policy.CredentialSources]
+	// identity is the upstream identity resolver the policy in force makes
+	// (server/identity; a reload swaps it).
+	identity atomic.Pointer[identity.Resolver]
 	// idempotency is the idempotent calls' store (idempotency.go).
 	idempotency *pipeline.Idempotency
 
@@ -139,6 +143,14 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	g.creds.Store(credSources)
+	idr, err := identity.New(cfg.Policy.UpstreamIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	g.identity.Store(idr)
+	if g.admin != nil {
+		g.admin.SetJWKS(g.jwks)
+	}
 	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations),
 		registry.WithAdmissionCheck(g.credentialCheck)}
 	if cfg.DisableFastPaths {
@@ -212,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MCPIdleConnsPerUpstream: cfg.BackendMCPIdleConns,
 		PassDebugInfo:           cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
-		CredentialAllowed: g.credentialAllowed, InputForbidden: g.mcpInputForbidden}
+		CredentialAllowed: g.credentialAllowed, InputForbidden: g.mcpInputForbidden, Identity: g.identity.Load}
 	g.metrics.SetStdioServers(slices.Sorted(maps.Keys(cfg.Policy.MCPUpstreams.Stdio)))
 	sopts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize), grpc.MaxSendMsgSize(cfg.MaxSendMsgSize)},
 		cfg.GRPC.serverOptions()...)

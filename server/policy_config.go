@@ -17,6 +17,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/observe"
 	"google.golang.org/grpc/credentials"
@@ -57,6 +58,10 @@ type PolicyConfig struct {
 	Credentials []policy.CredentialSource
 	// MCP is the MCP endpoint's policy (policy file section mcp).
 	MCP MCPPolicy
+	// UpstreamIdentity is who each upstream learns is calling: static,
+	// passthrough, gateway-signed or token-exchange, per tool or per
+	// upstream (server/identity; policy file upstream_identity).
+	UpstreamIdentity identity.Config
 }
 
 // MCPPolicy is what the MCP endpoint lets in beyond authentication.
@@ -211,6 +216,9 @@ func (c *PolicyConfig) validate() error {
 	}
 	if _, err := policy.NewCredentialSources(c.Credentials); err != nil {
 		bad("%v", err) // names credentials[i] and the field
+	}
+	if err := identity.Check(c.UpstreamIdentity); err != nil {
+		bad("%v", err) // names upstream_identity and the field; its files are read at start
 	}
 	if err := c.MCPUpstreams.Bounds.Check(); err != nil {
 		bad("mcp_upstreams: %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 // TestLoadPolicyFileExample: the documented example loads, with every section mapped.
@@ -36,6 +37,12 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"registry rate limit", p.RateLimit.Registry == policy.MethodRate{Rate: 50, Burst: 100}},
 		{"audit", p.Audit.RotateBytes == 104857600 && p.Audit.OnFailure == AuditFailClosed},
 		{"admin", p.Admin.ListenAddr == "127.0.0.1:7445"},
+		{"upstream identity rules", p.UpstreamIdentity.Default == identity.Static && len(p.UpstreamIdentity.Tools) == 1 &&
+			p.UpstreamIdentity.Tools[0].Mode == identity.GatewaySigned && len(p.UpstreamIdentity.Upstreams) == 2 &&
+			p.UpstreamIdentity.Upstreams[1].Mode == identity.TokenExchange},
+		{"upstream identity signing and exchange", p.UpstreamIdentity.Signing != nil && len(p.UpstreamIdentity.Signing.KeyFiles) == 2 &&
+			p.UpstreamIdentity.Signing.TTL == time.Minute && p.UpstreamIdentity.Exchange != nil &&
+			p.UpstreamIdentity.Exchange.RefreshBefore == 30*time.Second && p.UpstreamIdentity.Exchange.MaxCached == 10000},
 		{"tracing", p.Tracing.Exporter == TracingNone},
 		{"tls", p.TLS.ClientCAFile == "/etc/flowdrop/tls/clients-ca.pem" && p.TLS.KeyFile != ""},
 		{"backend_errors (the safe default written out)", !p.BackendErrors.PassDebugInfo},

@@ -13,6 +13,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/identity"
 	"sigs.k8s.io/yaml"
 )
 
@@ -158,6 +159,50 @@ type policyFile struct {
 	MCP struct {
 		AllowedOrigins []string `json:"allowed_origins"`
 	} `json:"mcp"`
+	UpstreamIdentity struct {
+		Default   string         `json:"default"`
+		Tools     []identityRule `json:"tools"`
+		Upstreams []identityRule `json:"upstreams"`
+		Signing   *struct {
+			Issuer   string   `json:"issuer"`
+			KeyFiles []string `json:"key_files"`
+			TTL      duration `json:"ttl"`
+		} `json:"signing"`
+		TokenExchange *struct {
+			TokenURL         string   `json:"token_url"`
+			ClientID         string   `json:"client_id"`
+			ClientSecretFile string   `json:"client_secret_file"`
+			Timeout          duration `json:"timeout"`
+			MaxCached        int      `json:"max_cached"`
+			RefreshBefore    duration `json:"refresh_before"`
+		} `json:"token_exchange"`
+	} `json:"upstream_identity"`
+}
+
+type identityRule struct {
+	Match    string `json:"match"`
+	Mode     string `json:"mode"`
+	Audience string `json:"audience"`
+}
+
+// identityConfig is the file's upstream_identity as identity.Config.
+func (f *policyFile) identityConfig() identity.Config {
+	u := f.UpstreamIdentity
+	c := identity.Config{Default: identity.Mode(u.Default)}
+	for _, r := range u.Tools {
+		c.Tools = append(c.Tools, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience})
+	}
+	for _, r := range u.Upstreams {
+		c.Upstreams = append(c.Upstreams, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience})
+	}
+	if s := u.Signing; s != nil {
+		c.Signing = &identity.SigningConfig{Issuer: s.Issuer, KeyFiles: s.KeyFiles, TTL: time.Duration(s.TTL)}
+	}
+	if x := u.TokenExchange; x != nil {
+		c.Exchange = &identity.ExchangeConfig{TokenURL: x.TokenURL, ClientID: x.ClientID, ClientSecretFile: x.ClientSecretFile,
+			Timeout: time.Duration(x.Timeout), MaxCached: x.MaxCached, RefreshBefore: time.Duration(x.RefreshBefore)}
+	}
+	return c
 }
 
 type toolAccess struct {
@@ -231,6 +276,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
+	c.UpstreamIdentity = f.identityConfig()
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove
 	c.MCPUpstreams.Input = MCPInputConfig{KeyFiles: f.MCPUpstreams.Input.KeyFiles, StateTTL: time.Duration(f.MCPUpstreams.Input.StateTTL),

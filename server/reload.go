@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/policyreload"
 )
@@ -31,7 +32,17 @@ func policyHash(cfg *PolicyConfig) string {
 		mtls = *c.Auth.MTLS
 	}
 	c.Auth.JWT, c.Auth.MTLS = nil, nil
-	sum := sha256.Sum256(fmt.Appendf(nil, "%+v|%t %+v|%t %+v", c, cfg.Auth.JWT != nil, jwt, cfg.Auth.MTLS != nil, mtls))
+	var signing identity.SigningConfig
+	var exchange identity.ExchangeConfig
+	if s := c.UpstreamIdentity.Signing; s != nil {
+		signing = *s
+	}
+	if x := c.UpstreamIdentity.Exchange; x != nil {
+		exchange = *x
+		exchange.HTTPClient, exchange.Now = nil, nil
+	}
+	c.UpstreamIdentity.Signing, c.UpstreamIdentity.Exchange = nil, nil
+	sum := sha256.Sum256(fmt.Appendf(nil, "%+v|%t %+v|%t %+v|%+v %+v", c, cfg.Auth.JWT != nil, jwt, cfg.Auth.MTLS != nil, mtls, signing, exchange))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -73,6 +84,10 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		if err := unswappable(cur, next); err != nil {
 			return applied, err
 		}
+		idr, err := identity.New(next.UpstreamIdentity)
+		if err != nil {
+			return applied, fmt.Errorf("config: policy: %w", err)
+		}
 		old := g.pipe.Policy()
 		// The JWKS fetch is bounded by jwt.fetch_timeout; the refresh lives
 		// until the Authenticator is closed.
@@ -85,6 +100,9 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		// calls are held to them (a call already past its check finishes).
 		creds, _ := policy.NewCredentialSources(next.Credentials)
 		g.creds.Store(creds)
+		// Calls from now on are sent under the new identity rules and keys
+		// (the exchanged tokens' cache starts empty).
+		g.identity.Store(idr)
 		if g.mcp != nil {
 			// Checked by validate above, so this cannot fail.
 			_ = g.mcp.SetAllowedOrigins(next.MCP.AllowedOrigins)

@@ -1,6 +1,7 @@
 package mcpupstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -65,10 +66,26 @@ func (o *originOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, ErrOtherOrigin
 	}
-	if o.h.Name == "" {
+	call, perCall := req.Context().Value(headerKey{}).(Header)
+	if o.h.Name == "" && !perCall {
 		return o.base.RoundTrip(req)
 	}
 	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
-	req.Header.Set(o.h.Name, o.h.Value)
+	if o.h.Name != "" {
+		req.Header.Set(o.h.Name, o.h.Value)
+	}
+	if perCall {
+		req.Header.Set(call.Name, call.Value) // the call's own identity wins over the session's
+	}
 	return o.base.RoundTrip(req)
+}
+
+type headerKey struct{}
+
+// WithHeader is ctx whose requests carry h besides (or instead of, for the
+// same name) the session's credential: one call's identity (a caller's
+// token), sent with that call's requests only and, as the session's
+// credential, only to the endpoint's origin.
+func WithHeader(ctx context.Context, h Header) context.Context {
+	return context.WithValue(ctx, headerKey{}, h)
 }

@@ -29,20 +29,25 @@ const (
 // AuditRecord is one JSON line per call. It has no field for headers or
 // credentials, so they cannot be logged by construction.
 type AuditRecord struct {
-	Time          time.Time       `json:"time"` // encoded RFC 3339 with nanoseconds
-	CallerSubject string          `json:"caller_subject"`
-	CallerMethod  string          `json:"caller_method"`
-	Tool          string          `json:"tool"`
-	CallID        string          `json:"call_id,omitempty"`
-	Decision      string          `json:"decision"`
-	Reason        string          `json:"reason,omitempty"`
-	Repairs       []AuditRepair   `json:"repairs,omitempty"`
-	Validation    string          `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
-	Violations    []string        `json:"violations,omitempty"`
-	BackendCode   string          `json:"backend_code,omitempty"`
-	LatencyMS     float64         `json:"latency_ms"`
-	ArgsSent      json.RawMessage `json:"args_sent,omitempty"`
-	ArgsRepaired  json.RawMessage `json:"args_repaired,omitempty"`
+	Time          time.Time     `json:"time"` // encoded RFC 3339 with nanoseconds
+	CallerSubject string        `json:"caller_subject"`
+	CallerMethod  string        `json:"caller_method"`
+	Tool          string        `json:"tool"`
+	CallID        string        `json:"call_id,omitempty"`
+	Decision      string        `json:"decision"`
+	Reason        string        `json:"reason,omitempty"`
+	Repairs       []AuditRepair `json:"repairs,omitempty"`
+	Validation    string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
+	Violations    []string      `json:"violations,omitempty"`
+	BackendCode   string        `json:"backend_code,omitempty"`
+	// IdentityMode and IdentitySubject are the identity the backend was
+	// sent (server/identity: static, passthrough, gateway-signed,
+	// token-exchange) and the subject it names; never the token.
+	IdentityMode    string          `json:"identity_mode,omitempty"`
+	IdentitySubject string          `json:"identity_subject,omitempty"`
+	LatencyMS       float64         `json:"latency_ms"`
+	ArgsSent        json.RawMessage `json:"args_sent,omitempty"`
+	ArgsRepaired    json.RawMessage `json:"args_repaired,omitempty"`
 	// ShadowDenials are what shadow-mode entries would have refused; the
 	// call proceeded past them (its decision is its enforced one).
 	ShadowDenials []ShadowDenial `json:"shadow_denials,omitempty"`
@@ -113,6 +118,7 @@ const maxAuditViolations = 16
 func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
 	a.IdempotencyKey = Bound(a.IdempotencyKey)
+	a.IdentitySubject = Bound(a.IdentitySubject)
 	if n := len(a.Violations); n > 0 {
 		keep := min(n, maxAuditViolations)
 		vs := make([]string, keep, keep+1)

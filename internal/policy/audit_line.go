@@ -57,6 +57,8 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = str(b, "backend_code", a.BackendCode, true)
+	b = str(b, "identity_mode", a.IdentityMode, true)
+	b = str(b, "identity_subject", a.IdentitySubject, true)
 	b = append(b, `,"latency_ms":`...)
 	b, err := appendJSONNumber(b, a.LatencyMS)
 	if err != nil {

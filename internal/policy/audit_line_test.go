@@ -13,7 +13,7 @@ func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 		Time: time.Date(2026, 12, 3, 13, 0, 0, 123456789, time.FixedZone("x", 3600)), CallerSubject: "agent <a&b>", CallerMethod: "api-key",
 		Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied,
 		Repairs: []AuditRepair{{Path: "/title", Kind: "entities"}, {Path: "/tags", Kind: "json"}}, Validation: "failed",
-		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", LatencyMS: 0.123,
+		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", IdentityMode: "gateway-signed", IdentitySubject: "alice", LatencyMS: 0.123,
 		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),
 		ShadowDenials:  []ShadowDenial{{Reason: "r", Rule: "n", Message: "m"}, {Reason: "r2", Message: "m2"}},
 		IdempotencyKey: "k", Replayed: true, RecordsDropped: 7, Operation: "RegisterTool", Revision: 12,

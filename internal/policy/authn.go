@@ -414,7 +414,22 @@ func (j *jwtAuth) authenticate(ctx context.Context, raw string) (Caller, error) 
 	if err != nil {
 		return Caller{}, j.classify(tok, err)
 	}
-	return j.caller(claims)
+	c, err := j.caller(claims)
+	if err != nil {
+		return c, err
+	}
+	c.Token = bearerOf(raw, claims)
+	return c, nil
+}
+
+// bearerOf is a verified token's Bearer.
+func bearerOf(raw string, claims jwt.MapClaims) *Bearer {
+	aud, _ := claims.GetAudience()
+	var exp time.Time
+	if e, _ := claims.GetExpirationTime(); e != nil {
+		exp = e.Time
+	}
+	return NewBearer(raw, aud, exp)
 }
 
 // caller is the Caller a verified token's claims name.

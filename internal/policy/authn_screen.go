@@ -44,6 +44,9 @@ func (j *jwtAuth) screen(raw string) (Caller, bool, error) {
 	tok, err := j.parser.ParseWithClaims(raw, claims, j.keys.KeyfuncCtx(noFetch))
 	if err == nil {
 		caller, err := j.caller(claims)
+		if err == nil {
+			caller.Token = bearerOf(raw, claims)
+		}
 		return caller, err == nil, err
 	}
 	if !errors.Is(err, context.Canceled) {

@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -62,12 +64,12 @@ func TestPolicyAuthenticate(t *testing.T) {
 	}{
 		{reason: "no credentials at all", creds: Credentials{}, wantReason: ReasonCredentialsMissing},
 		{reason: "unknown API key", creds: Credentials{APIKey: "fd_live_nope"}, wantReason: ReasonAPIKeyUnknown},
-		{reason: "known API key", creds: Credentials{APIKey: secretKey}, wantCaller: Caller{"ci-bot", MethodAPIKey, []string{RoleInvoker}}},
-		{reason: "hash configured without the sha256: prefix", creds: Credentials{APIKey: otherKey}, wantCaller: Caller{"other", MethodAPIKey, []string{RoleAdmin}}},
+		{reason: "known API key", creds: Credentials{APIKey: secretKey}, wantCaller: Caller{Subject: "ci-bot", Method: MethodAPIKey, Roles: []string{RoleInvoker}}},
+		{reason: "hash configured without the sha256: prefix", creds: Credentials{APIKey: otherKey}, wantCaller: Caller{Subject: "other", Method: MethodAPIKey, Roles: []string{RoleAdmin}}},
 		{reason: "valid RS256 JWT", creds: Credentials{Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, validClaims("alice"))},
-			wantCaller: Caller{"alice", MethodJWT, []string{RoleInvoker}}},
+			wantCaller: Caller{Subject: "alice", Method: MethodJWT, Roles: []string{RoleInvoker}}},
 		{reason: "valid ES256 JWT", creds: Credentials{Bearer: mint(t, jwt.SigningMethodES256, "ec-1", keys.ec, validClaims("bob"))},
-			wantCaller: Caller{"bob", MethodJWT, []string{RoleInvoker}}},
+			wantCaller: Caller{Subject: "bob", Method: MethodJWT, Roles: []string{RoleInvoker}}},
 		{reason: "expired JWT", creds: Credentials{Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, expired)}, wantReason: ReasonJWTExpired},
 		{reason: "JWT for another audience", creds: Credentials{Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, wrongAud)}, wantReason: ReasonJWTAudience},
 		{reason: "JWT from another issuer", creds: Credentials{Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, wrongIss)}, wantReason: ReasonJWTIssuer},
@@ -80,11 +82,11 @@ func TestPolicyAuthenticate(t *testing.T) {
 		{reason: "JWT with an unknown kid", creds: Credentials{Bearer: mint(t, jwt.SigningMethodES256, "ec-9", strangerEC, validClaims("alice"))}, wantReason: ReasonJWTKeyUnknown},
 		{reason: "garbage bearer", creds: Credentials{Bearer: "not.a.jwt"}, wantReason: ReasonJWTMalformed},
 		{reason: "an API key sent as a bearer token is accepted with JWT configured too (the README's \"Bearer <api key or JWT>\")",
-			creds: Credentials{Bearer: secretKey}, wantCaller: Caller{"ci-bot", MethodAPIKey, []string{RoleInvoker}}},
+			creds: Credentials{Bearer: secretKey}, wantCaller: Caller{Subject: "ci-bot", Method: MethodAPIKey, Roles: []string{RoleInvoker}}},
 		{reason: "a present but wrong API key does not fall through to a valid JWT",
 			creds: Credentials{APIKey: "wrong", Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, validClaims("alice"))}, wantReason: ReasonAPIKeyUnknown},
 		{reason: "verified client cert, CN mapped", creds: Credentials{PeerCerts: []*x509.Certificate{{Subject: pkix.Name{CommonName: "svc-a"}}}},
-			wantCaller: Caller{"svc-a", MethodMTLS, []string{RoleInvoker}}},
+			wantCaller: Caller{Subject: "svc-a", Method: MethodMTLS, Roles: []string{RoleInvoker}}},
 		{reason: "client cert without CN", creds: Credentials{PeerCerts: []*x509.Certificate{{}}}, wantReason: ReasonMTLSSubject},
 	}
 	for _, tc := range cases {
@@ -110,6 +112,19 @@ func TestPolicyAuthenticate(t *testing.T) {
 			}
 			if c.Subject != tc.wantCaller.Subject || c.Method != tc.wantCaller.Method || strings.Join(c.Roles, ",") != strings.Join(tc.wantCaller.Roles, ",") {
 				t.Fatalf("caller = %+v, want %+v", c, tc.wantCaller)
+			}
+			// A JWT caller carries its verified token for the identity
+			// modes (its aud and exp too), which no print of it shows.
+			if c.Method == MethodJWT {
+				if c.Token.Raw() != tc.creds.Bearer || sc.Token.Raw() != tc.creds.Bearer || len(c.Token.Audience) == 0 || c.Token.Expiry.IsZero() {
+					t.Fatalf("caller's token: raw kept %v, aud %v, exp %v; want the verified token with its aud and exp", c.Token.Raw() == tc.creds.Bearer, c.Token.Audience, c.Token.Expiry)
+				}
+				js, _ := json.Marshal(c)
+				if printed := fmt.Sprintf("%v %+v %#v %s", c, c, c, js); strings.Contains(printed, tc.creds.Bearer) {
+					t.Fatal("printing the caller shows its token")
+				}
+			} else if c.Token != nil {
+				t.Fatalf("a %s caller carries a bearer token", c.Method)
 			}
 		})
 	}

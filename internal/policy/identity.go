@@ -2,7 +2,9 @@ package policy
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"time"
 )
 
 // Authentication methods a Caller can carry.
@@ -34,7 +36,44 @@ type Caller struct {
 	// returns its configured slice rather than a copy per call): read it,
 	// never modify it; slices.Clone it first to build a different set.
 	Roles []string
+	// Token is the verified bearer token a JWT caller presented (nil for
+	// every other method): what the passthrough and token-exchange
+	// identity modes send on (server/identity). It never prints.
+	Token *Bearer
 }
+
+// Bearer is a caller's verified bearer token with the claims the identity
+// modes judge it by. Its formatting, logging and JSON forms are a
+// placeholder, so a Caller printed or logged whole leaks nothing.
+type Bearer struct {
+	raw string
+	// Audience is the token's "aud" (RFC 8707 resource indicators).
+	Audience []string
+	// Expiry is the token's "exp".
+	Expiry time.Time
+}
+
+// NewBearer is a verified token's Bearer (authentication makes it; tests
+// of the identity modes too).
+func NewBearer(raw string, aud []string, exp time.Time) *Bearer {
+	return &Bearer{raw: raw, Audience: aud, Expiry: exp}
+}
+
+// Raw is the token as the caller sent it, for the one place that sends it
+// on (an upstream the policy says may have it).
+func (b *Bearer) Raw() string {
+	if b == nil {
+		return ""
+	}
+	return b.raw
+}
+
+const redactedBearer = "[bearer token]"
+
+func (b *Bearer) String() string               { return redactedBearer }
+func (b *Bearer) GoString() string             { return redactedBearer }
+func (b *Bearer) LogValue() slog.Value         { return slog.StringValue(redactedBearer) }
+func (b *Bearer) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedBearer + `"`), nil }
 
 // HasRole reports whether the caller holds role.
 func (c Caller) HasRole(role string) bool { return slices.Contains(c.Roles, role) }

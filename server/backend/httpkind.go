@@ -354,6 +354,9 @@ func (h *HTTPOperation) request(ctx context.Context, c *pipeline.Call, op *regis
 	if c.Caller.Subject != "" {
 		req.Header.Set(HeaderCaller, c.Caller.Subject)
 	}
+	if v, ok := bearer(ctx); ok {
+		req.Header.Set("Authorization", v) // after the arguments' headers: the policy's identity wins
+	}
 	for _, k := range append(propagatedMD[1:], traceMD...) { // not grpc-trace-bin: binary, gRPC's own
 		if v := metadata.ValueFromIncomingContext(ctx, k); len(v) > 0 {
 			req.Header.Set(k, v[0])

@@ -79,6 +79,11 @@ func (k *Kinds) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result, 
 	if err != nil {
 		return pipeline.Result{}, err
 	}
+	// Resolved once per call, before the first attempt: retries send the
+	// same identity.
+	if ctx, err = k.withIdentity(ctx, kind, c); err != nil {
+		return pipeline.Result{}, err
+	}
 	return a.Invoke(ctx, c)
 }
 
@@ -101,4 +106,32 @@ func (r retrying) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Result
 func isUnavailable(err error) bool {
 	var e *pipeline.Error
 	return errors.As(err, &e) && e.Code == pipeline.Unavailable
+}
+
+// upstreamOf is the one switch from a kind to the upstream its tools'
+// identity is chosen and addressed by: a URL (MCP upstream, HTTP
+// operation) or a gRPC target; "" for a kind without one (the default
+// mode applies).
+func upstreamOf(kind registry.Kind, c *pipeline.Call) string {
+	if c.Entry == nil {
+		return ""
+	}
+	t := &c.Entry.Tool
+	switch kind {
+	case registry.KindToolBackendService:
+		return t.Backend
+	case registry.KindGRPCMethod:
+		if t.Spec != nil && t.Spec.GRPCMethod != nil {
+			return t.Spec.GRPCMethod.Target
+		}
+	case registry.KindHTTPOperation:
+		if t.Spec != nil && t.Spec.HTTPOperation != nil {
+			return t.Spec.HTTPOperation.BaseURL
+		}
+	case registry.KindMCPTool:
+		if t.Spec != nil && t.Spec.MCPTool != nil {
+			return t.Spec.MCPTool.URL
+		}
+	}
+	return ""
 }

@@ -47,7 +47,7 @@ func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *r
 	// As for a call: a second try only when the upstream did not know the
 	// pooled session, which means the request did not run there.
 	for try := 0; ; try++ {
-		s, cs, _, fresh, err := m.session(ctx, up, ts)
+		s, cs, _, fresh, err := m.session(ctx, up, ts, "")
 		if err != nil {
 			return m.federatedFailure(ctx, err)
 		}

@@ -104,6 +104,16 @@ func (m *MCPUpstream) ListRunning(ctx context.Context, url string, b mcpimport.B
 type mcpUpstreamKey struct {
 	url, env, file string
 	tls            registry.TransportSecurity // spec.tls (zero: none)
+	// subject is the caller a session belongs to under a non-static
+	// identity mode ("" under static): an upstream that binds its sessions
+	// to the user (MCP's security guidance) sees one user per session.
+	subject string
+}
+
+// shared is k without its subject: the upstream the session serves.
+func (k mcpUpstreamKey) shared() mcpUpstreamKey {
+	k.subject = ""
+	return k
 }
 
 // mcpUpstreamSession is one upstream's session; mu serializes making it,
@@ -179,7 +189,7 @@ func (m *MCPUpstream) Retain(live []*registry.Entry) {
 	var gone []*mcpUpstreamSession
 	m.mu.Lock()
 	for k, s := range m.sessions {
-		if !inUse[k] {
+		if !inUse[k.shared()] {
 			delete(m.sessions, k)
 			gone = append(gone, s)
 		}
@@ -255,6 +265,10 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if perr := m.credentialUndeclared(c, up); perr != nil {
 		return pipeline.Result{}, perr
 	}
+	ctx, subject, err := mcpIdentity(ctx, c, up)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
 	args, err := c.Args()
 	if err != nil {
 		return pipeline.Result{}, err
@@ -284,7 +298,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 	}
 	if slot := pipeline.TaskFrom(ctx); slot != nil {
-		return m.invokeTask(ctx, c, up, spec.TLS, js, slot, budget, source)
+		return m.invokeTask(ctx, c, up, spec.TLS, subject, js, slot, budget, source)
 	}
 	retry, perr := m.inputRetry(c, up)
 	if perr != nil {
@@ -295,7 +309,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
 	for try := 0; ; try++ {
-		s, cs, caller, fresh, err := m.session(ctx, up, spec.TLS)
+		s, cs, caller, fresh, err := m.session(ctx, up, spec.TLS, subject)
 		if err != nil {
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
@@ -378,8 +392,9 @@ func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
 
 // session is the upstream's session, made when there is none (fresh); the
 // call holds it until release.
-func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (_ *mcpUpstreamSession, _ *mcp.ClientSession, _ *mcpupstream.Caller, fresh bool, _ error) {
+func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, subject string) (_ *mcpUpstreamSession, _ *mcp.ClientSession, _ *mcpupstream.Caller, fresh bool, _ error) {
 	k := keyFor(up, ts)
+	k.subject = subject
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

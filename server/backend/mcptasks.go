@@ -27,11 +27,11 @@ var ErrTasksUnsupported = mcpupstream.ErrTasksUnsupported
 // invokeTask is Invoke for a call its face asked to run as a task: the
 // upstream is called task-augmented and the task it made goes into slot.
 // The call's result is empty: the face answers with the task.
-func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *registry.MCPTool, ts *registry.TransportSecurity, args []byte, slot *pipeline.TaskSlot, budget time.Duration, source string) (pipeline.Result, error) {
+func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *registry.MCPTool, ts *registry.TransportSecurity, subject string, args []byte, slot *pipeline.TaskSlot, budget time.Duration, source string) (pipeline.Result, error) {
 	// As for a call: a second try only when the upstream did not know the
 	// pooled session, which means the task was not made there.
 	for try := 0; ; try++ {
-		s, cs, caller, fresh, err := m.session(ctx, up, ts)
+		s, cs, caller, fresh, err := m.session(ctx, up, ts, subject)
 		if err != nil {
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
@@ -103,7 +103,9 @@ func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	s, cs, caller, _, err := m.session(ctx, up, ts)
+	// The relayed task methods carry no call, so no per-caller identity:
+	// the upstream's shared session (static identity).
+	s, cs, caller, _, err := m.session(ctx, up, ts, "")
 	if err != nil {
 		return m.federatedFailure(ctx, err)
 	}

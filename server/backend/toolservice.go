@@ -21,6 +21,7 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
 )
@@ -85,6 +86,9 @@ type ToolServiceConfig struct {
 	// InputSampling, InputRoots) the policy in force forbids an upstream
 	// MCP server (by its URL) to ask a caller for (nil: none).
 	InputForbidden func(url string) []string
+	// Identity is the identity resolver in force (server/identity; a
+	// reload swaps it). Nil, or a nil resolver: every call static.
+	Identity func() *identity.Resolver
 }
 
 // ToolService is the backend kind of a tool whose backend is a gRPC target
@@ -363,6 +367,9 @@ func (t *ToolService) outgoingMD(ctx context.Context, c *pipeline.Call) metadata
 	}
 	if c.Caller.Subject != "" {
 		md[MDCaller] = []string{c.Caller.Subject}
+	}
+	if v, ok := bearer(ctx); ok {
+		md[MDAuthorization] = []string{v}
 	}
 	// ValueFromIncomingContext copies only the wanted values, where
 	// FromIncomingContext copies the whole incoming map on every call.

@@ -109,6 +109,11 @@ func Status(e *pipeline.Error) *status.Status {
 			details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 		}
 		return withDetails(status.New(code, e.Message), details...)
+	case strings.HasPrefix(reason, "identity-"):
+		// The identity the tool's upstream takes could not be sent: the
+		// reason and the tool, never a token or the STS's answer (Cause).
+		return withDetails(status.New(code, e.Message), &errdetails.ErrorInfo{Reason: errorInfoReason(reason), Domain: ErrorDomain,
+			Metadata: map[string]string{"tool": e.Tool}})
 	case strings.HasPrefix(reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message

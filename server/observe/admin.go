@@ -23,6 +23,7 @@ import (
 type Admin struct {
 	handler http.Handler
 	status  atomic.Pointer[func() Status] // the status page's source (status.go)
+	jwks    atomic.Pointer[func() []byte] // the gateway-signed mode's public keys (SetJWKS)
 
 	mu      sync.Mutex
 	servers []*http.Server
@@ -51,7 +52,32 @@ func NewAdmin(m *Metrics, ready func() error, about func() string) *Admin {
 	})
 	a := &Admin{handler: mux}
 	mux.HandleFunc("GET /{$}", a.serveStatus)
+	mux.HandleFunc("GET "+JWKSPath, a.serveJWKS)
 	return a
+}
+
+// JWKSPath is where the admin listener publishes the public keys of the
+// tokens the gateway signs for backends (upstream_identity.signing).
+const JWKSPath = "/.well-known/jwks.json"
+
+// SetJWKS sets the source of JWKSPath's answer: a JWK Set, or nil when no
+// signing key is configured (404).
+func (a *Admin) SetJWKS(f func() []byte) { a.jwks.Store(&f) }
+
+func (a *Admin) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+	var set []byte
+	if f := a.jwks.Load(); f != nil {
+		set = (*f)()
+	}
+	if set == nil {
+		http.Error(w, "no signing keys: upstream_identity.signing is not configured", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	// Verifiers refetch on an unknown kid; a short cache keeps a rotation
+	// (a key added, then signing) visible within the overlap.
+	w.Header().Set("Cache-Control", "max-age=60")
+	w.Write(set)
 }
 
 // Serve serves the admin endpoints on lis until Close, bounded by l (its

@@ -78,6 +78,16 @@ type Call struct {
 	replayed bool
 	// outputInvalid: the result failed the tool's output schema.
 	outputInvalid bool
+	// identityMode and identitySubject are the identity the backend was
+	// sent (SetBackendIdentity), for the audit line.
+	identityMode, identitySubject string
+}
+
+// SetBackendIdentity records the identity mode the call's backend is
+// reached under and the subject it names (never a token): the audit
+// line's identity_mode and identity_subject.
+func (c *Call) SetBackendIdentity(mode, subject string) {
+	c.identityMode, c.identitySubject = mode, subject
 }
 
 // ShadowDenials are the refusals shadow-mode rules and authz entries would

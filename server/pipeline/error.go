@@ -106,6 +106,17 @@ const (
 	// ReasonInputStale: a round's state is for an upstream tool the
 	// gateway tool no longer calls (re-imported or changed between rounds).
 	ReasonInputStale Reason = "input-stale"
+	// ReasonIdentityAudience: the tool's identity mode is passthrough and
+	// the caller's bearer token does not name its upstream in "aud" (or
+	// the caller sent no bearer token); the call was not sent.
+	ReasonIdentityAudience Reason = "identity-audience"
+	// ReasonIdentityRefused: the security token service refused to
+	// exchange the caller's token for the tool's upstream (token-exchange).
+	ReasonIdentityRefused Reason = "identity-refused"
+	// ReasonIdentityUnavailable: the identity the tool's mode sends could
+	// not be made (the security token service unreachable or answering
+	// nonsense, no signing key); the call was not sent.
+	ReasonIdentityUnavailable Reason = "identity-unavailable"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure

@@ -105,6 +105,9 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		// The key is bounded with the other caller-supplied strings.
 		IdempotencyKey: c.IdempotencyKey,
 		Replayed:       c.replayed,
+		// The identity the backend was sent: its mode and subject only.
+		IdentityMode:    c.identityMode,
+		IdentitySubject: c.identitySubject,
 	}
 	if e := o.Err; e != nil && e.Kind == KindValidation {
 		for _, v := range e.Violations {

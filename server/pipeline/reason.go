@@ -113,10 +113,13 @@ var reasons = map[Reason]ReasonSpec{
 	// capability is told so as a protocol error (MCP 2026-07-28's
 	// missing-capability error); the policy's refusal and the bounds are
 	// the model's to work around.
-	ReasonInputUnsupported: {FailedPrecondition, MCPMissingCapability, policy.DecisionError, RetryNo},
-	ReasonInputForbidden:   {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
-	ReasonInputTooLarge:    {ResourceExhausted, MCPToolError, policy.DecisionError, RetryNo},
-	ReasonInputStale:       {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonInputUnsupported:    {FailedPrecondition, MCPMissingCapability, policy.DecisionError, RetryNo},
+	ReasonInputForbidden:      {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonInputTooLarge:       {ResourceExhausted, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonInputStale:          {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonIdentityAudience:    {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonIdentityRefused:     {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonIdentityUnavailable: {Unavailable, MCPToolError, policy.DecisionError, RetryLater},
 
 	// Policy: authentication. MCP answers these as a protocol error.
 	policy.ReasonCredentialsMissing:   {Unauthenticated, MCPPermissionDenied, policy.DecisionDeny, RetryNo},
