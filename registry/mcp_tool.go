@@ -10,8 +10,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// MCPTool is a tool of an upstream MCP server reached over streamable
-// HTTP, or over stdio: a process the gateway runs. The credential fields
+// MCPTool is a tool of an upstream MCP server reached over HTTP
+// (streamable, or the legacy HTTP+SSE transport), or over stdio: a process
+// the gateway runs. The credential fields
 // are references (an environment variable's name, a file's path), never
 // the credential itself: the registry holds no secret, and a registry read
 // shows none.
@@ -28,7 +29,26 @@ type MCPTool struct {
 	// CredentialFile is the path of a file on the gateway's host holding
 	// the same.
 	CredentialFile string
+	// Transport is how an http(s) upstream is spoken to (empty: detected
+	// when a session is made); always empty over stdio.
+	Transport MCPTransport
 }
+
+// MCPTransport is the HTTP transport of an upstream MCP server: the proto
+// enum McpTransport by name, as the tools file and the stored form write it.
+type MCPTransport string
+
+// The transports (proto McpTransport).
+const (
+	// MCPTransportDetect: streamable HTTP, falling back to the legacy
+	// HTTP+SSE transport where the endpoint refuses the streamable POST
+	// (MCP's backward compatibility; mcpupstream.TransportDetect).
+	MCPTransportDetect MCPTransport = ""
+	// MCPTransportStreamable: streamable HTTP (MCP 2025-03-26 and later).
+	MCPTransportStreamable MCPTransport = "streamable_http"
+	// MCPTransportSSE: the legacy HTTP+SSE transport (MCP 2024-11-05).
+	MCPTransportSSE MCPTransport = "sse"
+)
 
 // StdioScheme is the URL scheme of an upstream MCP server run over stdio.
 const StdioScheme = "stdio"
@@ -70,6 +90,8 @@ func checkMCPTool(name string, m *MCPTool, spec *BackendSpec) *ToolError {
 			return bad("credential_env", "a stdio server takes no credential reference: its environment is the gateway's configuration (mcp_upstreams.stdio)")
 		case spec != nil && spec.TLS != nil:
 			return &ToolError{Tool: name, Field: "spec.tls", Reason: "a stdio server is a local process: there is no transport to secure"}
+		case m.Transport != MCPTransportDetect:
+			return bad("transport", "a stdio server is spoken to over its stdio: leave transport unset")
 		}
 		return checkMCPToolName(bad, m)
 	}
@@ -88,6 +110,11 @@ func checkMCPTool(name string, m *MCPTool, spec *BackendSpec) *ToolError {
 	}
 	if te := checkMCPToolName(bad, m); te != nil {
 		return te
+	}
+	switch m.Transport {
+	case MCPTransportDetect, MCPTransportStreamable, MCPTransportSSE:
+	default:
+		return bad("transport", "is not a transport: want streamable_http or sse (unset: detected when a session is made)")
 	}
 	switch {
 	case m.CredentialEnv != "" && m.CredentialFile != "":
@@ -153,10 +180,11 @@ func (mcpToolKind) hideAddress(s *BackendSpec) {
 //
 //	mcp_tool: {url: https://weather.internal/mcp, tool: forecast, credential_file: /etc/flowdrop/weather.token}
 type mcpToolForm struct {
-	URL            string `json:"url"`
-	Tool           string `json:"tool"`
-	CredentialEnv  string `json:"credential_env,omitempty"`
-	CredentialFile string `json:"credential_file,omitempty"`
+	URL            string       `json:"url"`
+	Tool           string       `json:"tool"`
+	CredentialEnv  string       `json:"credential_env,omitempty"`
+	CredentialFile string       `json:"credential_file,omitempty"`
+	Transport      MCPTransport `json:"transport,omitempty"`
 }
 
 func (mcpToolKind) record(s *BackendSpec) (any, error) { return (*mcpToolForm)(s.MCPTool), nil }

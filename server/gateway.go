@@ -275,6 +275,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream}); err != nil {
 			return nil, err
 		}
+		// Before serving: the upstreams' resource updates and list changes
+		// reach the face's subscribers.
+		g.kinds.MCPUpstream.OnNotice(g.mcp.UpstreamNotified)
 	}
 
 	g.stdio = cfg.Policy.MCPUpstreams.Stdio // before pruneLoop reads it

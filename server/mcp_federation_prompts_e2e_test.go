@@ -21,14 +21,17 @@ import (
 func TestMCPFederatesPrompts(t *testing.T) {
 	f := startFederation(t)
 	t.Run("capabilities", func(t *testing.T) {
-		for _, tc := range []struct{ name, reason, key, version string }{
-			{"agent-2025", "initialize declares prompts: an upstream in the caller's view offers them", "agent-key", "2025-11-25"},
-			{"agent-2026", "server/discover declares the same", "agent-key", "2026-07-28"},
-			{"toolsonly", "prompts need no resource allow list", "toolsonly-key", "2025-11-25"},
+		for _, tc := range []struct {
+			name, reason, key, version string
+			listChanged                bool
+		}{
+			{"agent-2025", "initialize declares prompts: an upstream in the caller's view offers them; no stream, no listChanged", "agent-key", "2025-11-25", false},
+			{"agent-2026", "server/discover declares the same, and listChanged (relayed on subscriptions/listen)", "agent-key", "2026-07-28", true},
+			{"toolsonly", "prompts need no resource allow list", "toolsonly-key", "2025-11-25", false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				caps := f.connect(tc.key, tc.version).InitializeResult().Capabilities
-				if caps.Prompts == nil || caps.Prompts.ListChanged {
+				if caps.Prompts == nil || caps.Prompts.ListChanged != tc.listChanged {
 					t.Fatalf("%s: capabilities %+v (prompts %+v)", tc.reason, caps, caps.Prompts)
 				}
 			})

@@ -26,19 +26,19 @@ func TestMCPFederatesResources(t *testing.T) {
 	t.Run("capabilities", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, reason, key, version string
-			resources                  bool
+			resources, streams         bool
 		}{
-			{"agent-2025", "initialize declares resources: an upstream in the caller's view offers them", "agent-key", "2025-11-25", true},
-			{"agent-2026", "server/discover declares the same", "agent-key", "2026-07-28", true},
-			{"toolsonly", "no resource allow list: resources are not declared", "toolsonly-key", "2025-11-25", false},
+			{"agent-2025", "initialize declares resources: an upstream in the caller's view offers them; no stream, so neither subscribe nor listChanged", "agent-key", "2025-11-25", true, false},
+			{"agent-2026", "server/discover declares the same, with subscribe and listChanged (relayed on subscriptions/listen)", "agent-key", "2026-07-28", true, true},
+			{"toolsonly", "no resource allow list: resources are not declared", "toolsonly-key", "2025-11-25", false, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				caps := f.connect(tc.key, tc.version).InitializeResult().Capabilities
 				if (caps.Resources != nil) != tc.resources || caps.Tools == nil {
 					t.Fatalf("%s: capabilities %+v", tc.reason, caps)
 				}
-				if caps.Resources != nil && (caps.Resources.Subscribe || caps.Resources.ListChanged) {
-					t.Fatalf("subscriptions and list_changed are not relayed, yet declared: %+v", caps.Resources)
+				if caps.Resources != nil && (caps.Resources.Subscribe != tc.streams || caps.Resources.ListChanged != tc.streams) {
+					t.Fatalf("%s: resources %+v", tc.reason, caps.Resources)
 				}
 			})
 		}

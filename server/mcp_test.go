@@ -59,12 +59,16 @@ type mcpClientOpts struct {
 	header   http.Header
 	version  string // protocol version; "" = the SDK's latest
 	onChange func()
+	client   *mcp.ClientOptions // the client's options (nil: none beyond onChange)
 }
 
 // mcpConnect connects the SDK's client to env's MCP endpoint.
 func mcpConnect(t testing.TB, ctx context.Context, url string, o mcpClientOpts) (*mcp.ClientSession, error) {
 	t.Helper()
 	copts := &mcp.ClientOptions{}
+	if o.client != nil {
+		copts = o.client
+	}
 	if o.onChange != nil {
 		copts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { o.onChange() }
 	}

@@ -20,10 +20,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-const importMCPUsage = "import mcp (--url URL [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--max-description-bytes N] [--max-schema-bytes N] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
+const importMCPUsage = "import mcp (--url URL [--transport streamable_http|sse] [--header-file F | --credential-env NAME] | --stdio NAME -- COMMAND [ARG...]) [--prefix P] [--max-description-bytes N] [--max-schema-bytes N] [--dry-run] [--require-compatible] [--replace] [--addr HOST:PORT]"
 
 // toolsImportMCP registers one MCP-tool tool per tool of an upstream MCP
-// server (streamable HTTP). The credential's file path or environment
+// server (streamable HTTP, or legacy HTTP+SSE with --transport sse). The credential's file path or environment
 // variable's name is stored in each tool; the credential is read here to
 // list the tools, and by the gateway on connect, never stored. With
 // --stdio NAME the server is one the gateway runs (its policy file's
@@ -39,7 +39,8 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		args, command = args[:i], args[i+1:]
 	}
 	f := newToolsFlags("import mcp", importMCPUsage, stderr, 30*time.Second)
-	upstream := f.fs.String("url", "", "the upstream MCP server's streamable-HTTP URL, stored in each tool")
+	upstream := f.fs.String("url", "", "the upstream MCP server's HTTP URL, stored in each tool")
+	transport := f.fs.String("transport", "", "the upstream's HTTP transport, stored in each tool: streamable_http, or sse (legacy HTTP+SSE, 2024-11-05); unset: detected on each connect")
 	stdioName := f.fs.String("stdio", "", "NAME of the stdio server in the gateway's policy file (mcp_upstreams.stdio); the command after -- runs it here to list its tools")
 	headerFile := f.fs.String("header-file", "", `file holding a bearer token or one "Header-Name: value" line; its absolute path is stored, read by the gateway on connect`)
 	credEnv := f.fs.String("credential-env", "", "environment variable (of the gateway, and of this command for the listing) holding the same")
@@ -73,6 +74,12 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(2, "--url: want the upstream's http or https URL (or --stdio NAME -- COMMAND)")
 	} else if len(command) > 0 {
 		return fail(2, "a command after -- goes with --stdio")
+	}
+	switch tr := registry.MCPTransport(*transport); {
+	case *stdioName != "" && tr != registry.MCPTransportDetect:
+		return fail(2, "--transport goes with --url: a stdio server is spoken to over its stdio")
+	case tr != registry.MCPTransportDetect && tr != registry.MCPTransportStreamable && tr != registry.MCPTransportSSE:
+		return fail(2, "--transport %q: want streamable_http or sse (unset: detected)", *transport)
 	}
 	if *headerFile != "" && *credEnv != "" {
 		return fail(2, "set at most one of --header-file and --credential-env")
@@ -115,7 +122,8 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return fail(1, "starting %s: %v", command[0], err)
 		}
-	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes}); err != nil {
+	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes,
+		Transport: mcpupstream.Transport(*transport)}); err != nil {
 		return fail(1, "connecting to %s: %v%s", *upstream, err, redirectHint(err))
 	}
 	// What the upstream lists is bounded as it is read (its bytes, its
@@ -125,7 +133,7 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fail(1, "listing the tools of %s: %v%s", *upstream, err, redirectHint(err))
 	}
-	tools, skipped, err := mcpimport.Tools(listed, mcpimport.Options{URL: *upstream, Prefix: *prefix, CredentialEnv: ref.Env, CredentialFile: ref.File})
+	tools, skipped, err := mcpimport.Tools(listed, mcpimport.Options{URL: *upstream, Transport: registry.MCPTransport(*transport), Prefix: *prefix, CredentialEnv: ref.Env, CredentialFile: ref.File})
 	if err != nil {
 		return fail(2, "%v", err)
 	}

@@ -21,13 +21,16 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/toolproto"
 	"github.com/flowdrop/gateway/registry"
 )
 
 // Options say how the upstream is reached and named.
 type Options struct {
-	// URL is the upstream's streamable-HTTP endpoint, stored in each tool.
+	// URL is the upstream's HTTP endpoint, stored in each tool.
 	URL string
+	// Transport is stored in each tool (empty: detected by the gateway).
+	Transport registry.MCPTransport
 	// Prefix starts every gateway tool name.
 	Prefix string
 	// CredentialEnv and CredentialFile are the credential reference
@@ -103,14 +106,15 @@ func Tools(upstream []*mcp.Tool, o Options) ([]*gatewayv1.Tool, []Skipped, error
 				continue
 			}
 		}
-		spec := &registry.MCPTool{URL: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}
+		spec := &registry.MCPTool{URL: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile, Transport: o.Transport}
 		if _, err := registry.Compile(registry.Tool{Name: name, InputSchema: schema, OutputSchema: outSchema, Spec: &registry.BackendSpec{MCPTool: spec}}); err != nil {
 			skipped = append(skipped, Skipped{t.Name, err.Error()})
 			continue
 		}
 		tools = append(tools, &gatewayv1.Tool{Name: name, Description: t.Description, InputSchema: schema,
 			Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
-				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile}}},
+				Url: o.URL, Tool: t.Name, CredentialEnv: o.CredentialEnv, CredentialFile: o.CredentialFile,
+				Transport: toolproto.MCPTransportProto(o.Transport)}}},
 			Annotations: annotations(t.Annotations), OutputSchema: outSchema,
 			// The upstream may change the tool only through a pending change
 			// an admin approves (internal/mcppin); the registry computes the

@@ -16,8 +16,15 @@ type ConnectOptions struct {
 	// Client are the go-sdk client's options (nil: none), e.g. a
 	// ToolListChangedHandler.
 	Client *mcp.ClientOptions
+	// ClientNotificationsOnly says Client sets notification handlers only,
+	// which no call's answer depends on: a Caller's calls keep its own
+	// path (else they go through the SDK).
+	ClientNotificationsOnly bool
+	// Transport is the HTTP transport (TransportDetect when unset).
+	Transport Transport
 	// Listen keeps a standing GET stream open for the upstream's
-	// notifications; without it the session only carries calls.
+	// notifications; without it the session only carries calls (over
+	// legacy SSE the one stream carries both, always).
 	Listen bool
 	// MaxResponseBytes is the largest response budget the session's calls
 	// are given (WithResponseLimit); 0: none. Above the SDK's own bound on
@@ -30,11 +37,15 @@ type ConnectOptions struct {
 	Stderr io.Writer
 }
 
-// Connect opens an MCP session over streamable HTTP to url, presenting h.
-// The transport does not retry on its own: a failure is the caller's to
+// Connect opens an MCP session over HTTP to url (o.Transport), presenting
+// h. The transport does not retry on its own: a failure is the caller's to
 // see (and to reconnect after, within its own bounds).
 func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.ClientSession, error) {
-	return connect(ctx, streamableWith(url, HTTPClient(url, h, o.Base), o), o)
+	c, err := connectHTTP(ctx, url, h, o)
+	if err != nil {
+		return nil, err
+	}
+	return c.Session, nil
 }
 
 // ConnectCommand starts c and opens an MCP session over its stdio; closing

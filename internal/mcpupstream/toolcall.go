@@ -40,7 +40,10 @@ type Caller struct {
 	// sdk sends calls through the SDK: the session has options (handlers,
 	// capabilities) whose effect on a call CallTool does not reproduce.
 	sdk bool
-	ids atomic.Uint64
+	// legacySSE: the session is over the legacy HTTP+SSE transport
+	// (Measured).
+	legacySSE bool
+	ids       atomic.Uint64
 	// meta is the SEP-2575 per-request _meta the SDK adds to every request
 	// from protocol revision 2026-07-28 on (nil before it).
 	meta json.RawMessage
@@ -59,13 +62,18 @@ const revisionRequestMeta = "2026-07-28"
 // share one HTTP client, so the credential, origin pin, redirect refusal
 // and response budget hold for both.
 func ConnectCaller(ctx context.Context, url string, h Header, o ConnectOptions) (*Caller, error) {
-	client := HTTPClient(url, h, o.Base)
+	return connectHTTP(ctx, url, h, o)
+}
+
+// connectStreamable is ConnectCaller over streamable HTTP with client
+// (HTTPClient).
+func connectStreamable(ctx context.Context, url string, client *http.Client, o ConnectOptions) (*Caller, error) {
 	t := streamableWith(url, client, o)
 	cs, err := connect(ctx, t, o)
 	if err != nil {
 		return nil, err
 	}
-	c := &Caller{Session: cs, endpoint: url, client: client, maxEvent: t.MaxEventSize, sdk: o.Client != nil}
+	c := &Caller{Session: cs, endpoint: url, client: client, maxEvent: t.MaxEventSize, sdk: o.Client != nil && !o.ClientNotificationsOnly}
 	if c.maxEvent == 0 {
 		c.maxEvent = mcp.DefaultMaxEventSize
 	}
@@ -85,6 +93,12 @@ func ConnectCaller(ctx context.Context, url string, h Header, o ConnectOptions) 
 	}
 	return c, nil
 }
+
+// Measured reports whether the session's answers are measured once read
+// rather than cut off at the response budget (WithResponseLimit): over
+// legacy SSE every answer shares the session's one stream, which no call's
+// budget binds.
+func (c *Caller) Measured() bool { return c.legacySSE }
 
 // Close ends the session.
 func (c *Caller) Close() error { return c.Session.Close() }

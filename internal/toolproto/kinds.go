@@ -1,6 +1,8 @@
 package toolproto
 
 import (
+	"fmt"
+
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 )
@@ -36,7 +38,8 @@ func SpecFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 		s.HTTPOperation = op
 	case *gatewayv1.BackendSpec_McpTool:
 		m := k.McpTool
-		s.MCPTool = &registry.MCPTool{URL: m.GetUrl(), Tool: m.GetTool(), CredentialEnv: m.GetCredentialEnv(), CredentialFile: m.GetCredentialFile()}
+		s.MCPTool = &registry.MCPTool{URL: m.GetUrl(), Tool: m.GetTool(), CredentialEnv: m.GetCredentialEnv(), CredentialFile: m.GetCredentialFile(),
+			Transport: MCPTransport(m.GetTransport())}
 	}
 	return s
 }
@@ -73,7 +76,33 @@ func SpecProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 	case registry.KindMCPTool:
 		m := s.MCPTool
 		p.Kind = &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
-			Url: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile}}
+			Url: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile, Transport: MCPTransportProto(m.Transport)}}
 	}
 	return p
+}
+
+// MCPTransport is the registry's name of a proto transport; a number this
+// build does not know is kept as a name admission refuses ("unknown(N)"),
+// never read as detection.
+func MCPTransport(t gatewayv1.McpTransport) registry.MCPTransport {
+	switch t {
+	case gatewayv1.McpTransport_MCP_TRANSPORT_UNSPECIFIED:
+		return registry.MCPTransportDetect
+	case gatewayv1.McpTransport_MCP_TRANSPORT_STREAMABLE_HTTP:
+		return registry.MCPTransportStreamable
+	case gatewayv1.McpTransport_MCP_TRANSPORT_SSE:
+		return registry.MCPTransportSSE
+	}
+	return registry.MCPTransport(fmt.Sprintf("unknown(%d)", int32(t)))
+}
+
+// MCPTransportProto is the proto transport of an admitted registry one.
+func MCPTransportProto(t registry.MCPTransport) gatewayv1.McpTransport {
+	switch t {
+	case registry.MCPTransportStreamable:
+		return gatewayv1.McpTransport_MCP_TRANSPORT_STREAMABLE_HTTP
+	case registry.MCPTransportSSE:
+		return gatewayv1.McpTransport_MCP_TRANSPORT_SSE
+	}
+	return gatewayv1.McpTransport_MCP_TRANSPORT_UNSPECIFIED
 }

@@ -30,7 +30,8 @@ import (
 
 // MCPUpstream is the backend kind of a tool of an upstream MCP server
 // (registry.MCPTool): tools/call over streamable HTTP (mcpupstream.Caller
-// on a go-sdk session, over the upstream's own connection pool), or over
+// on a go-sdk session, over the upstream's own connection pool), over the
+// legacy HTTP+SSE transport (the go-sdk client), or over
 // the stdio of a configured process (stdio://NAME, the go-sdk client), with
 // the normalized arguments. One session per upstream (URL and credential
 // reference; over stdio, one process), made on first use and made again
@@ -67,6 +68,49 @@ type MCPUpstream struct {
 	generations atomic.Uint64
 	// progressTokens numbers the progress tokens of stdio calls.
 	progressTokens atomic.Uint64
+	// notice hears what an upstream notifies beyond its tools (resources
+	// updated, prompt and resource lists changed) and that a new session
+	// was made (NoticeSession); set before the first call.
+	notice func(up *registry.MCPTool, ts *registry.TransportSecurity, method, uri string)
+}
+
+// NoticeSession is the method OnNotice is told with when a session to an
+// upstream is made: what was subscribed on the one before is gone.
+const NoticeSession = "flowdrop/session"
+
+// OnNotice sets what hears an upstream's notifications/resources/updated
+// (with the upstream's URI), notifications/prompts/list_changed and
+// notifications/resources/list_changed, over any transport, and each new
+// session (NoticeSession). It is called on the session's reading
+// goroutine: it must not block. Call it before serving.
+func (m *MCPUpstream) OnNotice(f func(up *registry.MCPTool, ts *registry.TransportSecurity, method, uri string)) {
+	m.notice = f
+}
+
+// noticeHandlers are the session's client options: a change of its prompt
+// or resource lists makes what was read of them stale (generation), and
+// every notice is passed on (OnNotice).
+func (m *MCPUpstream) noticeHandlers(s *mcpUpstreamSession, up *registry.MCPTool, ts *registry.TransportSecurity, o *mcp.ClientOptions) *mcp.ClientOptions {
+	up = &registry.MCPTool{URL: up.URL, CredentialEnv: up.CredentialEnv, CredentialFile: up.CredentialFile, Transport: up.Transport}
+	tell := func(method, uri string) {
+		if f := m.notice; f != nil {
+			f(up, ts, method, uri)
+		}
+	}
+	o.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) {
+		s.generation.Store(m.generations.Add(1))
+		tell("notifications/prompts/list_changed", "")
+	}
+	o.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) {
+		s.generation.Store(m.generations.Add(1))
+		tell("notifications/resources/list_changed", "")
+	}
+	o.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+		if r.Params != nil && r.Params.URI != "" {
+			tell("notifications/resources/updated", r.Params.URI)
+		}
+	}
+	return o
 }
 
 // ErrNotRunning is ListRunning's error when the stdio server has no
@@ -103,6 +147,7 @@ func (m *MCPUpstream) ListRunning(ctx context.Context, url string, b mcpimport.B
 
 type mcpUpstreamKey struct {
 	url, env, file string
+	transport      registry.MCPTransport
 	tls            registry.TransportSecurity // spec.tls (zero: none)
 	// subject is the caller a session belongs to under a non-static
 	// identity mode ("" under static): an upstream that binds its sessions
@@ -169,7 +214,7 @@ const stdioRestartGap = time.Second
 
 // keyFor is the session key of an upstream under spec.tls.
 func keyFor(up *registry.MCPTool, ts *registry.TransportSecurity) mcpUpstreamKey {
-	k := mcpUpstreamKey{url: up.URL, env: up.CredentialEnv, file: up.CredentialFile}
+	k := mcpUpstreamKey{url: up.URL, env: up.CredentialEnv, file: up.CredentialFile, transport: up.Transport}
 	if ts != nil {
 		k.tls = *ts
 	}
@@ -305,6 +350,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		return pipeline.Result{}, perr
 	}
 	var res *mcp.CallToolResult
+	measured := false // the answer was read whole, not cut off at the limit
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
@@ -314,11 +360,13 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
 		if caller != nil {
+			measured = caller.Measured()
 			res, err = caller.CallToolRound(ctx, up.Tool, js, onProgress, retry)
 		} else if retry != nil {
 			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
 				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
 		} else {
+			measured = true
 			res, err = m.callStdio(ctx, s, cs, params, onProgress)
 		}
 		m.release(s)
@@ -345,9 +393,11 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if err != nil {
 		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's answer does not convert: %v", err))
 	}
-	if _, stdio := registry.StdioName(up.URL); stdio && len(enc) > m.ts.cfg.MaxRecvMsgSize {
-		// Over HTTP the limit ends the read; over stdio the SDK bounds each
-		// message (16 MiB) and the limit is checked once it is read.
+	if measured && len(enc) > m.ts.cfg.MaxRecvMsgSize {
+		// Over streamable HTTP the limit ends the read; over stdio and
+		// legacy SSE the SDK bounds each message (16 MiB; over SSE the
+		// limit, which ends the session's stream) and the limit is checked
+		// once it is read.
 		return pipeline.Result{}, m.ts.responseTooLarge(c)
 	}
 	return pipeline.Result{Encoded: enc}, nil
@@ -423,19 +473,13 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 				up.URL, time.Since(s.started).Round(time.Millisecond), stdioRestartGap)
 		}
 		s.started = time.Now()
-		o := mcpupstream.ConnectOptions{Client: &mcp.ClientOptions{
+		o := mcpupstream.ConnectOptions{Client: m.noticeHandlers(s, up, nil, &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 				if f := m.listChanged; f != nil {
 					f(up.URL)
 				}
 			},
-			PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-				s.generation.Store(m.generations.Add(1))
-			},
-			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-				s.generation.Store(m.generations.Add(1))
-			},
-			ProgressNotificationHandler: s.routeProgress}}
+			ProgressNotificationHandler: s.routeProgress})}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
@@ -459,6 +503,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		s.live.Store(cs)
 		s.generation.Store(m.generations.Add(1))
 		s.calls++
+		m.tellSession(up, nil)
 		return s, cs, nil, true, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
@@ -477,7 +522,11 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	if m.base != nil && ts == nil {
 		base = m.base
 	}
-	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize)})
+	// Listen: the upstream's notifications (resources updated, lists
+	// changed) have a stream to come on, beside the calls.
+	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
+		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true,
+		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
@@ -485,7 +534,17 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	s.live.Store(caller.Session)
 	s.generation.Store(m.generations.Add(1))
 	s.calls++
+	m.tellSession(up, ts)
 	return s, caller.Session, caller, true, nil
+}
+
+// tellSession tells OnNotice's function that a session to up was made,
+// off the caller's goroutine (it may contact the upstream).
+func (m *MCPUpstream) tellSession(up *registry.MCPTool, ts *registry.TransportSecurity) {
+	if f := m.notice; f != nil {
+		up := &registry.MCPTool{URL: up.URL, CredentialEnv: up.CredentialEnv, CredentialFile: up.CredentialFile, Transport: up.Transport}
+		go f(up, ts, NoticeSession, "")
+	}
 }
 
 // drop forgets cs if it is still s's session, and closes it in the

@@ -135,7 +135,7 @@ func (c *upstreamCache) retain(live map[string]*federatedUpstream) {
 
 // flightKey names one kind of read of one upstream.
 func flightKey(kind string, k upstreamKey) string {
-	return fmt.Sprintf("%s\x00%q\x00%q\x00%q\x00%v\x00%+v", kind, k.url, k.env, k.file, k.hasTLS, k.tls)
+	return fmt.Sprintf("%s\x00%q\x00%q\x00%q\x00%q\x00%v\x00%+v", kind, k.url, k.env, k.file, k.transport, k.hasTLS, k.tls)
 }
 
 // detached is ctx for a read shared by its waiters: none of them cancels

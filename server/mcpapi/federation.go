@@ -98,6 +98,7 @@ func splitGatewayURI(uri string) (ns, upstreamURI string, ok bool) {
 
 type upstreamKey struct {
 	url, env, file string
+	transport      registry.MCPTransport
 	tls            registry.TransportSecurity
 	hasTLS         bool
 }
@@ -116,13 +117,13 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 			continue
 		}
 		sp := t.Spec.MCPTool
-		k := upstreamKey{url: sp.URL, env: sp.CredentialEnv, file: sp.CredentialFile}
+		k := upstreamKey{url: sp.URL, env: sp.CredentialEnv, file: sp.CredentialFile, transport: sp.Transport}
 		if t.Spec.TLS != nil {
 			k.tls, k.hasTLS = *t.Spec.TLS, true
 		}
 		g := groups[k]
 		if g == nil {
-			g = &group{up: &federatedUpstream{key: k, spec: registry.MCPTool{URL: sp.URL, CredentialEnv: sp.CredentialEnv, CredentialFile: sp.CredentialFile}, tls: t.Spec.TLS},
+			g = &group{up: &federatedUpstream{key: k, spec: registry.MCPTool{URL: sp.URL, CredentialEnv: sp.CredentialEnv, CredentialFile: sp.CredentialFile, Transport: sp.Transport}, tls: t.Spec.TLS},
 				prefixes: map[string]bool{}}
 			groups[k] = g
 		}
@@ -200,9 +201,11 @@ func (m *Server) withUpstream(ctx context.Context, u *federatedUpstream, f func(
 // callerCapabilities is what the face declares to the caller in ctx:
 // tools, and resources, prompts and completions when an upstream in its
 // view is known to offer them, without waiting on any (fedcache.go;
-// resources also only when its resource allow list is not empty). Subscriptions are not relayed (CONFORMANCE.md), so
-// resources are declared without subscribe; neither list_changed.
-func (m *Server) callerCapabilities(ctx context.Context) *mcp.ServerCapabilities {
+// resources also only when its resource allow list is not empty). To a
+// caller with a stream to hear them on (streams: subscriptions.go),
+// resources.subscribe and the prompt and resource listChanged flags where
+// such an upstream declares them; never to another.
+func (m *Server) callerCapabilities(ctx context.Context, streams bool) *mcp.ServerCapabilities {
 	caps := capabilities()
 	for _, u := range m.view(ctx) {
 		c, ok := m.knownCaps(u)
@@ -215,10 +218,17 @@ func (m *Server) callerCapabilities(ctx context.Context) *mcp.ServerCapabilities
 			continue
 		}
 		if c.Resources != nil && m.mayListResources(ctx) {
-			caps.Resources = &mcp.ResourceCapabilities{}
+			if caps.Resources == nil {
+				caps.Resources = &mcp.ResourceCapabilities{}
+			}
+			caps.Resources.Subscribe = caps.Resources.Subscribe || streams && c.Resources.Subscribe
+			caps.Resources.ListChanged = caps.Resources.ListChanged || streams && c.Resources.ListChanged
 		}
 		if c.Prompts != nil && federatedMethods["prompts/list"] != nil {
-			caps.Prompts = &mcp.PromptCapabilities{}
+			if caps.Prompts == nil {
+				caps.Prompts = &mcp.PromptCapabilities{}
+			}
+			caps.Prompts.ListChanged = caps.Prompts.ListChanged || streams && c.Prompts.ListChanged
 		}
 		if c.Completions != nil && federatedMethods["completion/complete"] != nil {
 			caps.Completions = &mcp.CompletionCapabilities{}
@@ -318,9 +328,9 @@ func (m *Server) federate(ctx context.Context, method string, req mcp.Request, n
 		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			r.Capabilities = m.callerCapabilities(ctx)
+			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method))
 		case *mcp.DiscoverResult:
-			r.Capabilities = m.callerCapabilities(ctx)
+			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method))
 		}
 		return res, err, true
 	}

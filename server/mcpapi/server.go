@@ -178,6 +178,7 @@ type Server struct {
 	tasks       mcptasks.Store
 	taskUps     TaskUpstreams
 	taskSupport taskSupportCache
+	subs        subscriptions
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -234,7 +235,7 @@ func New(cfg Config) (*Server, error) {
 		m.log.Info("MCP tools/call fast path off", "why", off)
 	}
 	m.impl = &mcp.Implementation{Name: "flowdrop-gateway", Version: buildinfo.Read().ImplementationVersion()}
-	m.sdk = mcp.NewServer(m.impl, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		// Tools only (methods.go); advertise tools with listChanged even
 		// while the registry is empty, so clients subscribe from the start.
 		Capabilities: capabilities(),
@@ -244,7 +245,14 @@ func New(cfg Config) (*Server, error) {
 				c.TTLMs, c.CacheScope = 0, "private"
 			}
 		},
-	})
+	}
+	if m.upstreams != nil {
+		m.subscribeOptions(opts) // subscriptions.go
+	}
+	m.sdk = mcp.NewServer(m.impl, opts)
+	if m.upstreams != nil {
+		m.addListChangedEntries()
+	}
 	m.sdk.AddReceivingMiddleware(m.middleware)
 
 	changes, unsubscribe := reg.Changes() // subscribe before the first sync: no change is missed
@@ -431,6 +439,8 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 				lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
 			}
 			return res, err
+		case "resources/subscribe", "resources/unsubscribe":
+			return nil, refuseLegacySubscribe(method) // subscriptions.go
 		case "subscriptions/listen":
 			// The SDK holds the stream open until ctx ends; end it at shutdown.
 			ctx, cancel := context.WithCancel(ctx)

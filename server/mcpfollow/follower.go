@@ -119,10 +119,11 @@ type mcpUpstreamGroup struct {
 }
 
 type mcpGroupKey struct {
-	url string
-	ref mcpupstream.Reference
-	tls registry.TransportSecurity // the tools' spec.tls (zero: none)
-	has bool                       // spec.tls is set
+	url  string
+	mcpT registry.MCPTransport // spec.mcp_tool.transport
+	ref  mcpupstream.Reference
+	tls  registry.TransportSecurity // the tools' spec.tls (zero: none)
+	has  bool                       // spec.tls is set
 }
 
 // transport is the group's HTTP transport: its spec.tls, never plaintext
@@ -142,7 +143,7 @@ func (f *Follower) groups() map[mcpGroupKey]*mcpUpstreamGroup {
 			continue // an admin's tool: no upstream changes or deletes it
 		}
 		m := t.Spec.MCPTool
-		k := mcpGroupKey{url: m.URL, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
+		k := mcpGroupKey{url: m.URL, mcpT: m.Transport, ref: mcpupstream.Reference{Env: m.CredentialEnv, File: m.CredentialFile}}
 		if t.Spec.TLS != nil {
 			k.tls, k.has = *t.Spec.TLS, true
 		}
@@ -226,7 +227,8 @@ func (f *Follower) listen(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		id := upstreamID{url: k.url, ref: k.ref}
 		cs, err := mcpupstream.Connect(cctx, k.url, h, mcpupstream.ConnectOptions{Base: base, Listen: true, MaxResponseBytes: f.bounds.ListBytes,
-			Client: &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.pacer.notify(id) }}})
+			Transport: mcpupstream.Transport(k.mcpT),
+			Client:    &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { f.pacer.notify(id) }}})
 		cancel()
 		if err != nil {
 			f.log.Debug("mcp upstream: no notification session; re-listing on the interval", "url", k.url, "err", err)
@@ -375,7 +377,8 @@ func (f *Follower) list(ctx context.Context, g *mcpUpstreamGroup) ([]*mcp.Tool, 
 		if err != nil {
 			return nil, nil, err
 		}
-		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: f.bounds.ListBytes}); err != nil {
+		if cs, err = mcpupstream.Connect(ctx, g.url, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: f.bounds.ListBytes,
+			Transport: mcpupstream.Transport(g.key.mcpT)}); err != nil {
 			return nil, nil, err
 		}
 		defer cs.Close()

@@ -83,6 +83,63 @@ func (HttpParameterIn) EnumDescriptor() ([]byte, []int) {
 	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{0}
 }
 
+// McpTransport is the HTTP transport of an upstream MCP server.
+type McpTransport int32
+
+const (
+	// Detected when a session is made: streamable HTTP, and the legacy
+	// HTTP+SSE transport when the endpoint refuses the streamable POST with
+	// 400, 404 or 405 (the MCP specification's backward compatibility).
+	McpTransport_MCP_TRANSPORT_UNSPECIFIED McpTransport = 0
+	// Streamable HTTP (MCP 2025-03-26 and later).
+	McpTransport_MCP_TRANSPORT_STREAMABLE_HTTP McpTransport = 1
+	// The legacy HTTP+SSE transport (MCP 2024-11-05): url is the SSE
+	// endpoint the gateway GETs; the server's endpoint event names where
+	// messages are POSTed, which must be on url's origin.
+	McpTransport_MCP_TRANSPORT_SSE McpTransport = 2
+)
+
+// Enum value maps for McpTransport.
+var (
+	McpTransport_name = map[int32]string{
+		0: "MCP_TRANSPORT_UNSPECIFIED",
+		1: "MCP_TRANSPORT_STREAMABLE_HTTP",
+		2: "MCP_TRANSPORT_SSE",
+	}
+	McpTransport_value = map[string]int32{
+		"MCP_TRANSPORT_UNSPECIFIED":     0,
+		"MCP_TRANSPORT_STREAMABLE_HTTP": 1,
+		"MCP_TRANSPORT_SSE":             2,
+	}
+)
+
+func (x McpTransport) Enum() *McpTransport {
+	p := new(McpTransport)
+	*p = x
+	return p
+}
+
+func (x McpTransport) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (McpTransport) Descriptor() protoreflect.EnumDescriptor {
+	return file_flowdrop_gateway_v1_tool_proto_enumTypes[1].Descriptor()
+}
+
+func (McpTransport) Type() protoreflect.EnumType {
+	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[1]
+}
+
+func (x McpTransport) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use McpTransport.Descriptor instead.
+func (McpTransport) EnumDescriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+}
+
 // RepairKind says which repair changed an argument.
 type RepairKind int32
 
@@ -125,11 +182,11 @@ func (x RepairKind) String() string {
 }
 
 func (RepairKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_flowdrop_gateway_v1_tool_proto_enumTypes[1].Descriptor()
+	return file_flowdrop_gateway_v1_tool_proto_enumTypes[2].Descriptor()
 }
 
 func (RepairKind) Type() protoreflect.EnumType {
-	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[1]
+	return &file_flowdrop_gateway_v1_tool_proto_enumTypes[2]
 }
 
 func (x RepairKind) Number() protoreflect.EnumNumber {
@@ -138,7 +195,7 @@ func (x RepairKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RepairKind.Descriptor instead.
 func (RepairKind) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{2}
 }
 
 // Tool is one registered tool: what a model may call, the JSON Schema its
@@ -898,7 +955,7 @@ func (x *HttpParameter) GetIn() HttpParameterIn {
 // isError the tool error.
 type McpTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// URL is the upstream's streamable-HTTP endpoint, http or https; or
+	// URL is the upstream's HTTP endpoint (http or https; see transport); or
 	// stdio://NAME, the stdio server NAME the gateway's policy file declares
 	// (mcp_upstreams.stdio; no credential reference, no tls).
 	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
@@ -912,8 +969,10 @@ type McpTool struct {
 	CredentialEnv string `protobuf:"bytes,3,opt,name=credential_env,json=credentialEnv,proto3" json:"credential_env,omitempty"`
 	// CredentialFile is a file on the gateway's host, read on connect.
 	CredentialFile string `protobuf:"bytes,4,opt,name=credential_file,json=credentialFile,proto3" json:"credential_file,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Transport is how an http(s) upstream is spoken to; unset over stdio.
+	Transport     McpTransport `protobuf:"varint,5,opt,name=transport,proto3,enum=flowdrop.gateway.v1.McpTransport" json:"transport,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpTool) Reset() {
@@ -972,6 +1031,13 @@ func (x *McpTool) GetCredentialFile() string {
 		return x.CredentialFile
 	}
 	return ""
+}
+
+func (x *McpTool) GetTransport() McpTransport {
+	if x != nil {
+		return x.Transport
+	}
+	return McpTransport_MCP_TRANSPORT_UNSPECIFIED
 }
 
 // Repair is one change normalization made to a call's arguments.
@@ -1177,12 +1243,13 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x0fresponse_schema\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x0eresponseSchema\"Y\n" +
 	"\rHttpParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
-	"\x02in\x18\x02 \x01(\x0e2$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\x7f\n" +
+	"\x02in\x18\x02 \x01(\x0e2$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\xc0\x01\n" +
 	"\aMcpTool\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
 	"\x0ecredential_env\x18\x03 \x01(\tR\rcredentialEnv\x12'\n" +
-	"\x0fcredential_file\x18\x04 \x01(\tR\x0ecredentialFile\"\x86\x01\n" +
+	"\x0fcredential_file\x18\x04 \x01(\tR\x0ecredentialFile\x12?\n" +
+	"\ttransport\x18\x05 \x01(\x0e2!.flowdrop.gateway.v1.McpTransportR\ttransport\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -1197,7 +1264,11 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x16HTTP_PARAMETER_IN_PATH\x10\x01\x12\x1b\n" +
 	"\x17HTTP_PARAMETER_IN_QUERY\x10\x02\x12\x1c\n" +
 	"\x18HTTP_PARAMETER_IN_HEADER\x10\x03\x12\x1a\n" +
-	"\x16HTTP_PARAMETER_IN_BODY\x10\x04*\x87\x01\n" +
+	"\x16HTTP_PARAMETER_IN_BODY\x10\x04*g\n" +
+	"\fMcpTransport\x12\x1d\n" +
+	"\x19MCP_TRANSPORT_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dMCP_TRANSPORT_STREAMABLE_HTTP\x10\x01\x12\x15\n" +
+	"\x11MCP_TRANSPORT_SSE\x10\x02*\x87\x01\n" +
 	"\n" +
 	"RepairKind\x12\x1b\n" +
 	"\x17REPAIR_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
@@ -1217,47 +1288,49 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 	return file_flowdrop_gateway_v1_tool_proto_rawDescData
 }
 
-var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(HttpParameterIn)(0),        // 0: flowdrop.gateway.v1.HttpParameterIn
-	(RepairKind)(0),             // 1: flowdrop.gateway.v1.RepairKind
-	(*Tool)(nil),                // 2: flowdrop.gateway.v1.Tool
-	(*ToolOrigin)(nil),          // 3: flowdrop.gateway.v1.ToolOrigin
-	(*ToolAnnotations)(nil),     // 4: flowdrop.gateway.v1.ToolAnnotations
-	(*BackendSpec)(nil),         // 5: flowdrop.gateway.v1.BackendSpec
-	(*TransportSecurity)(nil),   // 6: flowdrop.gateway.v1.TransportSecurity
-	(*GrpcMethod)(nil),          // 7: flowdrop.gateway.v1.GrpcMethod
-	(*HttpOperation)(nil),       // 8: flowdrop.gateway.v1.HttpOperation
-	(*HttpParameter)(nil),       // 9: flowdrop.gateway.v1.HttpParameter
-	(*McpTool)(nil),             // 10: flowdrop.gateway.v1.McpTool
-	(*Repair)(nil),              // 11: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 12: flowdrop.gateway.v1.Caller
-	nil,                         // 13: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 14: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 15: google.protobuf.Duration
+	(McpTransport)(0),           // 1: flowdrop.gateway.v1.McpTransport
+	(RepairKind)(0),             // 2: flowdrop.gateway.v1.RepairKind
+	(*Tool)(nil),                // 3: flowdrop.gateway.v1.Tool
+	(*ToolOrigin)(nil),          // 4: flowdrop.gateway.v1.ToolOrigin
+	(*ToolAnnotations)(nil),     // 5: flowdrop.gateway.v1.ToolAnnotations
+	(*BackendSpec)(nil),         // 6: flowdrop.gateway.v1.BackendSpec
+	(*TransportSecurity)(nil),   // 7: flowdrop.gateway.v1.TransportSecurity
+	(*GrpcMethod)(nil),          // 8: flowdrop.gateway.v1.GrpcMethod
+	(*HttpOperation)(nil),       // 9: flowdrop.gateway.v1.HttpOperation
+	(*HttpParameter)(nil),       // 10: flowdrop.gateway.v1.HttpParameter
+	(*McpTool)(nil),             // 11: flowdrop.gateway.v1.McpTool
+	(*Repair)(nil),              // 12: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 13: flowdrop.gateway.v1.Caller
+	nil,                         // 14: flowdrop.gateway.v1.Tool.LabelsEntry
+	(*structpb.Struct)(nil),     // 15: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	14, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	15, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	13, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
-	5,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
-	4,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
-	14, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	3,  // 6: flowdrop.gateway.v1.Tool.origin:type_name -> flowdrop.gateway.v1.ToolOrigin
-	7,  // 7: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
-	8,  // 8: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
-	10, // 9: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
-	6,  // 10: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	9,  // 11: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
-	14, // 12: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	15, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	16, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	14, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	6,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
+	5,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
+	15, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	4,  // 6: flowdrop.gateway.v1.Tool.origin:type_name -> flowdrop.gateway.v1.ToolOrigin
+	8,  // 7: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
+	9,  // 8: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
+	11, // 9: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
+	7,  // 10: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	10, // 11: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	15, // 12: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
 	0,  // 13: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
-	1,  // 14: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	1,  // 14: flowdrop.gateway.v1.McpTool.transport:type_name -> flowdrop.gateway.v1.McpTransport
+	2,  // 15: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -1276,7 +1349,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,

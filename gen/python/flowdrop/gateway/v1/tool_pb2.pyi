@@ -12,6 +12,9 @@ HTTP_PARAMETER_IN_HEADER: HttpParameterIn
 HTTP_PARAMETER_IN_PATH: HttpParameterIn
 HTTP_PARAMETER_IN_QUERY: HttpParameterIn
 HTTP_PARAMETER_IN_UNSPECIFIED: HttpParameterIn
+MCP_TRANSPORT_SSE: McpTransport
+MCP_TRANSPORT_STREAMABLE_HTTP: McpTransport
+MCP_TRANSPORT_UNSPECIFIED: McpTransport
 REPAIR_KIND_ENTITIES_DECODED: RepairKind
 REPAIR_KIND_JSON_DECODED: RepairKind
 REPAIR_KIND_NULL_DROPPED: RepairKind
@@ -73,16 +76,18 @@ class HttpParameter(_message.Message):
     def __init__(self, name: _Optional[str] = ..., **kwargs) -> None: ...
 
 class McpTool(_message.Message):
-    __slots__ = ["credential_env", "credential_file", "tool", "url"]
+    __slots__ = ["credential_env", "credential_file", "tool", "transport", "url"]
     CREDENTIAL_ENV_FIELD_NUMBER: _ClassVar[int]
     CREDENTIAL_FILE_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORT_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
     credential_env: str
     credential_file: str
     tool: str
+    transport: McpTransport
     url: str
-    def __init__(self, url: _Optional[str] = ..., tool: _Optional[str] = ..., credential_env: _Optional[str] = ..., credential_file: _Optional[str] = ...) -> None: ...
+    def __init__(self, url: _Optional[str] = ..., tool: _Optional[str] = ..., credential_env: _Optional[str] = ..., credential_file: _Optional[str] = ..., transport: _Optional[_Union[McpTransport, str]] = ...) -> None: ...
 
 class Repair(_message.Message):
     __slots__ = ["bound_hit", "kind", "passes", "path"]
@@ -172,6 +177,9 @@ class TransportSecurity(_message.Message):
     def __init__(self, ca_file: _Optional[str] = ..., cert_file: _Optional[str] = ..., key_file: _Optional[str] = ..., server_name: _Optional[str] = ..., require: bool = ...) -> None: ...
 
 class HttpParameterIn(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class McpTransport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class RepairKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -466,7 +466,7 @@ export declare const HttpParameterSchema: GenMessage<HttpParameter>;
  */
 export declare type McpTool = Message<"flowdrop.gateway.v1.McpTool"> & {
   /**
-   * URL is the upstream's streamable-HTTP endpoint, http or https; or
+   * URL is the upstream's HTTP endpoint (http or https; see transport); or
    * stdio://NAME, the stdio server NAME the gateway's policy file declares
    * (mcp_upstreams.stdio; no credential reference, no tls).
    *
@@ -498,6 +498,13 @@ export declare type McpTool = Message<"flowdrop.gateway.v1.McpTool"> & {
    * @generated from field: string credential_file = 4;
    */
   credentialFile: string;
+
+  /**
+   * Transport is how an http(s) upstream is spoken to; unset over stdio.
+   *
+   * @generated from field: flowdrop.gateway.v1.McpTransport transport = 5;
+   */
+  transport: McpTransport;
 };
 
 /**
@@ -621,6 +628,43 @@ export enum HttpParameterIn {
  * Describes the enum flowdrop.gateway.v1.HttpParameterIn.
  */
 export declare const HttpParameterInSchema: GenEnum<HttpParameterIn>;
+
+/**
+ * McpTransport is the HTTP transport of an upstream MCP server.
+ *
+ * @generated from enum flowdrop.gateway.v1.McpTransport
+ */
+export enum McpTransport {
+  /**
+   * Detected when a session is made: streamable HTTP, and the legacy
+   * HTTP+SSE transport when the endpoint refuses the streamable POST with
+   * 400, 404 or 405 (the MCP specification's backward compatibility).
+   *
+   * @generated from enum value: MCP_TRANSPORT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Streamable HTTP (MCP 2025-03-26 and later).
+   *
+   * @generated from enum value: MCP_TRANSPORT_STREAMABLE_HTTP = 1;
+   */
+  STREAMABLE_HTTP = 1,
+
+  /**
+   * The legacy HTTP+SSE transport (MCP 2024-11-05): url is the SSE
+   * endpoint the gateway GETs; the server's endpoint event names where
+   * messages are POSTed, which must be on url's origin.
+   *
+   * @generated from enum value: MCP_TRANSPORT_SSE = 2;
+   */
+  SSE = 2,
+}
+
+/**
+ * Describes the enum flowdrop.gateway.v1.McpTransport.
+ */
+export declare const McpTransportSchema: GenEnum<McpTransport>;
 
 /**
  * RepairKind says which repair changed an argument.

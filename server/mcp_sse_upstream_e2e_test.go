@@ -1,0 +1,125 @@
+package server_test
+
+import (
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server"
+)
+
+// startEverythingSSE runs server-everything over the legacy HTTP+SSE
+// transport (2024-11-05) on a free loopback port and returns its SSE
+// endpoint's URL.
+func startEverythingSSE(t *testing.T, node, script string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(node, script, "sse")
+	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := poll(20*time.Second, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("server-everything did not listen: %v", err)
+	}
+	return "http://" + addr + "/sse"
+}
+
+// TestMCPLegacySSEUpstream fronts server-everything over the legacy
+// HTTP+SSE transport, once named in the tools' spec (sse_) and once
+// detected (det_: the endpoint refuses the streamable POST, so the gateway
+// falls back to its event stream), and drives it with the go-sdk client:
+// a tools/call and a federated resources/read reach the upstream through
+// each, and a caller denied the upstream's tools sees none of its
+// resources.
+func TestMCPLegacySSEUpstream(t *testing.T) {
+	node, script := everythingNode(t)
+	sseURL := startEverythingSSE(t, node, script)
+	p := server.DemoPolicy()
+	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+		{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
+		{Name: "denied", SHA256: policy.HashAPIKey("denied-key"), Roles: []string{policy.RoleInvoker}},
+	}}
+	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{
+		"agent":  {Allow: []string{"*"}, Resources: policy.URIAccess{Allow: []string{"flowdrop-mcp://*"}}},
+		"denied": {Allow: []string{"*"}, Deny: []string{"sse_*"}, Resources: policy.URIAccess{Allow: []string{"*"}}},
+	}}
+	imported := func(name, tool string, tr registry.MCPTransport) gatewaytest.Option {
+		return gatewaytest.WithTool(func(string) registry.Tool {
+			schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+			return registry.Tool{Name: name, InputSchema: schema, Origin: &registry.Origin{MCPUpstream: sseURL},
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: sseURL, Tool: tool, Transport: tr}}}
+		})
+	}
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p),
+		imported("sse_echo", "echo", registry.MCPTransportSSE), imported("det_echo", "echo", registry.MCPTransportDetect))
+	ctx := testCtx(t)
+	connect := func(key string) *mcp.ClientSession {
+		return mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer " + key}}})
+	}
+	agent, denied := connect("agent-key"), connect("denied-key")
+
+	for _, tool := range []string{"sse_echo", "det_echo"} {
+		res, err := agent.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "over " + tool}})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "over "+tool) {
+			t.Fatalf("%s: the upstream's echo did not come back: %+v", tool, res)
+		}
+	}
+	for _, ns := range []string{"sse_", "det_"} {
+		uri := "flowdrop-mcp://" + ns + "/demo://resource/static/document/architecture.md"
+		res, err := agent.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("reading %s: %v", uri, err)
+		}
+		if len(res.Contents) != 1 || res.Contents[0].URI != uri || res.Contents[0].Text == "" {
+			t.Fatalf("reading %s: %+v", uri, res.Contents)
+		}
+	}
+	// sse_ is out of the denied caller's view; det_ (its tools allowed) is in.
+	list, err := denied.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawDet bool
+	for _, r := range list.Resources {
+		if strings.HasPrefix(r.URI, "flowdrop-mcp://sse_/") {
+			t.Fatalf("the denied caller is listed %s", r.URI)
+		}
+		sawDet = sawDet || strings.HasPrefix(r.URI, "flowdrop-mcp://det_/")
+	}
+	if !sawDet {
+		t.Fatalf("the denied caller is not listed the upstream in its view: %d resources", len(list.Resources))
+	}
+	if _, err := denied.ReadResource(ctx, &mcp.ReadResourceParams{URI: "flowdrop-mcp://sse_/demo://resource/static/document/architecture.md"}); err == nil {
+		t.Fatal("the denied caller read a resource of an upstream out of its view")
+	}
+}
