@@ -24,6 +24,14 @@ description: A tool registered by the --output json test.
 backend: `+env.BackendAddr+`
 input_schema: {type: object, properties: {title: {type: string}}}
 `)
+	// A schema no provider format takes as it is (an array without items):
+	// lint's errors, where the file above has only warnings the export
+	// rewrites repair.
+	lintFile := writeFile(t, dir, "lint.yaml", `name: json_lint_tool
+description: A tool whose schema the provider formats refuse.
+backend: `+env.BackendAddr+`
+input_schema: {type: object, properties: {tags: {type: array}}}
+`)
 	schema := writeFile(t, dir, "schema.json", `{"type":"object","properties":{"tags":{"type":"array"}}}`)
 	for _, tc := range []struct {
 		reason   string
@@ -44,7 +52,8 @@ input_schema: {type: object, properties: {title: {type: string}}}
 		{reason: "watch: JSON lines", args: []string{"tools", "watch", "--count", "2"}, key: keyInvoker, lines: 2},
 		{reason: "health", args: []string{"health"}, want: []string{`"status": "SERVING"`}},
 		{reason: "hash-key", args: []string{"hash-key"}, stdin: "k\n", want: []string{`"sha256": "sha256:`}},
-		{reason: "lint: findings are exit 1, still one document", args: []string{"tools", "lint", "-f", toolFile}, wantCode: 1, want: []string{`"findings"`, `"strict-required"`}},
+		{reason: "lint: errors are exit 1, still one document", args: []string{"tools", "lint", "-f", lintFile}, wantCode: 1, want: []string{`"findings"`, `"array-items-required"`}},
+		{reason: "lint: warnings alone are exit 0", args: []string{"tools", "lint", "-f", toolFile}, want: []string{`"findings"`, `"strict-required"`, `"errors": 0`}},
 		{reason: "normalize: arguments and the report", args: []string{"normalize", "--schema", schema}, stdin: `{"tags":"[\"a\"]"}`, want: []string{`"arguments"`, `"json-decoded"`}},
 		{reason: "a bad --output value is usage", args: []string{"health", "--output", "yaml"}, wantCode: 2},
 	} {
