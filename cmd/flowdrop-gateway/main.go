@@ -189,6 +189,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	etcdEndpoints := fs.String("etcd-endpoints", "", "comma-separated etcd client URLs for --store etcd, e.g. http://10.0.0.1:2379,http://10.0.0.2:2379")
 	fs.StringVar(&cfg.Store.EtcdPrefix, "etcd-prefix", cfg.Store.EtcdPrefix, "etcd key space of this gateway fleet (every replica uses the same)")
 	fs.DurationVar(&cfg.Store.EtcdRequestTimeout, "etcd-request-timeout", cfg.Store.EtcdRequestTimeout, "bound on each etcd call; past it writes fail with Unavailable")
+	fs.DurationVar(&cfg.Store.EtcdReconnectMaxDelay, "etcd-reconnect-max-delay", cfg.Store.EtcdReconnectMaxDelay, "longest wait between connection attempts to an etcd that went away")
 	fs.StringVar(&cfg.Store.EtcdCAFile, "etcd-ca-file", "", "PEM CA bundle verifying etcd's certificate for https:// endpoints (default: the system roots)")
 	fs.StringVar(&cfg.Store.EtcdCertFile, "etcd-cert-file", "", "client certificate (PEM) for an etcd that requires one; with --etcd-key-file")
 	fs.StringVar(&cfg.Store.EtcdKeyFile, "etcd-key-file", "", "client key (PEM) for --etcd-cert-file")

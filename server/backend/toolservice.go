@@ -104,7 +104,7 @@ func NewToolService(cfg ToolServiceConfig) *ToolService {
 			// lists of a call that has both.
 			rawcodec.CallOption(),
 		),
-		connectParams(cfg.ReconnectMaxDelay),
+		ConnectParams(cfg.ReconnectMaxDelay),
 	}, cfg.DialOptions...)
 	return &ToolService{cfg: cfg, pool: newBackendPool(opts, cfg.TargetTLS)}
 }
