@@ -105,6 +105,11 @@ type Config struct {
 	// within about this long (and at once by the first call that finds the
 	// connection failed).
 	BackendReconnectMaxDelay time.Duration
+	// BackendEjection is outlier ejection for balanced backends (a target
+	// with several addresses): an address whose calls fail Unavailable
+	// Threshold times in a row is passed over for a growing interval
+	// (backend.EjectionConfig; Threshold 0: off).
+	BackendEjection backend.EjectionConfig
 	// BackendMCPIdleConns is how many idle connections to each upstream MCP
 	// server (streamable HTTP) are kept for the next calls (0: the default,
 	// mcpupstream.DefaultIdleConnsPerUpstream). Fewer than the calls in
@@ -139,6 +144,7 @@ func DefaultConfig() Config {
 		BackendMaxRecvMsgSize:    DefaultMsgSize,
 		BackendMaxSendMsgSize:    DefaultMsgSize,
 		BackendReconnectMaxDelay: backend.DefaultReconnectMaxDelay,
+		BackendEjection:          backend.DefaultEjectionConfig(),
 		Store:                    DefaultStoreConfig(),
 		Policy:                   DemoPolicy(),
 		MCP:                      MCPConfig{HTTP: DefaultMCPHTTPLimits()},
@@ -194,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BackendReconnectMaxDelay < 0 {
 		bad("backend reconnect max delay must not be negative, got %v", c.BackendReconnectMaxDelay)
+	}
+	if err := c.BackendEjection.Validate(); err != nil {
+		bad("%v", err)
 	}
 	if c.MaxCallTimeout <= 0 {
 		bad("max call timeout must be positive, got %v", c.MaxCallTimeout)

@@ -220,7 +220,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	tsc := backend.ToolServiceConfig{DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxCallTimeout,
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
-		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay,
+		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay, Ejection: cfg.BackendEjection,
 		MCPIdleConnsPerUpstream: cfg.BackendMCPIdleConns,
 		PassDebugInfo:           cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
@@ -238,6 +238,13 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	g.tools = backend.NewToolService(tsc)
 	undo = append(undo, g.tools.Close)
+	g.metrics.TrackBackendEjections(func(yield func(observe.BackendEjections) bool) {
+		for _, e := range g.reg.Snapshot().List() {
+			if total, ejected, ok := g.tools.Ejections(&e.Tool); ok && !yield(observe.BackendEjections{Tool: e.Tool.Name, Total: total, Ejected: ejected}) {
+				return
+			}
+		}
+	})
 
 	g.kinds = backend.NewKinds(g.tools)
 	undo = append(undo, g.kinds.Close)

@@ -16,11 +16,13 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/boltstore"
 	"github.com/flowdrop/gateway/registry/etcdstore"
 	"github.com/flowdrop/gateway/registry/memstore"
+	"github.com/flowdrop/gateway/server/backend"
 )
 
 // Store kinds (StoreConfig.Kind).
@@ -67,6 +69,11 @@ type StoreConfig struct {
 	// EtcdRequestTimeout bounds each etcd call: past it a write fails with
 	// Unavailable (naming etcd) instead of hanging.
 	EtcdRequestTimeout time.Duration
+	// EtcdReconnectMaxDelay caps the etcd client's back-off between
+	// connection attempts (<= 0: backend.DefaultReconnectMaxDelay, 1 s).
+	// gRPC's own cap is 120 s: after a 47 s outage a replica reached etcd
+	// 27.6 s after it was back, serving a stale registry meanwhile.
+	EtcdReconnectMaxDelay time.Duration
 	// TLS to etcd, for https:// endpoints: EtcdCAFile is the PEM bundle
 	// that verifies etcd's certificate (empty: the system roots);
 	// EtcdCertFile and EtcdKeyFile are the gateway's client certificate for
@@ -86,13 +93,14 @@ type StoreConfig struct {
 // settings defaulted for when Kind is switched to etcd.
 func DefaultStoreConfig() StoreConfig {
 	return StoreConfig{
-		Kind:               StoreBolt,
-		DataDir:            DefaultDataDir,
-		EtcdPrefix:         DefaultEtcdPrefix,
-		EtcdDialTimeout:    DefaultEtcdDialTimeout,
-		EtcdRequestTimeout: DefaultEtcdRequestTimeout,
-		RetryFirst:         250 * time.Millisecond,
-		RetryMax:           time.Second,
+		Kind:                  StoreBolt,
+		DataDir:               DefaultDataDir,
+		EtcdPrefix:            DefaultEtcdPrefix,
+		EtcdDialTimeout:       DefaultEtcdDialTimeout,
+		EtcdRequestTimeout:    DefaultEtcdRequestTimeout,
+		EtcdReconnectMaxDelay: backend.DefaultReconnectMaxDelay,
+		RetryFirst:            250 * time.Millisecond,
+		RetryMax:              time.Second,
 	}
 }
 
@@ -129,6 +137,9 @@ func (c *StoreConfig) Validate() error {
 		}
 		if c.EtcdRequestTimeout <= 0 {
 			bad("etcd request timeout must be positive, got %v", c.EtcdRequestTimeout)
+		}
+		if c.EtcdReconnectMaxDelay < 0 {
+			bad("etcd reconnect max delay must not be negative, got %v", c.EtcdReconnectMaxDelay)
 		}
 		if c.RetryFirst <= 0 || c.RetryMax < c.RetryFirst {
 			bad("retry waits must be positive with the cap at least the first wait, got %v and %v", c.RetryFirst, c.RetryMax)
@@ -249,6 +260,9 @@ func openStore(sc StoreConfig) (registry.Store, error) {
 			// The client's own logs are retry noise; failures reach the
 			// gateway's log as store errors naming etcd.
 			Logger: zap.NewNop(),
+			// gRPC's default back-off grows to 120 s while etcd is down, so
+			// a replica would find etcd's return up to that late.
+			DialOptions: []grpc.DialOption{backend.ConnectParams(sc.EtcdReconnectMaxDelay)},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the registry store: etcd client for %s: %w", strings.Join(sc.EtcdEndpoints, ","), err)

@@ -19,15 +19,31 @@ const roundRobinServiceConfig = `{"loadBalancingConfig":[{"round_robin":{}}]}`
 // StaticScheme is the resolver scheme of a fixed address list.
 const StaticScheme = "static"
 
-// balanceOptions are the dial options that balance target's replicas.
-func balanceOptions(target string) []grpc.DialOption {
-	switch {
-	case strings.HasPrefix(target, StaticScheme+":"):
-		return []grpc.DialOption{grpc.WithResolvers(staticResolver{}), grpc.WithDefaultServiceConfig(roundRobinServiceConfig)}
-	case strings.HasPrefix(target, "dns:"), strings.HasPrefix(target, "ipv4:"), strings.HasPrefix(target, "ipv6:"):
-		return []grpc.DialOption{grpc.WithDefaultServiceConfig(roundRobinServiceConfig)}
+// balanced reports whether target names several replicas to balance.
+func balanced(target string) bool {
+	for _, p := range []string{StaticScheme + ":", "dns:", "ipv4:", "ipv6:"} {
+		if strings.HasPrefix(target, p) {
+			return true
+		}
 	}
-	return nil
+	return false
+}
+
+// balanceOptions are the dial options that balance target's replicas with
+// serviceConfig ("": plain round_robin; eject.go's adds outlier ejection),
+// or none for a target that is not balanced.
+func balanceOptions(target, serviceConfig string) []grpc.DialOption {
+	if !balanced(target) {
+		return nil
+	}
+	if serviceConfig == "" {
+		serviceConfig = roundRobinServiceConfig
+	}
+	opts := []grpc.DialOption{grpc.WithDefaultServiceConfig(serviceConfig)}
+	if strings.HasPrefix(target, StaticScheme+":") {
+		opts = append(opts, grpc.WithResolvers(staticResolver{}))
+	}
+	return opts
 }
 
 // staticResolver resolves "static:///a:1,b:2" to its addresses, once; it

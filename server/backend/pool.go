@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type backendPool struct {
 	// targetTLS is the per-target transport security, for keys whose tool
 	// sets none (transportFor).
 	targetTLS []TargetTLS
+	// eject is outlier ejection for balanced targets (Threshold 0: off);
+	// log hears ejections.
+	eject EjectionConfig
+	log   *slog.Logger
 
 	mu     sync.RWMutex
 	conns  map[poolKey]*pooledConn
@@ -48,9 +53,18 @@ type pooledConn struct {
 	// lastKick is when a call last asked for a reconnect (unix ns; see
 	// reconnectIfFailed).
 	lastKick atomic.Int64
+	// outliers is the ejection state of a balanced target (nil: none).
+	outliers *outliers
 }
 
-func (c *pooledConn) close() { c.closeOnce.Do(func() { c.cc.Close() }) }
+func (c *pooledConn) close() {
+	c.closeOnce.Do(func() {
+		c.cc.Close()
+		if c.outliers != nil {
+			c.outliers.close()
+		}
+	})
+}
 
 func (c *pooledConn) release() {
 	if c.refs.Add(-1) == 0 && c.retired.Load() {
@@ -58,8 +72,11 @@ func (c *pooledConn) release() {
 	}
 }
 
-func newBackendPool(dialOpts []grpc.DialOption, targetTLS []TargetTLS) *backendPool {
-	return &backendPool{conns: map[poolKey]*pooledConn{}, dialOpts: dialOpts, targetTLS: targetTLS}
+func newBackendPool(dialOpts []grpc.DialOption, targetTLS []TargetTLS, eject EjectionConfig, log *slog.Logger) *backendPool {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &backendPool{conns: map[poolKey]*pooledConn{}, dialOpts: dialOpts, targetTLS: targetTLS, eject: eject, log: log}
 }
 
 // errPoolClosed is returned by get after close.
@@ -99,12 +116,21 @@ func (p *backendPool) get(target string, own *registry.TransportSecurity) (*pool
 		if err != nil {
 			return nil, err
 		}
-		opts := append(append([]grpc.DialOption{creds}, balanceOptions(target)...), p.dialOpts...)
+		var o *outliers
+		serviceConfig := ""
+		if p.eject.Threshold > 0 && balanced(target) {
+			o = newOutliers(p.eject, p.log, target)
+			serviceConfig = o.serviceConfig()
+		}
+		opts := append(append([]grpc.DialOption{creds}, balanceOptions(target, serviceConfig)...), p.dialOpts...)
 		cc, err := grpc.NewClient(target, opts...)
 		if err != nil {
+			if o != nil {
+				o.close()
+			}
 			return nil, fmt.Errorf("bad backend target: %w", err)
 		}
-		c = &pooledConn{cc: cc}
+		c = &pooledConn{cc: cc, outliers: o}
 		p.conns[key] = c
 	}
 	c.refs.Add(1)
@@ -126,6 +152,24 @@ func (p *backendPool) retain(inUse func(target string) bool) {
 			c.close()
 		}
 	}
+}
+
+// ejections returns the ejection counters of the connection to target
+// with the tool's own transport security: all ejections so far and the
+// addresses ejected now; ok is false without a balanced connection.
+func (p *backendPool) ejections(target string, own *registry.TransportSecurity) (total uint64, ejected int, ok bool) {
+	key := poolKey{target: target}
+	if own != nil {
+		key.tls = *own
+	}
+	p.mu.RLock()
+	c := p.conns[key]
+	p.mu.RUnlock()
+	if c == nil || c.outliers == nil {
+		return 0, 0, false
+	}
+	total, ejected = c.outliers.stats()
+	return total, ejected, true
 }
 
 // targets lists the targets with an open connection, once each (for tests).

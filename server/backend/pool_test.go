@@ -8,7 +8,7 @@ import (
 
 func TestBackendPool(t *testing.T) {
 	t.Parallel()
-	p := newBackendPool(nil, nil)
+	p := newBackendPool(nil, nil, EjectionConfig{}, nil)
 	defer p.close()
 
 	pa1, err := p.get("127.0.0.1:1", nil)

@@ -32,9 +32,12 @@ const (
 	kickWait     = 250 * time.Millisecond
 )
 
-// connectParams bounds the reconnect back-off (grpc.WithConnectParams):
-// gRPC's base, multiplier and jitter, a max delay of maxDelay.
-func connectParams(maxDelay time.Duration) grpc.DialOption {
+// ConnectParams bounds the reconnect back-off (grpc.WithConnectParams):
+// gRPC's base, multiplier and jitter, a max delay of maxDelay (<= 0:
+// DefaultReconnectMaxDelay), each attempt given at least 5 s. The gateway's
+// etcd client dials with it too, so the registry store comes back as fast
+// as a backend does.
+func ConnectParams(maxDelay time.Duration) grpc.DialOption {
 	if maxDelay <= 0 {
 		maxDelay = DefaultReconnectMaxDelay
 	}

@@ -63,6 +63,9 @@ type ToolServiceConfig struct {
 	// backend's internals) in the backend errors callers receive; by default
 	// they are removed (policy file: backend_errors.pass_debug_info).
 	PassDebugInfo bool
+	// Ejection is outlier ejection for balanced targets (eject.go);
+	// Threshold 0 turns it off. Ejections are logged to Log.
+	Ejection EjectionConfig
 	// TargetTLS is transport security per backend target (policy file
 	// backend_tls), for tools whose spec sets no tls; the first match wins.
 	// A target no entry matches is plaintext.
@@ -112,9 +115,29 @@ func NewToolService(cfg ToolServiceConfig) *ToolService {
 			// lists of a call that has both.
 			rawcodec.CallOption(),
 		),
-		connectParams(cfg.ReconnectMaxDelay),
+		ConnectParams(cfg.ReconnectMaxDelay),
 	}, cfg.DialOptions...)
-	return &ToolService{cfg: cfg, pool: newBackendPool(opts, cfg.TargetTLS)}
+	return &ToolService{cfg: cfg, pool: newBackendPool(opts, cfg.TargetTLS, cfg.Ejection, cfg.Log)}
+}
+
+// Ejections returns the outlier ejections of the connection serving tool
+// (a ToolBackendService or gRPC-method backend): all so far and the
+// addresses ejected now; ok is false unless a balanced connection is open.
+// Tools sharing a target and transport security share the connection, and
+// so the numbers.
+func (t *ToolService) Ejections(tool *registry.Tool) (total uint64, ejected int, ok bool) {
+	target := tool.Backend
+	var own *registry.TransportSecurity
+	if s := tool.Spec; s != nil {
+		own = s.TLS
+		if s.GRPCMethod != nil {
+			target = s.GRPCMethod.Target
+		}
+	}
+	if target == "" {
+		return 0, 0, false
+	}
+	return t.pool.ejections(target, own)
 }
 
 // Retain closes the connections to targets inUse reports false for (once
