@@ -62,3 +62,25 @@ func TestAuditLineAllocations(t *testing.T) {
 		t.Fatalf("line allocates %.0f times, want 1 (its buffer)", n)
 	}
 }
+
+// TestAuditLineSizeHintHoldsTheLine: the size hint holds a call's whole
+// line, so encoding it is one allocation (a short buffer would double
+// and copy the line on the hot path).
+func TestAuditLineSizeHintHoldsTheLine(t *testing.T) {
+	rec := AuditRecord{Time: time.Date(2026, 12, 5, 9, 0, 0, 123456789, time.UTC), CallerSubject: "bench-agent-with-a-longer-name",
+		CallerMethod: MethodAPIKey, Tool: "bench_tool", CallID: "call_7bK2mQ9xR4tZ1vY8wE3nP6sL", Decision: DecisionAllow,
+		Repairs:    []AuditRepair{{Path: "/tags", Kind: "json-decoded"}, {Path: "/title", Kind: "entities-decoded"}},
+		Validation: "passed", BackendCode: "OK", IdentityMode: "gateway-signed", IdentitySubject: "bench-agent-with-a-longer-name",
+		LatencyMS: 1.234, IdempotencyKey: "key-0123456789abcdef", Operation: "InvokeTool", argsEncoded: true,
+		ArgsSent: []byte(`{"title":"Ember &amp; Oak","tags":"[\"a\",\"b\"]"}`), ArgsRepaired: []byte(`{"title":"Ember & Oak","tags":["a","b"]}`)}
+	line, err := rec.line()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := rec.lineSizeHint(); len(line) > hint {
+		t.Errorf("line of %d bytes over the size hint %d: it is encoded into a second, larger buffer", len(line), hint)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = rec.line() }); n > 1 {
+		t.Errorf("%v allocations to encode a line, want 1", n)
+	}
+}
