@@ -25,25 +25,11 @@ import (
 // with an error wrapping mcpupstream.ErrResponseTooLarge). An error names
 // the upstream's URL: it is for the log, never for a caller.
 func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error {
-	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
-		if err := allowed(up); err != nil {
-			return fmt.Errorf("upstream %s: its credential is not declared by the policy: %w", up.URL, err)
-		}
+	ctx, done, err := m.federatedContext(ctx, up)
+	if err != nil {
+		return err
 	}
-	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
-	defer stop()
-	budget := m.ts.cfg.DefaultTimeout
-	if d, ok := ctx.Deadline(); ok {
-		budget = max(time.Until(d), 0)
-	}
-	if mx := m.ts.cfg.MaxTimeout; mx > 0 && mx < budget {
-		budget = mx
-	}
-	if budget > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
-	}
+	defer done()
 	// As for a call: a second try only when the upstream did not know the
 	// pooled session, which means the request did not run there.
 	for try := 0; ; try++ {
@@ -105,4 +91,30 @@ func (m *MCPUpstream) Current(up *registry.MCPTool, ts *registry.TransportSecuri
 		caps = ir.Capabilities
 	}
 	return caps, s.generation.Load()
+}
+
+// federatedContext is what every request of the gateway's own to an
+// upstream starts with (Federated, the task relays): the policy's check of
+// the upstream's credential, the backend receive limit on its responses,
+// and the budget (the caller's deadline or the default timeout, capped by
+// the maximum). done releases both.
+func (m *MCPUpstream) federatedContext(ctx context.Context, up *registry.MCPTool) (context.Context, func(), error) {
+	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
+		if err := allowed(up); err != nil {
+			return ctx, nil, fmt.Errorf("upstream %s: its credential is not declared by the policy: %w", up.URL, err)
+		}
+	}
+	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
+	budget := m.ts.cfg.DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		budget = max(time.Until(d), 0)
+	}
+	if mx := m.ts.cfg.MaxTimeout; mx > 0 && mx < budget {
+		budget = mx
+	}
+	if budget <= 0 {
+		return ctx, stop, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	return ctx, func() { cancel(); stop() }, nil
 }

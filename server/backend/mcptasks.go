@@ -84,25 +84,11 @@ func (m *MCPUpstream) TaskRequest(ctx context.Context, up *registry.MCPTool, ts 
 // withCaller is Federated for the gateway's own requests on an HTTP
 // upstream's Caller (no retry: a task's session is its own, not the pool's).
 func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcpupstream.Caller) error) error {
-	if allowed := m.ts.cfg.CredentialAllowed; allowed != nil {
-		if err := allowed(up); err != nil {
-			return fmt.Errorf("upstream %s: its credential is not declared by the policy: %w", up.URL, err)
-		}
+	ctx, done, err := m.federatedContext(ctx, up)
+	if err != nil {
+		return err
 	}
-	ctx, stop := mcpupstream.WithResponseLimit(ctx, int64(m.ts.cfg.MaxRecvMsgSize))
-	defer stop()
-	budget := m.ts.cfg.DefaultTimeout
-	if d, ok := ctx.Deadline(); ok {
-		budget = max(time.Until(d), 0)
-	}
-	if mx := m.ts.cfg.MaxTimeout; mx > 0 && mx < budget {
-		budget = mx
-	}
-	if budget > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, budget)
-		defer cancel()
-	}
+	defer done()
 	// The relayed task methods carry no call, so no per-caller identity:
 	// the upstream's shared session (static identity).
 	s, cs, caller, _, err := m.session(ctx, up, ts, "")
