@@ -229,10 +229,10 @@ func TestSystemdUnitAndDockerfileFlags(t *testing.T) {
 	}
 }
 
-// TestExamplesLoadAndAreInTheREADME: the example tools file and minimal
-// production policy load (admission included), and the README shows each
+// TestExamplesLoadAndAreInTheOperationsGuide: the example tools file and minimal
+// production policy load (admission included), and the operations guide shows each
 // verbatim, so the copy a newcomer pastes is the one that is tested.
-func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
+func TestExamplesLoadAndAreInTheOperationsGuide(t *testing.T) {
 	tools, err := registry.LoadFile("examples/tools.yaml")
 	if err != nil || len(tools) != 2 {
 		t.Fatalf("examples/tools.yaml: %v (%d tools)", err, len(tools))
@@ -260,7 +260,7 @@ func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
 	if p.Audit.OnFailure != server.AuditFailClosed && p.Audit.OnFailure != "" {
 		t.Errorf("the production example must keep audit fail-closed, got %q", p.Audit.OnFailure)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestExamplesLoadAndAreInTheREADME(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(readme), string(b)) {
-			t.Errorf("README.md does not show deploy/%s verbatim", f)
+			t.Errorf("docs/operations.md does not show deploy/%s verbatim", f)
 		}
 	}
 }

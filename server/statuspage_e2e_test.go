@@ -67,7 +67,7 @@ func TestStatusPage(t *testing.T) {
 // TestStatusPageInABrowser: headless Chromium (Debian's chromium; .ci/run
 // installs it) loads the page from a running gateway, and the DOM it
 // rendered lists the demo tools. With FLOWDROP_STATUS_SCREENSHOT=FILE it
-// also writes a screenshot (the README's).
+// also writes a screenshot (docs/operations.md shows it).
 func TestStatusPageInABrowser(t *testing.T) {
 	t.Parallel()
 	browser := ""

@@ -22,7 +22,7 @@ const reloadDebounce = 200 * time.Millisecond
 
 // inPlaceSettle is how long a policy file written in place (not renamed
 // over) must stay unwritten before it is read: only a rename is known to
-// be whole (README, "Reloading the policy").
+// be whole (docs/policy.md, "Reloading the policy").
 const inPlaceSettle = 2 * time.Second
 
 // policyReloader reloads the --policy file into the running gateway on

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Exit codes, the same for every command (README, "flowdropctl"):
+// Exit codes, the same for every command (docs/agents.md, "As a gRPC service"):
 const (
 	exitOK    = 0 // done
 	exitCall  = 1 // the call failed (the gRPC code is printed; in JSON, in "error")

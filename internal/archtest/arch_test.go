@@ -26,7 +26,7 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestImportBoundaries enforces the layering README's layout table and
+// TestImportBoundaries enforces the layering docs/development.md's layout table and
 // each package's doc.go state: the pure libraries import no gRPC, the
 // schema and normalization libraries no HTTP, and the transport-neutral
 // pipeline neither.

@@ -10,24 +10,25 @@ import (
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
-func readme(t *testing.T) string {
+// doc reads a Markdown file by its path from the module root.
+func doc(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// TestREADMEStageOrder: the README's stage line is the pipeline's one
-// list, so the docs cannot drift from the code.
-func TestREADMEStageOrder(t *testing.T) {
+// TestPolicyGuideStageOrder: the policy guide's stage line is the
+// pipeline's one list, so the docs cannot drift from the code.
+func TestPolicyGuideStageOrder(t *testing.T) {
 	t.Parallel()
-	s := readme(t)
+	s := doc(t, "docs/policy.md")
 	_, rest, ok := strings.Cut(s, "<!-- stages -->")
 	block, _, ok2 := strings.Cut(rest, "<!-- /stages -->")
 	if !ok || !ok2 {
-		t.Fatal("README has no <!-- stages --> … <!-- /stages --> block")
+		t.Fatal("docs/policy.md has no <!-- stages --> … <!-- /stages --> block")
 	}
 	var got []string
 	for _, f := range strings.Split(block, "→") {
@@ -37,21 +38,21 @@ func TestREADMEStageOrder(t *testing.T) {
 	}
 	want := pipeline.New(pipeline.Config{}).StageNames()
 	if !slices.Equal(got, want) {
-		t.Errorf("README stage order %v, pipeline runs %v", got, want)
+		t.Errorf("docs/policy.md stage order %v, pipeline runs %v", got, want)
 	}
 }
 
-// TestREADMELayoutCoversEveryPackage: every package of the module is named
-// in the README's layout table (itself, or a directory row above it, or by
+// TestLayoutCoversEveryPackage: every package of the module is named
+// in the layout table of docs/development.md (itself, or a directory row above it, or by
 // its last element in the row of its parent), and every path the table
 // names exists.
-func TestREADMELayoutCoversEveryPackage(t *testing.T) {
+func TestLayoutCoversEveryPackage(t *testing.T) {
 	t.Parallel()
-	s := readme(t)
+	s := doc(t, "docs/development.md")
 	_, table, ok := strings.Cut(s, "## Layout")
 	table, _, _ = strings.Cut(table, "\n\n`")
 	if !ok {
-		t.Fatal("README has no Layout section")
+		t.Fatal("docs/development.md has no Layout section")
 	}
 	tick := regexp.MustCompile("`([^`]+)`")
 	type row struct{ paths, names []string }
@@ -97,7 +98,7 @@ func TestREADMELayoutCoversEveryPackage(t *testing.T) {
 			continue
 		}
 		if !covered(rel) {
-			t.Errorf("package %s is not in the README's layout table", rel)
+			t.Errorf("package %s is not in the layout table of docs/development.md", rel)
 		}
 	}
 }

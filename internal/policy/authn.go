@@ -246,7 +246,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, c Credentials) (Caller
 	case c.APIKey != "":
 		return a.apiKey(c.APIKey)
 	case c.Bearer != "" && a.jwt != nil:
-		// The README promises "Bearer <api key or JWT>": the key lookup is
+		// docs/agents.md promises "Bearer <api key or JWT>": the key lookup is
 		// constant-time over every key, so trying it first reveals nothing.
 		if caller, ok := a.lookupKey(c.Bearer); ok {
 			return caller, nil

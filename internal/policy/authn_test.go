@@ -81,7 +81,7 @@ func TestPolicyAuthenticate(t *testing.T) {
 		{reason: "JWT signed by a key not in the JWKS, known kid", creds: Credentials{Bearer: mint(t, jwt.SigningMethodES256, "ec-1", strangerEC, validClaims("alice"))}, wantReason: ReasonJWTSignature},
 		{reason: "JWT with an unknown kid", creds: Credentials{Bearer: mint(t, jwt.SigningMethodES256, "ec-9", strangerEC, validClaims("alice"))}, wantReason: ReasonJWTKeyUnknown},
 		{reason: "garbage bearer", creds: Credentials{Bearer: "not.a.jwt"}, wantReason: ReasonJWTMalformed},
-		{reason: "an API key sent as a bearer token is accepted with JWT configured too (the README's \"Bearer <api key or JWT>\")",
+		{reason: "an API key sent as a bearer token is accepted with JWT configured too (docs/agents.md's \"Bearer <api key or JWT>\")",
 			creds: Credentials{Bearer: secretKey}, wantCaller: Caller{Subject: "ci-bot", Method: MethodAPIKey, Roles: []string{RoleInvoker}}},
 		{reason: "a present but wrong API key does not fall through to a valid JWT",
 			creds: Credentials{APIKey: "wrong", Bearer: mint(t, jwt.SigningMethodRS256, "rsa-1", keys.rsa, validClaims("alice"))}, wantReason: ReasonAPIKeyUnknown},
