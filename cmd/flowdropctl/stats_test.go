@@ -17,6 +17,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/server"
 )
 
 // keyTransport sends an API key with every request.
@@ -50,9 +51,17 @@ func mcpSession(t *testing.T, ctx context.Context, url, name, version string) *m
 // array, a double-escaped title and an empty command reach the metrics
 // and `flowdropctl tools stats` by field, caller and client, with the
 // suggestions those patterns make; a flood of invented field names stays
-// within the field cap.
+// within the field cap. Over the MCP face's tools/call fast path and over
+// the go-sdk's own handler (--mcp-sdk-only) alike.
 func TestToolsStatsBothFaces(t *testing.T) {
-	env := gatewaytest.Start(t, gatewaytest.WithPolicy(authPolicy("")), gatewaytest.WithMCP(), gatewaytest.WithAdmin())
+	for _, sdkOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mcp-sdk-only=%v", sdkOnly), func(t *testing.T) { toolsStatsBothFaces(t, sdkOnly) })
+	}
+}
+
+func toolsStatsBothFaces(t *testing.T, sdkOnly bool) {
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(authPolicy("")), gatewaytest.WithMCP(), gatewaytest.WithAdmin(),
+		gatewaytest.WithConfig(func(c *server.Config) { c.MCP.SDKOnly = sdkOnly }))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
