@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -218,5 +219,33 @@ func TestCleanCallAllocatesNothing(t *testing.T) {
 	s.RecordCall(ctx, c, o) // the tool's first call makes its entry
 	if n := testing.AllocsPerRun(1000, func() { s.RecordCall(ctx, c, o) }); n != 0 {
 		t.Errorf("a clean call allocates %.1f times in the recorder, want 0", n)
+	}
+}
+
+// Calls recorded while snapshots are read and tools pruned: no race (run
+// under -race), and a pruned tool's late calls are not counted under it.
+func TestConcurrentRecordSnapshotPrune(t *testing.T) {
+	s, _ := newStats(t, Config{Limits: Limits{MaxRows: 64}})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				call{tool: fmt.Sprintf("t%d", i%3), subject: fmt.Sprintf("s%d", g), client: "c", reached: true,
+					repairs: []normalize.Repair{repair(fmt.Sprintf("/f%d", i%7), normalize.JSONDecoded)}}.record(s)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			s.Snapshot("")
+			s.Prune([]*registry.Entry{{Tool: registry.Tool{Name: "t0"}}, {Tool: registry.Tool{Name: "t1"}}})
+		}
+	})
+	wg.Wait()
+	s.Prune([]*registry.Entry{{Tool: registry.Tool{Name: "t0"}}})
+	for _, tool := range s.Snapshot("").Tools {
+		if tool.Name != "t0" {
+			t.Errorf("tool %s kept after Prune", tool.Name)
+		}
 	}
 }
