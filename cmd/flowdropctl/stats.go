@@ -84,7 +84,11 @@ func writeStats(w io.Writer, resp *gatewayv1.GetRepairStatsResponse, top int) {
 		fmt.Fprintln(w, "no calls counted yet")
 	}
 	for _, t := range resp.GetTools() {
-		fmt.Fprintf(w, "\n%s: %d calls, %d failed validation\n", t.GetTool(), t.GetCalls(), t.GetFailedCalls())
+		fmt.Fprintf(w, "\n%s: %d calls, %d failed validation", t.GetTool(), t.GetCalls(), t.GetFailedCalls())
+		if t.GetSince() != nil {
+			fmt.Fprintf(w, " since %s", t.GetSince().AsTime().UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
 		rows := t.GetRows()
 		if len(rows) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -57,6 +57,9 @@ func repairStatsProto(snap repairstats.Snapshot) *gatewayv1.GetRepairStatsRespon
 	}
 	for _, t := range snap.Tools {
 		pt := &gatewayv1.ToolRepairStats{Tool: t.Name, Calls: t.Calls, FailedCalls: t.FailedCalls}
+		if !t.Since.IsZero() {
+			pt.Since = timestamppb.New(t.Since)
+		}
 		for _, r := range t.Rows {
 			pt.Rows = append(pt.Rows, &gatewayv1.RepairStatsRow{Field: r.Field, Caller: r.Caller, Client: r.Client,
 				EventKind: r.Event.Kind.String(), Event: r.Event.Name, Calls: r.Calls})

@@ -22,6 +22,9 @@ type Snapshot struct {
 // Tool is one tool's analytics.
 type Tool struct {
 	Name string
+	// Since is when these counts began: the tool's first call on this
+	// replica, or the last change of its input schema.
+	Since time.Time
 	// Calls is how many calls reached normalization; FailedCalls how many
 	// of them failed validation.
 	Calls, FailedCalls uint64
@@ -50,7 +53,7 @@ func (s *Stats) Snapshot(tool string) Snapshot {
 		if tool != "" && name != tool {
 			continue
 		}
-		ts := Tool{Name: name, Calls: t.calls.Load(), FailedCalls: t.failed, Rows: make([]Row, 0, len(t.rows))}
+		ts := Tool{Name: name, Since: t.since, Calls: t.calls.Load(), FailedCalls: t.failed, Rows: make([]Row, 0, len(t.rows))}
 		for k, r := range t.rows {
 			ts.Rows = append(ts.Rows, Row{Field: k.field, Caller: k.caller, Client: k.client, Event: k.event, Calls: r.n})
 		}

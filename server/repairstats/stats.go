@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -115,8 +116,13 @@ type toolStats struct {
 	name  string
 	calls atomic.Uint64 // calls that reached normalization (or failed validation)
 	cc    prometheus.Counter
+	// entry is the newest registry entry (revision) a call was counted
+	// under: a call under another one checks whether the input schema
+	// changed (sawEntry).
+	entry atomic.Pointer[registry.Entry]
 
 	// under Stats.mu:
+	since  time.Time
 	failed uint64 // calls that failed validation
 	fields map[string]struct{}
 	rows   map[rowKey]*row
@@ -176,6 +182,9 @@ func (s *Stats) RecordCall(ctx context.Context, c *pipeline.Call, o pipeline.Out
 	if t == nil {
 		t = s.addTool(o.Label)
 	}
+	if e := c.Entry; e != nil && t.entry.Load() != e {
+		s.sawEntry(t, e)
+	}
 	t.calls.Add(1)
 	if t.cc != nil {
 		t.cc.Inc()
@@ -230,6 +239,45 @@ func violations(o pipeline.Outcome, failed bool) []violation {
 	return out
 }
 
+// sawEntry starts t's counts afresh when e is a newer revision whose input
+// schema differs from the one counted so far: the suggestions are about
+// the schema in force, and a change the operator made on their account
+// must not keep being suggested. An older revision (a call still in flight
+// across the change) changes nothing.
+func (s *Stats) sawEntry(t *toolStats, e *registry.Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := t.entry.Load()
+	if prev == e || (prev != nil && e.Tool.Revision < prev.Tool.Revision) {
+		return
+	}
+	t.entry.Store(e)
+	if prev == nil || proto.Equal(prev.Tool.InputSchema, e.Tool.InputSchema) {
+		return
+	}
+	s.forgetRows(t)
+	t.calls.Store(0)
+	t.failed, t.since = 0, time.Now()
+	clear(t.fields)
+	// The calls counter goes on (a rate over it is the same either way);
+	// the rows' series go with the rows.
+}
+
+// forgetRows drops t's rows and their series (under s.mu).
+func (s *Stats) forgetRows(t *toolStats) {
+	for _, r := range t.rows {
+		if !r.capped {
+			s.rows--
+		}
+	}
+	clear(t.rows)
+	for _, v := range []*prometheus.CounterVec{s.repairs, s.invalid} {
+		if v != nil {
+			v.DeletePartialMatch(prometheus.Labels{"tool": t.name})
+		}
+	}
+}
+
 // callerLabel is the call's caller as CallerBy says (before its cap).
 func (s *Stats) callerLabel(c *pipeline.Call) string {
 	if !c.HasCaller {
@@ -264,7 +312,7 @@ func (s *Stats) addTool(name string) *toolStats {
 		}
 		name = Other
 	}
-	t := &toolStats{name: name, fields: map[string]struct{}{}, rows: map[rowKey]*row{}}
+	t := &toolStats{name: name, since: time.Now(), fields: map[string]struct{}{}, rows: map[rowKey]*row{}}
 	if s.calls != nil {
 		t.cc = s.calls.WithLabelValues(name)
 	}
@@ -365,15 +413,9 @@ func (s *Stats) Prune(live []*registry.Entry) {
 			next[name] = t
 			continue
 		}
-		for _, r := range t.rows {
-			if !r.capped {
-				s.rows--
-			}
-		}
-		for _, v := range []*prometheus.CounterVec{s.repairs, s.invalid, s.calls} {
-			if v != nil {
-				v.DeletePartialMatch(prometheus.Labels{"tool": name})
-			}
+		s.forgetRows(t)
+		if s.calls != nil {
+			s.calls.DeleteLabelValues(name)
 		}
 	}
 	if len(next) != len(cur) {

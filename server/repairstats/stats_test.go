@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/normalize"
@@ -247,5 +248,50 @@ func TestConcurrentRecordSnapshotPrune(t *testing.T) {
 		if tool.Name != "t0" {
 			t.Errorf("tool %s kept after Prune", tool.Name)
 		}
+	}
+}
+
+// A new revision with another input schema starts the tool's counts
+// afresh (the suggestions are about the schema in force); one with the
+// same schema, or a call still under an older revision, does not.
+func TestSchemaChangeStartsAfresh(t *testing.T) {
+	s, reg := newStats(t, Config{})
+	entry := func(rev int64, typ string) *registry.Entry {
+		return &registry.Entry{Tool: registry.Tool{Name: "t", Revision: rev,
+			InputSchema: &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue(typ)}}}}
+	}
+	rec := func(e *registry.Entry) {
+		c := pipeline.NewCall("t", "", nil)
+		c.Caller, c.HasCaller, c.Entry = policy.Caller{Subject: "a"}, true, e
+		c.Report.Repairs = []normalize.Repair{repair("/x", normalize.JSONDecoded)}
+		s.RecordCall(context.Background(), c, pipeline.Outcome{Label: "t"})
+	}
+	calls := func() uint64 {
+		tools := s.Snapshot("t").Tools
+		if len(tools) != 1 {
+			return 0
+		}
+		return tools[0].Calls
+	}
+	r1, r2, r3 := entry(1, "object"), entry(2, "object"), entry(3, "array")
+	steps := []struct {
+		reason string
+		e      *registry.Entry
+		want   uint64
+	}{
+		{"first revision", r1, 1},
+		{"a new revision, same schema: counts go on", r2, 2},
+		{"a new schema: afresh", r3, 1},
+		{"a call in flight under the older revision: no reset back", r2, 2},
+		{"and the newer again: still counting", r3, 3},
+	}
+	for _, st := range steps {
+		rec(st.e)
+		if got := calls(); got != st.want {
+			t.Errorf("%s: %d calls, want %d", st.reason, got, st.want)
+		}
+	}
+	if n := seriesCount(t, reg, "flowdrop_repair_field_calls_total"); n != 1 {
+		t.Errorf("%d repair series, want the one row since the schema change", n)
 	}
 }

@@ -157,8 +157,11 @@ type ToolRepairStats struct {
 	// Of those, calls that failed validation.
 	FailedCalls uint64 `protobuf:"varint,3,opt,name=failed_calls,json=failedCalls,proto3" json:"failed_calls,omitempty"`
 	// Most calls first.
-	Rows          []*RepairStatsRow   `protobuf:"bytes,4,rep,name=rows,proto3" json:"rows,omitempty"`
-	Suggestions   []*SchemaSuggestion `protobuf:"bytes,5,rep,name=suggestions,proto3" json:"suggestions,omitempty"`
+	Rows        []*RepairStatsRow   `protobuf:"bytes,4,rep,name=rows,proto3" json:"rows,omitempty"`
+	Suggestions []*SchemaSuggestion `protobuf:"bytes,5,rep,name=suggestions,proto3" json:"suggestions,omitempty"`
+	// When these counts began: the tool's first call on this replica, or
+	// the last change of its input schema (counts start afresh then).
+	Since         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +227,13 @@ func (x *ToolRepairStats) GetRows() []*RepairStatsRow {
 func (x *ToolRepairStats) GetSuggestions() []*SchemaSuggestion {
 	if x != nil {
 		return x.Suggestions
+	}
+	return nil
+}
+
+func (x *ToolRepairStats) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
 	}
 	return nil
 }
@@ -602,13 +612,14 @@ const file_flowdrop_gateway_v1_repair_stats_proto_rawDesc = "" +
 	"thresholds\x1a;\n" +
 	"\rOverflowEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xe0\x01\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x92\x02\n" +
 	"\x0fToolRepairStats\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05calls\x18\x02 \x01(\x04R\x05calls\x12!\n" +
 	"\ffailed_calls\x18\x03 \x01(\x04R\vfailedCalls\x127\n" +
 	"\x04rows\x18\x04 \x03(\v2#.flowdrop.gateway.v1.RepairStatsRowR\x04rows\x12G\n" +
-	"\vsuggestions\x18\x05 \x03(\v2%.flowdrop.gateway.v1.SchemaSuggestionR\vsuggestions\"\xa1\x01\n" +
+	"\vsuggestions\x18\x05 \x03(\v2%.flowdrop.gateway.v1.SchemaSuggestionR\vsuggestions\x120\n" +
+	"\x05since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xa1\x01\n" +
 	"\x0eRepairStatsRow\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
 	"\x06caller\x18\x02 \x01(\tR\x06caller\x12\x16\n" +
@@ -674,11 +685,12 @@ var file_flowdrop_gateway_v1_repair_stats_proto_depIdxs = []int32{
 	6, // 4: flowdrop.gateway.v1.GetRepairStatsResponse.thresholds:type_name -> flowdrop.gateway.v1.RepairStatsThresholds
 	3, // 5: flowdrop.gateway.v1.ToolRepairStats.rows:type_name -> flowdrop.gateway.v1.RepairStatsRow
 	4, // 6: flowdrop.gateway.v1.ToolRepairStats.suggestions:type_name -> flowdrop.gateway.v1.SchemaSuggestion
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8, // 7: flowdrop.gateway.v1.ToolRepairStats.since:type_name -> google.protobuf.Timestamp
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_repair_stats_proto_init() }

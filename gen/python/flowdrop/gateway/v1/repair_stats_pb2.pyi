@@ -98,15 +98,17 @@ class SchemaSuggestion(_message.Message):
     def __init__(self, change: _Optional[str] = ..., field: _Optional[str] = ..., event_kind: _Optional[str] = ..., event: _Optional[str] = ..., calls: _Optional[int] = ..., of_calls: _Optional[int] = ..., client: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class ToolRepairStats(_message.Message):
-    __slots__ = ["calls", "failed_calls", "rows", "suggestions", "tool"]
+    __slots__ = ["calls", "failed_calls", "rows", "since", "suggestions", "tool"]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     FAILED_CALLS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
     SUGGESTIONS_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     calls: int
     failed_calls: int
     rows: _containers.RepeatedCompositeFieldContainer[RepairStatsRow]
+    since: _timestamp_pb2.Timestamp
     suggestions: _containers.RepeatedCompositeFieldContainer[SchemaSuggestion]
     tool: str
-    def __init__(self, tool: _Optional[str] = ..., calls: _Optional[int] = ..., failed_calls: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[RepairStatsRow, _Mapping]]] = ..., suggestions: _Optional[_Iterable[_Union[SchemaSuggestion, _Mapping]]] = ...) -> None: ...
+    def __init__(self, tool: _Optional[str] = ..., calls: _Optional[int] = ..., failed_calls: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[RepairStatsRow, _Mapping]]] = ..., suggestions: _Optional[_Iterable[_Union[SchemaSuggestion, _Mapping]]] = ..., since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

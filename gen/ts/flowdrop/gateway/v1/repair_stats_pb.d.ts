@@ -109,6 +109,14 @@ export declare type ToolRepairStats = Message<"flowdrop.gateway.v1.ToolRepairSta
    * @generated from field: repeated flowdrop.gateway.v1.SchemaSuggestion suggestions = 5;
    */
   suggestions: SchemaSuggestion[];
+
+  /**
+   * When these counts began: the tool's first call on this replica, or
+   * the last change of its input schema (counts start afresh then).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 6;
+   */
+  since?: Timestamp | undefined;
 };
 
 /**
