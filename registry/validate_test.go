@@ -54,7 +54,7 @@ func TestValidateSpecExample(t *testing.T) {
 	if ve == nil {
 		t.Fatal("an object literal for an array parameter was accepted")
 	}
-	want := rschema.Violation{Pointer: "/ops", Message: "`ops` must be an array; got a string that parses as an object"}
+	want := rschema.Violation{Pointer: "/ops", Message: "`ops` must be an array; got a string that parses as an object", Keyword: "type"}
 	if len(ve.Violations) != 1 || ve.Violations[0] != want {
 		t.Fatalf("violations %+v, want [%+v]", ve.Violations, want)
 	}

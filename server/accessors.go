@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/repairstats"
 )
 
 // What a started Gateway tells its caller (cmd/, tests).
@@ -28,6 +29,9 @@ func (g *Gateway) AdminAddr() string {
 }
 
 func (g *Gateway) Registry() *registry.Registry { return g.reg }
+
+// RepairStats is the gateway's repair analytics (Snapshot for a console).
+func (g *Gateway) RepairStats() *repairstats.Stats { return g.repairs }
 
 // AuthenticationOn reports whether callers must authenticate (auth.mode on).
 func (g *Gateway) AuthenticationOn() bool { return !g.auth.Off() }

@@ -15,6 +15,7 @@ import (
 	"github.com/flowdrop/gateway/server/mcpapi"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/repairstats"
 )
 
 // DefaultListenAddr is where the gateway listens unless told otherwise:
@@ -123,6 +124,10 @@ type Config struct {
 	// zero value, the default) or slog.LevelDebug. Failures are logged at
 	// their own level either way (observe.AccessLevel).
 	OKCallsLevel slog.Level
+	// RepairStatsCaller is what identifies a caller in repair analytics
+	// (server/repairstats): "subject" (the default when empty), "role" or
+	// "none".
+	RepairStatsCaller string
 }
 
 // DefaultMaxCallTimeout is the gateway's cap on any backend call.
@@ -185,6 +190,9 @@ func (c *Config) Validate() error {
 		bad("%v", err)
 	}
 	if err := observe.CheckOKCallsLevel(c.OKCallsLevel); err != nil {
+		bad("%v", err)
+	}
+	if _, err := repairstats.ParseCallerBy(c.RepairStatsCaller); err != nil {
 		bad("%v", err)
 	}
 	for _, p := range c.LintProfiles {

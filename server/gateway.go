@@ -30,6 +30,7 @@ import (
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/policyreload"
+	"github.com/flowdrop/gateway/server/repairstats"
 )
 
 // Gateway is a started gateway: the registry over its store, the pipeline,
@@ -48,6 +49,8 @@ type Gateway struct {
 	mcp     *mcpapi.Server
 	admin   *observe.Admin
 	metrics *observe.Metrics
+	// repairs is repair analytics (a Recorder; GetRepairStats answers it).
+	repairs *repairstats.Stats
 	tracing *observe.Tracing
 	// traceReport rate-limits the log of failed OTLP exports (trace_export.go).
 	traceReport traceExportReport
@@ -250,7 +253,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, g.kinds.Close)
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
-	pc.Recorders = []pipeline.Recorder{g.metrics, policyMetrics}
+	if g.repairs, err = repairstats.New(repairstats.Config{CallerBy: repairstats.CallerBy(cfg.RepairStatsCaller), Registerer: g.metrics.Registry()}); err != nil {
+		return nil, err
+	}
+	pc.Recorders = []pipeline.Recorder{g.metrics, policyMetrics, g.repairs}
 	if cfg.Listeners.MCP != nil || cfg.MCP.ListenAddr != "" {
 		pc.Recorders = append(pc.Recorders, mcpapi.CallRecorder{}) // a tools/call's outcome to its access line
 	}
@@ -263,7 +269,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, LintProfiles: cfg.lintProfiles(), ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
-		PreAuth: cfg.GRPC.preAuth()})
+		PreAuth: cfg.GRPC.preAuth(), RepairStats: g.repairs})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err

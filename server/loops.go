@@ -33,6 +33,7 @@ func (g *Gateway) pruneLoop() {
 			if g.auditor != nil {
 				g.auditor.Prune(entries)
 			}
+			g.repairs.Prune(entries)
 		}
 	}
 }

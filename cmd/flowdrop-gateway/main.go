@@ -207,6 +207,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Redis.TLS.CertFile, "redis-tls-cert-file", "", "client certificate (PEM) for a Redis that requires one; with --redis-tls-key-file")
 	fs.StringVar(&cfg.Redis.TLS.KeyFile, "redis-tls-key-file", "", "client key (PEM) for --redis-tls-cert-file")
 	fs.StringVar(&cfg.Redis.TLS.ServerName, "redis-tls-server-name", "", "name checked in Redis's certificate (default: the host of --redis-addr)")
+	fs.StringVar(&cfg.RepairStatsCaller, "repair-stats-caller", "subject", "what names a caller in repair analytics (flowdropctl tools stats, flowdrop_repair_field_calls_total): subject, role or none (each capped at 64 distinct values)")
 	fs.BoolVar(&cfg.DisableFastPaths, "disable-fast-paths", false, "decode, normalize and validate every call by the general paths (same results, slower; for diagnosis)")
 	var strictLint strictLintFlag
 	fs.Var(&strictLint, "strict-lint", strictLintUsage)

@@ -27,7 +27,7 @@ var flagGroups = []struct {
 		"grpc-unauthenticated-receive-timeout", "grpc-stream-window", "grpc-conn-window", "grpc-max-header-bytes",
 		"grpc-handshake-timeout", "grpc-idle-timeout", "grpc-keepalive-time", "grpc-keepalive-timeout"}},
 	{"MCP over HTTP", []string{"mcp-read-timeout", "mcp-write-timeout", "mcp-idle-timeout", "mcp-max-connections", "mcp-sdk-only"}},
-	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "log-ok-calls", "gc-percent", "memory-limit", "shutdown-grace"}},
+	{"Process: logs, memory, shutdown", []string{"log-level", "log-format", "log-ok-calls", "repair-stats-caller", "gc-percent", "memory-limit", "shutdown-grace"}},
 }
 
 // printUsage is flowdrop-gateway's --help: the flags by group, each as

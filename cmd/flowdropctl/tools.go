@@ -66,6 +66,10 @@ commands:
                    serve the pending change (a removal deletes the tool)
   reject NAME [--expected-revision N]
                    drop the pending change; the served definition stays
+  stats [TOOL] [--top N]
+                   repair analytics: calls repaired and failing validation by
+                   field, caller and client, and suggested schema changes
+                   (the answering replica's counts since it started)
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -115,8 +119,10 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsApprove(ctx, rest, stdout, stderr)
 	case "reject":
 		return toolsReject(ctx, rest, stdout, stderr)
+	case "stats":
+		return toolsStats(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, pending, diff, approve, reject or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, pending, diff, approve, reject, stats or lint)\n", sub)
 	return 2
 }
 

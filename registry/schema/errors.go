@@ -30,6 +30,11 @@ type Violation struct {
 	Pointer string
 	// Message says what is wrong in words a model can act on.
 	Message string
+	// Keyword is the JSON Schema keyword that failed ("type", "required",
+	// "additionalProperties", …; "finite" for a number JSON cannot
+	// express, "json" for arguments text that is not JSON), "" when no
+	// keyword applies: what repair analytics count failures by.
+	Keyword string
 }
 
 // ValidationError reports arguments that do not satisfy the tool's schema

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -44,6 +45,38 @@ func TestValidateErrorKinds(t *testing.T) {
 					t.Errorf("%s: %T %v, want *RuntimeError", c.reason, err, err)
 				}
 			}
+		}
+	}
+}
+
+// TestViolationKeyword: each violation names the keyword that failed, what
+// repair analytics count failures by; several at once keep theirs.
+func TestViolationKeyword(t *testing.T) {
+	cases := []struct {
+		reason, schema, args string
+		want                 []string // pointer=keyword, in the violations' order
+	}{
+		{reason: "a wrong type", schema: `{"type":"object","properties":{"n":{"type":"integer"}}}`, args: `{"n":"1"}`, want: []string{"/n=type"}},
+		{reason: "a missing argument is required's", schema: `{"type":"object","required":["a"]}`, args: `{}`, want: []string{"/a=required"}},
+		{reason: "an unknown argument is additionalProperties'", schema: `{"type":"object","additionalProperties":false}`, args: `{"zz":1}`, want: []string{"/zz=additionalProperties"}},
+		{reason: "a value outside the enum", schema: `{"type":"object","properties":{"e":{"enum":["a"]}}}`, args: `{"e":"b"}`, want: []string{"/e=enum"}},
+		{reason: "two at once, each its own", schema: `{"type":"object","properties":{"s":{"type":"string","minLength":3},"n":{"maximum":2}}}`, args: `{"s":"x","n":5}`,
+			want: []string{"/n=maximum", "/s=minLength"}},
+		{reason: "an integer beyond ±2^53 is the gateway's own type check", schema: `{"type":"object","properties":{"i":{"type":"integer"}}}`, args: `{"i":1e300}`, want: []string{"/i=type"}},
+	}
+	for _, c := range cases {
+		err := compileJSON(t, c.schema, WithoutFastPaths()).Validate(fastArgs(t, c.args), nil)
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			t.Errorf("%s: %v, want a *ValidationError", c.reason, err)
+			continue
+		}
+		var got []string
+		for _, v := range ve.Violations {
+			got = append(got, v.Pointer+"="+v.Keyword)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.reason, got, c.want)
 		}
 	}
 }

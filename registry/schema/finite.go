@@ -34,7 +34,7 @@ func nonFiniteViolations(args *structpb.Struct, sens *Sensitivity) []Violation {
 				if sens.At(path, isArr) {
 					got = " (JSON cannot express NaN or infinities)"
 				}
-				out = append(out, Violation{Pointer: pointer(path), Message: fieldName(path, isArr) + " must be a finite number" + got})
+				out = append(out, Violation{Pointer: pointer(path), Message: fieldName(path, isArr) + " must be a finite number" + got, Keyword: "finite"})
 			}
 		case *structpb.Value_StructValue:
 			fields := k.StructValue.GetFields()

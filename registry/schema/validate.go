@@ -157,7 +157,9 @@ func (s *Schema) ValidateWithin(ctx context.Context, args *structpb.Struct, rep 
 	all := make([]ranked, 0, len(leaves))
 	seen := make(map[Violation]bool, len(leaves))
 	for _, l := range leaves {
+		kw := keywordOf(l.ErrorKind)
 		for _, v := range describe(l, inst, rep, s.sens) {
+			v.Keyword = kw
 			if !seen[v] {
 				seen[v] = true
 				all = append(all, ranked{v, kindRank(l.ErrorKind)})
@@ -307,6 +309,15 @@ func keywordName(k jsonschema.ErrorKind) string {
 		return "`" + p[len(p)-1] + "`"
 	}
 	return "constraints"
+}
+
+// keywordOf is the failing keyword of k, unquoted ("multipleOf"), for
+// Violation.Keyword.
+func keywordOf(k jsonschema.ErrorKind) string {
+	if p := k.KeywordPath(); len(p) > 0 {
+		return p[len(p)-1]
+	}
+	return ""
 }
 
 // kindOf names a value's JSON type without its value.

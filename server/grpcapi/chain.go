@@ -152,6 +152,7 @@ func outcomeInterceptor(p *pipeline.Pipeline, others grpc.UnaryServerInterceptor
 			c = pipeline.NewCall(r.GetTool(), r.GetCallId(), r.GetArguments())
 			ctx = pipeline.WithCall(ctx, c)
 		}
+		c.SetClientSource(userAgentProduct)
 		// The access log (outside us) writes these when the call ends.
 		// Bounded prefixes: both are whatever the caller sent.
 		addLogFields(ctx, slog.String("flowdrop.tool", policy.Bound(c.Tool)), slog.String("flowdrop.call_id", policy.Bound(c.CallID)))

@@ -14,6 +14,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/repairstats"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -84,6 +85,7 @@ type registryService struct {
 	visible      func(ctx context.Context, name string) bool
 	showBackend  func(ctx context.Context) bool
 	dropsNulls   func(ctx context.Context, tool string) bool
+	stats        *repairstats.Stats
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once

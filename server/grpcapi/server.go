@@ -17,6 +17,7 @@ import (
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
+	"github.com/flowdrop/gateway/server/repairstats"
 )
 
 // Config is what the gRPC face is built from.
@@ -43,6 +44,8 @@ type Config struct {
 	// PreAuth bounds the streams let through before authentication
 	// (tap.go).
 	PreAuth PreAuthBounds
+	// RepairStats answers GetRepairStats (nil: FailedPrecondition).
+	RepairStats *repairstats.Stats
 }
 
 // Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool
@@ -74,7 +77,7 @@ func New(cfg Config) *Server {
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline, invokeStreamChain(&cfg, log))}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
-		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls))
+		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls), WithRepairStats(cfg.RepairStats))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -90,6 +90,9 @@ type fastCall struct {
 	// names the server in _meta, the call ends when the caller hangs up,
 	// and some JSON-RPC errors get an HTTP status.
 	newProtocol bool
+	// extra is the request's HTTP headers as the SDK's path gives them
+	// (req.Extra), held here so the call allocates nothing more.
+	extra mcp.RequestExtra
 }
 
 // callParamsWire is mcp.CallToolParamsRaw as decoded, but for _meta, taken
@@ -299,7 +302,10 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 	if rev == "" {
 		rev = version
 	}
-	return &fastCall{id: id, req: &mcp.CallToolRequest{Params: p}, rev: rev, newProtocol: newProtocol}, true
+	fc := &fastCall{id: id, req: &mcp.CallToolRequest{Params: p}, rev: rev, newProtocol: newProtocol}
+	fc.extra.Header = h
+	fc.req.Extra = &fc.extra
+	return fc, true
 }
 
 // sdkDecode decodes data into v as the SDK's internal json.Unmarshal does

@@ -563,6 +563,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 	}
 	c.UsePolicy(pol)
 	c.SetIdempotencyKey(idemKey)
+	c.SetClient(clientName(req))
 	c.Input = round
 	out, perr := m.pipe.Invoke(ctx, c)
 	if perr != nil {

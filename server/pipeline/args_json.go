@@ -78,7 +78,7 @@ func (a *Arguments) jsonRefusal(tool string, pol *Policy, err error) *Error {
 	// malformed (MCP answers that with a JSON-RPC error, not a result).
 	return &Error{Code: InvalidArgument, Kind: KindValidation, Reason: ReasonArgumentsInvalid, Tool: tool,
 		Message:    fmt.Sprintf("tool %q: %s", tool, msg),
-		Violations: []schema.Violation{{Pointer: pe.Path, Message: msg}}, Cause: pe}
+		Violations: []schema.Violation{{Pointer: pe.Path, Message: msg, Keyword: "json"}}, Cause: pe}
 }
 
 // defaultRepairLimits are the default argument limits as normalize bounds

@@ -81,6 +81,29 @@ type Call struct {
 	// identityMode and identitySubject are the identity the backend was
 	// sent (SetBackendIdentity), for the audit line.
 	identityMode, identitySubject string
+	// client and clientOf name the calling program (SetClient,
+	// SetClientSource); read only by Client, off the clean path.
+	client   string
+	clientOf func(context.Context) string
+}
+
+// SetClient names the calling program as the face learned it (MCP's
+// clientInfo.name, an HTTP User-Agent's product): caller-chosen text, so
+// whoever keys anything by it bounds it (repair analytics do).
+func (c *Call) SetClient(name string) { c.client = name }
+
+// SetClientSource gives a face's way to learn the calling program's name
+// from the call's context, asked only when something wants it (a gRPC
+// face's user-agent, whose metadata read allocates): calls nobody asks
+// about pay nothing.
+func (c *Call) SetClientSource(f func(context.Context) string) { c.clientOf = f }
+
+// Client names the calling program, "" when the face learned none.
+func (c *Call) Client(ctx context.Context) string {
+	if c.client == "" && c.clientOf != nil {
+		return c.clientOf(ctx)
+	}
+	return c.client
 }
 
 // SetBackendIdentity records the identity mode the call's backend is

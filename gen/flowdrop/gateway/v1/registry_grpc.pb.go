@@ -29,6 +29,7 @@ const (
 	ToolRegistryService_GetPendingChange_FullMethodName     = "/flowdrop.gateway.v1.ToolRegistryService/GetPendingChange"
 	ToolRegistryService_ApprovePendingChange_FullMethodName = "/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange"
 	ToolRegistryService_RejectPendingChange_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange"
+	ToolRegistryService_GetRepairStats_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -58,6 +59,10 @@ type ToolRegistryServiceClient interface {
 	// Drops a tool's pending upstream change: the served definition stays
 	// and that upstream definition is not proposed again.
 	RejectPendingChange(ctx context.Context, in *RejectPendingChangeRequest, opts ...grpc.CallOption) (*RejectPendingChangeResponse, error)
+	// Returns repair analytics: per tool, field, caller and client, how
+	// many calls were repaired and how many failed validation, with
+	// suggested schema changes. The answering replica's counts.
+	GetRepairStats(ctx context.Context, in *GetRepairStatsRequest, opts ...grpc.CallOption) (*GetRepairStatsResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -177,6 +182,16 @@ func (c *toolRegistryServiceClient) RejectPendingChange(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) GetRepairStats(ctx context.Context, in *GetRepairStatsRequest, opts ...grpc.CallOption) (*GetRepairStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRepairStatsResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_GetRepairStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -204,6 +219,10 @@ type ToolRegistryServiceServer interface {
 	// Drops a tool's pending upstream change: the served definition stays
 	// and that upstream definition is not proposed again.
 	RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error)
+	// Returns repair analytics: per tool, field, caller and client, how
+	// many calls were repaired and how many failed validation, with
+	// suggested schema changes. The answering replica's counts.
+	GetRepairStats(context.Context, *GetRepairStatsRequest) (*GetRepairStatsResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -243,6 +262,9 @@ func (UnimplementedToolRegistryServiceServer) ApprovePendingChange(context.Conte
 }
 func (UnimplementedToolRegistryServiceServer) RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RejectPendingChange not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) GetRepairStats(context.Context, *GetRepairStatsRequest) (*GetRepairStatsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRepairStats not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -438,6 +460,24 @@ func _ToolRegistryService_RejectPendingChange_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_GetRepairStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRepairStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).GetRepairStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_GetRepairStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).GetRepairStats(ctx, req.(*GetRepairStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -480,6 +520,10 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RejectPendingChange",
 			Handler:    _ToolRegistryService_RejectPendingChange_Handler,
+		},
+		{
+			MethodName: "GetRepairStats",
+			Handler:    _ToolRegistryService_GetRepairStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

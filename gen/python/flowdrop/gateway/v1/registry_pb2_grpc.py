@@ -3,6 +3,7 @@
 import grpc
 
 from flowdrop.gateway.v1 import registry_pb2 as flowdrop_dot_gateway_dot_v1_dot_registry__pb2
+from flowdrop.gateway.v1 import repair_stats_pb2 as flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2
 
 
 class ToolRegistryServiceStub(object):
@@ -64,6 +65,11 @@ class ToolRegistryServiceStub(object):
                 '/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange',
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.FromString,
+                )
+        self.GetRepairStats = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.FromString,
                 )
 
 
@@ -142,6 +148,15 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRepairStats(self, request, context):
+        """Returns repair analytics: per tool, field, caller and client, how
+        many calls were repaired and how many failed validation, with
+        suggested schema changes. The answering replica's counts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -194,6 +209,11 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.RejectPendingChange,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.SerializeToString,
+            ),
+            'GetRepairStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRepairStats,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -373,5 +393,22 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange',
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RejectPendingChangeResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetRepairStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats',
+            flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -6,6 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import type { Message } from "@bufbuild/protobuf";
 import type { Tool } from "./tool_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { GetRepairStatsRequestSchema, GetRepairStatsResponseSchema } from "./repair_stats_pb.js";
 
 /**
  * Describes the file flowdrop/gateway/v1/registry.proto.
@@ -796,6 +797,18 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof RejectPendingChangeRequestSchema;
     output: typeof RejectPendingChangeResponseSchema;
+  },
+  /**
+   * Returns repair analytics: per tool, field, caller and client, how
+   * many calls were repaired and how many failed validation, with
+   * suggested schema changes. The answering replica's counts.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.GetRepairStats
+   */
+  getRepairStats: {
+    methodKind: "unary";
+    input: typeof GetRepairStatsRequestSchema;
+    output: typeof GetRepairStatsResponseSchema;
   },
 }>;
 
