@@ -300,18 +300,21 @@ func (e *engine) stages(ctx context.Context, caller policy.Caller, r *record) *p
 	return nil
 }
 
-// access is the candidate's role and allow-list decision alone, for a call
-// whose arguments are not known: a refusal there needs none.
+// access is the candidate's role and allow-list decision, and whether it
+// has the tool, for a call whose arguments are not known: a refusal there
+// needs none. (Without the tool, a limit on the arguments may refuse the
+// call before the lookup does: refused either way.)
 func (e *engine) access(caller policy.Caller, tool string) *pipeline.Error {
-	az := e.cand.Authz
-	if az == nil {
-		return nil
+	if az := e.cand.Authz; az != nil {
+		if err := az.AllowMethod(caller, pipeline.InvokeMethod); err != nil {
+			return pipeline.Classify(err)
+		}
+		if err := az.AllowTool(caller, tool); err != nil {
+			return pipeline.Classify(err)
+		}
 	}
-	if err := az.AllowMethod(caller, pipeline.InvokeMethod); err != nil {
-		return pipeline.Classify(err)
-	}
-	if err := az.AllowTool(caller, tool); err != nil {
-		return pipeline.Classify(err)
+	if _, ok := e.cand.Tools.Lookup(tool); !ok {
+		return pipeline.Classify(pipeline.ToolNotFound(tool))
 	}
 	return nil
 }
