@@ -14,9 +14,10 @@ import (
 )
 
 // checkConfig is `flowdrop-gateway check-config --policy FILE [--tools
-// FILE] [--replay AUDIT.jsonl [--format text|json]]`: it validates the
-// files offline, as start-up and a reload would (server.CheckConfig), for
-// CI; with --replay it then replays the audit's tool calls against them
+// FILE] [--strict] [--replay AUDIT.jsonl [--format text|json]]`: it
+// validates the files offline, as start-up and a reload would, and what the
+// policy lets callers reach (server.CheckConfigWarnings), for CI: warnings
+// on stderr, problems with --strict; with --replay it then replays the audit's tool calls against them
 // (server.ReplayAudit) and writes the report to stdout. Exit 0: valid (and
 // no decision would change); 1: problems, each on a line of its own on
 // stderr; 2: bad usage; 3: valid, and the replay found decisions that
@@ -28,6 +29,7 @@ func checkConfig(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	toolsFile := fs.String("tools", "", "tools file to check (YAML or JSON)")
 	var strictLint strictLintFlag
 	fs.Var(&strictLint, "strict-lint", strictLintUsage+", as the gateway's --strict-lint")
+	strict := fs.Bool("strict", false, "make warnings (a policy under which no tool can be called) problems")
 	replayFile := fs.String("replay", "", "audit log (JSON lines) whose tool calls to replay against --policy and --tools (\"-\": stdin)")
 	format := fs.String("format", "text", "the replay report's format: text or json")
 	if err := fs.Parse(args); err != nil {
@@ -52,7 +54,17 @@ func checkConfig(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "flowdrop-gateway check-config: --format %q: want text or json\n", *format)
 		return 2
 	}
-	if err := server.CheckConfig(ctx, *policyFile, *toolsFile, strictLint.on, strictLint.profiles...); err != nil {
+	warnings, err := server.CheckConfigWarnings(ctx, *policyFile, *toolsFile, strictLint.on, strictLint.profiles...)
+	if *strict {
+		for _, w := range warnings {
+			err = errors.Join(err, errors.New(w))
+		}
+		warnings = nil
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "flowdrop-gateway check-config: warning:", w)
+	}
+	if err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(stderr, "flowdrop-gateway check-config:", line)
 		}
