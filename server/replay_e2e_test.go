@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -35,7 +36,8 @@ const keyRetired = "fd_e2e_retired_9d3e7a51"
 // rewrites the file.
 func TestReplayAuditIsTheGatewaysOwn(t *testing.T) {
 	t.Parallel()
-	p := testPolicy(nil)
+	signer := newJWTSigner(t)
+	p := testPolicy(signer)
 	p.Auth.APIKeys = append(p.Auth.APIKeys, policy.APIKey{Name: "retired", SHA256: policy.HashAPIKey(keyRetired), Roles: []string{policy.RoleInvoker}})
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	p.Audit = server.AuditConfig{Path: path}
@@ -63,6 +65,9 @@ func TestReplayAuditIsTheGatewaysOwn(t *testing.T) {
 	for _, c := range calls {
 		env.Client.InvokeTool(withKey(c.key), &gatewayv1.InvokeToolRequest{Tool: c.tool, CallId: c.id, Arguments: gatewaytest.Args(t, c.args)})
 	}
+	// A JWT caller: its roles are its token's, recorded on its line.
+	tok := signer.token(t, jwtAud, time.Now().Add(time.Hour), policy.RoleInvoker)
+	env.Client.InvokeTool(withBearer(tok), &gatewayv1.InvokeToolRequest{Tool: "create_note", CallId: "c-jwt", Arguments: gatewaytest.Args(t, map[string]any{"title": "From a token"})})
 	_, raw := auditLines(t, env, path)
 	got := auditLatency.ReplaceAll(auditTime.ReplaceAll([]byte(raw), []byte(`"time":"2026-12-01T10:00:00Z"`)), []byte(`"latency_ms":1`))
 	golden := filepath.Join("testdata", "replay", "audit.jsonl")
@@ -85,7 +90,8 @@ func TestReplayAuditIsTheGatewaysOwn(t *testing.T) {
 // changes — a rule no longer refusing, a new rule refusing, an allow list
 // narrowed, a schema now refusing — and counts what it cannot replay
 // (redacted arguments, a caller the candidate does not know,
-// authentication). Text and JSON reports are golden files.
+// authentication); a JWT caller is judged with the roles its line
+// recorded. Text and JSON reports are golden files.
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "replay")

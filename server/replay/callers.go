@@ -12,8 +12,8 @@ type CallerFunc func(subject, method string) (c policy.Caller, ok bool)
 // authentication would name them, credentials aside: an API key's caller
 // by its name, a certificate's by its subject (mapped roles, else the
 // defaults), and, with authentication off, every caller as the anonymous
-// one. A JWT caller's roles come from its token, which the audit does not
-// keep: not known.
+// one. A JWT caller's roles came from its token: not the candidate's to
+// say (Run takes the roles its line recorded, if it did).
 func CallersFromAuth(cfg policy.AuthConfig) CallerFunc {
 	return func(subject, method string) (policy.Caller, bool) {
 		if cfg.Mode == policy.AuthOff {

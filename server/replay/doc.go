@@ -8,8 +8,9 @@
 // decision is the one the gateway would make, not a re-implementation of
 // it. Authentication is not replayed: the recorded caller (subject and
 // authentication method) is taken as authenticated, with its roles from
-// the line when it records them, else from the candidate policy
-// (Candidate.Roles). What cannot be replayed is counted, with why:
+// the candidate policy (Candidate.Callers: an API key's, a certificate
+// subject's), or for a JWT caller, whose roles were its token's, from the
+// line (caller_roles, written since issue 34; older lines: not replayable). What cannot be replayed is counted, with why:
 // arguments that were redacted or never recorded (a call refused before
 // normalization), a caller whose roles are not known, refusals that
 // depend on state (rate limits) or on authentication.

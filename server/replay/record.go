@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -15,6 +16,7 @@ type record struct {
 	Time          time.Time       `json:"time"`
 	CallerSubject string          `json:"caller_subject"`
 	CallerMethod  string          `json:"caller_method"`
+	CallerRoles   []string        `json:"caller_roles"`
 	Tool          string          `json:"tool"`
 	CallID        string          `json:"call_id"`
 	Decision      string          `json:"decision"`
@@ -120,6 +122,18 @@ func (r *record) reachedNormalize(cl class) bool {
 		return true
 	}
 	return false
+}
+
+// recordedRoles are the roles the line recorded for a JWT caller (whose
+// roles were its token's), when it recorded them whole.
+func (r *record) recordedRoles() ([]string, bool) {
+	if r.CallerMethod != policy.MethodJWT || r.CallerRoles == nil {
+		return nil, false
+	}
+	if n := len(r.CallerRoles); n > 0 && strings.HasPrefix(r.CallerRoles[n-1], "… and ") {
+		return nil, false // bounded: not all of them
+	}
+	return r.CallerRoles, true
 }
 
 var redactedJSON = []byte(`"` + policy.Redacted + `"`)

@@ -227,6 +227,12 @@ func (e *engine) line(ctx context.Context, b []byte) {
 		caller, ok = e.cand.Callers(r.CallerSubject, r.CallerMethod)
 	}
 	if !ok {
+		// A JWT caller's roles were its token's: the line's, if recorded.
+		if roles, recorded := r.recordedRoles(); recorded {
+			caller, ok = policy.Caller{Subject: r.CallerSubject, Method: r.CallerMethod, Roles: roles}, true
+		}
+	}
+	if !ok {
 		e.rep.NotReplayable[NotReplayableCallerUnknown]++
 		return
 	}

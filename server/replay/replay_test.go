@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,8 @@ var recordedAuth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIK
 func TestRun(t *testing.T) {
 	t.Parallel()
 	g := goldenLines(t)
-	jwt := bytes.Replace(g["c-note-short"], []byte(`"caller_method":"api-key"`), []byte(`"caller_method":"jwt"`), 1)
+	// A line written before caller_roles was: the JWT caller's roles unknown.
+	oldJWT := regexp.MustCompile(`,"caller_roles":\[[^\]]*\]`).ReplaceAll(g["c-jwt"], nil)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name, reason string
@@ -109,8 +111,11 @@ func TestRun(t *testing.T) {
 		{name: "redacted", reason: "a call whose arguments were redacted is not replayable",
 			lines: [][]byte{g["c-signup"]},
 			want:  replay.Report{Lines: 1, Calls: 1, NotReplayable: map[string]int64{replay.NotReplayableRedacted: 1}}},
-		{name: "jwt", reason: "a JWT caller's roles came from its token, which the audit does not keep",
-			lines: [][]byte{jwt},
+		{name: "jwt", reason: "a JWT caller is judged with the roles its line recorded (its token's)",
+			lines: [][]byte{g["c-jwt"]},
+			want:  replay.Report{Lines: 1, Calls: 1, Replayed: 1, Unchanged: 1}},
+		{name: "jwt-roles-not-recorded", reason: "a JWT caller's line without caller_roles (written before them): its roles are not known",
+			lines: [][]byte{oldJWT},
 			want:  replay.Report{Lines: 1, Calls: 1, NotReplayable: map[string]int64{replay.NotReplayableCallerUnknown: 1}}},
 		{name: "auth-off", reason: "with authentication off every caller is the anonymous one: limited's denied tool is allowed",
 			lines: [][]byte{g["c-limited-run"]}, auth: &policy.AuthConfig{Mode: policy.AuthOff},
