@@ -68,7 +68,8 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fset := flag.NewFlagSet("flowdropctl apply", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() { fmt.Fprint(stderr, applyUsage); fset.PrintDefaults() }
-	f := &toolsFlags{fs: fset, conn: addConnFlags(fset), timeout: fset.Duration("timeout", 60*time.Second, "deadline for the whole command (0: none)"), out: addOutputFlag(fset)}
+	// Text only: the diff is for a person (--output json is not taken).
+	f := &toolsFlags{fs: fset, conn: addConnFlags(fset), timeout: fset.Duration("timeout", 60*time.Second, "deadline for the whole command (0: none)"), out: &output{}}
 	dir := fset.String("f", "", "directory of tool files (a single file works too)")
 	dryRun := fset.Bool("dry-run", false, "print the diff and the plan; write nothing")
 	prune := fset.Bool("prune", false, "also delete registered tools no file declares")

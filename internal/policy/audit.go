@@ -35,11 +35,14 @@ type AuditRecord struct {
 	// CallerRoles are the caller's roles as authenticated (a JWT's from
 	// its token), so a policy replay judges the call as it was made
 	// (server/replay). At most maxAuditRoles, each bounded.
-	CallerRoles []string      `json:"caller_roles,omitempty"`
-	Tool        string        `json:"tool"`
-	CallID      string        `json:"call_id,omitempty"`
-	Decision    string        `json:"decision"`
-	Reason      string        `json:"reason,omitempty"`
+	CallerRoles []string `json:"caller_roles,omitempty"`
+	Tool        string   `json:"tool"`
+	CallID      string   `json:"call_id,omitempty"`
+	Decision    string   `json:"decision"`
+	Reason      string   `json:"reason,omitempty"`
+	// Rule names the CEL rule that refused the call (reasons rule-denied
+	// and rule-error): a rule's name is the policy file's, not a caller's.
+	Rule        string        `json:"rule,omitempty"`
 	Repairs     []AuditRepair `json:"repairs,omitempty"`
 	Validation  string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
 	Violations  []string      `json:"violations,omitempty"`
@@ -175,7 +178,7 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // bytes with every optional member a call line has) plus what varies.
 // An undersized buffer doubles once, a copy of the whole line per call.
 func (a *AuditRecord) lineSizeHint() int {
-	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) +
+	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
 		len(a.BackendCode) + len(a.IdentityMode) + len(a.IdentitySubject) + len(a.IdempotencyKey) + len(a.Operation) +
 		len(a.ArgsSent) + len(a.ArgsRepaired)
 	for _, r := range a.Repairs {

@@ -42,6 +42,7 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 	b = str(b, "call_id", a.CallID, true)
 	b = str(b, "decision", a.Decision, false)
 	b = str(b, "reason", a.Reason, true)
+	b = str(b, "rule", a.Rule, true)
 	if len(a.Repairs) > 0 {
 		b = append(b, `,"repairs":[`...)
 		for i, r := range a.Repairs {

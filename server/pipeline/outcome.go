@@ -109,6 +109,9 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		IdentityMode:    c.identityMode,
 		IdentitySubject: c.identitySubject,
 	}
+	if e := o.Err; e != nil {
+		rec.Rule = e.Rule
+	}
 	if e := o.Err; e != nil && e.Kind == KindValidation {
 		for _, v := range e.Violations {
 			rec.Violations = append(rec.Violations, v.Pointer+": "+v.Message)

@@ -195,9 +195,9 @@ func (e *Error) RetryWait() time.Duration {
 	return 0
 }
 
-// ReasonValidationFailed is the audit reason of a call whose arguments
+// AuditValidationFailed is the audit reason of a call whose arguments
 // failed the tool's schema (its Error's reason is ReasonArgumentsInvalid).
-const ReasonValidationFailed = "validation-failed"
+const AuditValidationFailed = "validation-failed"
 
 // AuditOutcome is e's audit decision and reason, as its audit line gives
 // them: the decision is the reason's row's; an error line names the gRPC
@@ -209,7 +209,7 @@ func (e *Error) AuditOutcome() (decision, reason string) {
 		reason = e.Code.String()
 	}
 	if e.Kind == KindValidation {
-		reason = ReasonValidationFailed
+		reason = AuditValidationFailed
 	}
 	return decision, reason
 }

@@ -21,6 +21,7 @@ type record struct {
 	CallID        string          `json:"call_id"`
 	Decision      string          `json:"decision"`
 	Reason        string          `json:"reason"`
+	Rule          string          `json:"rule"`
 	Validation    string          `json:"validation"`
 	BackendCode   string          `json:"backend_code"`
 	ArgsSent      json.RawMessage `json:"args_sent"`
@@ -55,7 +56,7 @@ var stageRefusals = map[string]bool{
 	policy.ReasonRuleDenied: true, policy.ReasonRuleError: true,
 	policy.ReasonLimitArgumentSize: true, policy.ReasonLimitStringLength: true, policy.ReasonLimitDepth: true,
 	policy.ReasonLimitListElements: true, policy.ReasonLimitObjectKeys: true, policy.ReasonLimitValidationSteps: true,
-	policy.ReasonValueWithoutKind: true, string(pipeline.ReasonEntityBound): true, pipeline.ReasonValidationFailed: true,
+	policy.ReasonValueWithoutKind: true, string(pipeline.ReasonEntityBound): true, pipeline.AuditValidationFailed: true,
 }
 
 // afterStages are the deny reasons given after every stage passed.
@@ -118,7 +119,7 @@ func (r *record) reachedNormalize(cl class) bool {
 		return true
 	}
 	switch r.Reason {
-	case string(pipeline.ReasonEntityBound), policy.ReasonRuleDenied, policy.ReasonRuleError, pipeline.ReasonValidationFailed:
+	case string(pipeline.ReasonEntityBound), policy.ReasonRuleDenied, policy.ReasonRuleError, pipeline.AuditValidationFailed:
 		return true
 	}
 	return false

@@ -89,7 +89,8 @@ type Report struct {
 	AllowedToRefused int64 `json:"allowed_to_refused"` // schema refusals included
 	SchemaRefused    int64 `json:"schema_refused"`
 	RefusedToAllowed int64 `json:"refused_to_allowed"`
-	// ReasonChanged: still refused, for another reason (counted in Unchanged).
+	// ReasonChanged: still refused, for another reason or by another rule
+	// (counted in Unchanged).
 	ReasonChanged int64 `json:"reason_changed"`
 	// NotReplayable counts calls not replayed, by why (NotReplayable…);
 	// Skipped lines that are not tool calls (Skip…).
@@ -236,7 +237,7 @@ func (e *engine) line(ctx context.Context, b []byte) {
 		e.rep.NotReplayable[NotReplayableCallerUnknown]++
 		return
 	}
-	was := Outcome{Decision: r.Decision, Reason: r.Reason}
+	was := Outcome{Decision: r.Decision, Reason: r.Reason, Rule: r.Rule}
 	var now *pipeline.Error
 	switch {
 	case r.redacted():
@@ -261,7 +262,7 @@ func (e *engine) line(ctx context.Context, b []byte) {
 		e.rep.Unchanged++
 	case !passed && now != nil:
 		e.rep.Unchanged++
-		if d, reason := now.AuditOutcome(); d != r.Decision || reason != r.Reason {
+		if d, reason := now.AuditOutcome(); d != r.Decision || reason != r.Reason || now.Rule != r.Rule {
 			e.rep.ReasonChanged++
 		}
 	case passed:

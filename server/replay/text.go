@@ -22,7 +22,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // changed decision.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "replayed %d of %d tool calls (%d audit lines): %d unchanged (%d refused for another reason), %d allowed → refused (%d by the schema), %d refused → allowed\n",
+	fmt.Fprintf(bw, "replayed %d of %d tool calls (%d audit lines): %d unchanged (%d refused for another reason or rule), %d allowed → refused (%d by the schema), %d refused → allowed\n",
 		r.Replayed, r.Calls, r.Lines, r.Unchanged, r.ReasonChanged, r.AllowedToRefused, r.SchemaRefused, r.RefusedToAllowed)
 	if n := total(r.NotReplayable); n > 0 {
 		fmt.Fprintf(bw, "not replayable: %d (%s)\n", n, counts(r.NotReplayable))
