@@ -25,6 +25,16 @@ import (
 // policy declares. It returns every problem it found, joined (nil:
 // valid); policyPath "" checks only tools.
 func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint bool, profiles ...lint.Profile) error {
+	_, err := CheckConfigWarnings(ctx, policyPath, toolsPath, strictLint, profiles...)
+	return err
+}
+
+// CheckConfigWarnings is CheckConfig that also checks what the policy lets
+// callers reach (checkconfig_reach.go): a role granted that opens no
+// method and, with both files, a rule tool pattern matching no tool are
+// problems; a policy under which no tool can be called is a warning
+// (check-config --strict makes it a problem).
+func CheckConfigWarnings(ctx context.Context, policyPath, toolsPath string, strictLint bool, profiles ...lint.Profile) (warnings []string, err error) {
 	var (
 		errs  []error
 		cfg   *PolicyConfig
@@ -44,10 +54,17 @@ func CheckConfig(ctx context.Context, policyPath, toolsPath string, strictLint b
 		tools, err = checkToolsFile(ctx, toolsPath, strictLint, profiles, maxEvaluations)
 		errs = append(errs, err)
 	}
-	if cfg != nil && tools != nil {
-		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath), checkCredentials(cfg, tools, policyPath, toolsPath))
+	if cfg != nil {
+		errs = append(errs, checkRoles(cfg, policyPath))
+		if w := nothingCallable(cfg, tools); w != "" {
+			warnings = append(warnings, fmt.Sprintf("policy file %s: %s", policyPath, w))
+		}
 	}
-	return errors.Join(errs...)
+	if cfg != nil && tools != nil {
+		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath), checkCredentials(cfg, tools, policyPath, toolsPath),
+			checkRuleTools(cfg, tools, policyPath, toolsPath))
+	}
+	return warnings, errors.Join(errs...)
 }
 
 // checkCredentials refuses a tools file's tool naming a credential source

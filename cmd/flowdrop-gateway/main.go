@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(args) > 0 && args[0] == "check-config" {
-		return checkConfig(ctx, args[1:], stdout, stderr)
+		return checkConfig(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
 	cfg, demo, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

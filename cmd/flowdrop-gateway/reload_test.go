@@ -223,6 +223,9 @@ rules:
   - name: echo
     backend: 127.0.0.1:1
     input_schema: {type: object, properties: {text: {type: string}}}
+  - name: create_note
+    backend: 127.0.0.1:1
+    input_schema: {type: object, properties: {title: {type: string}}}
 `)
 	badTools := file("badtools.yaml", `tools:
   - name: echo

@@ -35,7 +35,8 @@ var flagGroups = []struct {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: flowdrop-gateway [flags]
        flowdrop-gateway --version
-       flowdrop-gateway check-config --policy FILE [--tools FILE]
+       flowdrop-gateway check-config --policy FILE [--tools FILE] [--strict]
+                                     [--replay AUDIT.jsonl [--format text|json]]
 
 With no flags: the demo tools on the embedded store, authentication off.
 `)

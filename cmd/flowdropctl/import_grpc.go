@@ -35,6 +35,7 @@ func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // service, its descriptors from server reflection or --protoset.
 func toolsImportGRPC(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newToolsFlags("import grpc", importUsage, stderr, 30*time.Second)
+	f.imp = addImportFlags(f.fs)
 	target := f.fs.String("target", "", "the service's gRPC dial target (HOST:PORT or a gRPC target), stored in each tool")
 	protoset := f.fs.String("protoset", "", "descriptor set file (buf build -o, protoc --include_imports --descriptor_set_out) instead of server reflection")
 	service := f.fs.String("service", "", "import only this service (full or unqualified name)")
@@ -119,11 +120,15 @@ func reportSkips(stderr io.Writer, skips []importSkip) {
 // it at (nil: any), or an error refusing it.
 type importGuard func(ctx context.Context, client gatewayv1.ToolRegistryServiceClient, t *gatewayv1.Tool) (*int64, error)
 
-// registerImported prints the tools as JSON (dryRun) or registers them in
+// registerImported sets the import flags' TLS and annotations on the
+// tools, then prints them as JSON (dryRun) or registers them in
 // order, each as guard allows (nil: any), stopping at the first refusal;
 // skips (already reported on stderr) is what --output json lists as
 // skipped.
 func registerImported(ctx context.Context, f *toolsFlags, tools []*gatewayv1.Tool, skips any, dryRun, requireCompat bool, guard importGuard, stdout, stderr io.Writer) int {
+	if f.imp != nil {
+		f.imp.edit(tools)
+	}
 	if dryRun {
 		return printToolsJSON(stdout, stderr, tools)
 	}

@@ -39,6 +39,7 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		args, command = args[:i], args[i+1:]
 	}
 	f := newToolsFlags("import mcp", importMCPUsage, stderr, 30*time.Second)
+	f.imp = addImportFlags(f.fs)
 	upstream := f.fs.String("url", "", "the upstream MCP server's HTTP URL, stored in each tool")
 	transport := f.fs.String("transport", "", "the upstream's HTTP transport, stored in each tool: streamable_http, or sse (legacy HTTP+SSE, 2024-11-05); unset: detected on each connect")
 	stdioName := f.fs.String("stdio", "", "NAME of the stdio server in the gateway's policy file (mcp_upstreams.stdio); the command after -- runs it here to list its tools")

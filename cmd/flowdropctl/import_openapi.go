@@ -22,6 +22,7 @@ const maxSpecSize = 16 << 20
 // an OpenAPI 3 document (Swagger 2.0 converted).
 func toolsImportOpenAPI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newToolsFlags("import openapi", importOpenAPIUsage, stderr, 30*time.Second)
+	f.imp = addImportFlags(f.fs)
 	spec := f.fs.String("spec", "", "the OpenAPI 3 or Swagger 2.0 document (JSON or YAML): a file, or an http(s) URL")
 	baseURL := f.fs.String("base-url", "", "the API's base URL (http:// or https://), stored in each tool")
 	operation := f.fs.String("operation", "", "import only the operation with this operationId")

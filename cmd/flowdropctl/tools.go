@@ -59,6 +59,11 @@ commands:
                    file path or variable name is stored, never the credential;
                    a tool of the same name not imported from that upstream (or
                    edited by an admin) is replaced only with --replace
+                 every import also takes --tls-ca-file F, --tls-cert-file F,
+                 --tls-key-file F, --tls-server-name N, --tls-require (each
+                 tool's spec.tls: its backend over TLS) and --annotation
+                 NAME=true|false (repeatable); --dry-run's output is a file
+                 "flowdropctl apply -f" takes unchanged
   pending [--prefix P]
                    list the upstream changes to imported tools awaiting approval
   diff NAME        show a tool's pending upstream change against what it serves
@@ -132,6 +137,8 @@ type toolsFlags struct {
 	conn    *connFlags
 	timeout *time.Duration
 	out     *output
+	// imp is an importer's flags (nil for other commands).
+	imp *importFlags
 }
 
 func newToolsFlags(sub, usage string, stderr io.Writer, defaultTimeout time.Duration) *toolsFlags {

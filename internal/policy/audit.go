@@ -29,17 +29,24 @@ const (
 // AuditRecord is one JSON line per call. It has no field for headers or
 // credentials, so they cannot be logged by construction.
 type AuditRecord struct {
-	Time          time.Time     `json:"time"` // encoded RFC 3339 with nanoseconds
-	CallerSubject string        `json:"caller_subject"`
-	CallerMethod  string        `json:"caller_method"`
-	Tool          string        `json:"tool"`
-	CallID        string        `json:"call_id,omitempty"`
-	Decision      string        `json:"decision"`
-	Reason        string        `json:"reason,omitempty"`
-	Repairs       []AuditRepair `json:"repairs,omitempty"`
-	Validation    string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
-	Violations    []string      `json:"violations,omitempty"`
-	BackendCode   string        `json:"backend_code,omitempty"`
+	Time          time.Time `json:"time"` // encoded RFC 3339 with nanoseconds
+	CallerSubject string    `json:"caller_subject"`
+	CallerMethod  string    `json:"caller_method"`
+	// CallerRoles are the caller's roles as authenticated (a JWT's from
+	// its token), so a policy replay judges the call as it was made
+	// (server/replay). At most maxAuditRoles, each bounded.
+	CallerRoles []string `json:"caller_roles,omitempty"`
+	Tool        string   `json:"tool"`
+	CallID      string   `json:"call_id,omitempty"`
+	Decision    string   `json:"decision"`
+	Reason      string   `json:"reason,omitempty"`
+	// Rule names the CEL rule that refused the call (reasons rule-denied
+	// and rule-error): a rule's name is the policy file's, not a caller's.
+	Rule        string        `json:"rule,omitempty"`
+	Repairs     []AuditRepair `json:"repairs,omitempty"`
+	Validation  string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
+	Violations  []string      `json:"violations,omitempty"`
+	BackendCode string        `json:"backend_code,omitempty"`
 	// IdentityMode and IdentitySubject are the identity the backend was
 	// sent (server/identity: static, passthrough, gateway-signed,
 	// token-exchange) and the subject it names; never the token.
@@ -107,6 +114,10 @@ func RepairsFromReport(r normalize.Report) []AuditRepair {
 	return out
 }
 
+// maxAuditRoles bounds the roles one record lists (the count of the rest
+// is noted; a replay then cannot tell the caller's roles).
+const maxAuditRoles = 32
+
 // maxAuditViolations bounds the violations one record lists (the count
 // of the rest is noted): a model can make every element of a huge array
 // fail.
@@ -119,6 +130,18 @@ func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
 	a.IdempotencyKey = Bound(a.IdempotencyKey)
 	a.IdentitySubject = Bound(a.IdentitySubject)
+	if len(a.CallerRoles) > maxAuditRoles || slices.ContainsFunc(a.CallerRoles, func(r string) bool { return len(r) > MaxRecordedBytes }) {
+		// A token's role claim is the issuer's to fill: bounded like the
+		// other caller-supplied strings (the caller's slice stays as it was).
+		roles := make([]string, 0, maxAuditRoles+1)
+		for _, r := range a.CallerRoles[:min(len(a.CallerRoles), maxAuditRoles)] {
+			roles = append(roles, Bound(r))
+		}
+		if n := len(a.CallerRoles); n > maxAuditRoles {
+			roles = append(roles, "… and "+strconv.Itoa(n-maxAuditRoles)+" more")
+		}
+		a.CallerRoles = roles
+	}
 	if n := len(a.Violations); n > 0 {
 		keep := min(n, maxAuditViolations)
 		vs := make([]string, keep, keep+1)
@@ -155,11 +178,14 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // bytes with every optional member a call line has) plus what varies.
 // An undersized buffer doubles once, a copy of the whole line per call.
 func (a *AuditRecord) lineSizeHint() int {
-	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) +
+	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
 		len(a.BackendCode) + len(a.IdentityMode) + len(a.IdentitySubject) + len(a.IdempotencyKey) + len(a.Operation) +
 		len(a.ArgsSent) + len(a.ArgsRepaired)
 	for _, r := range a.Repairs {
 		n += 24 + len(r.Path) + len(r.Kind)
+	}
+	for _, r := range a.CallerRoles {
+		n += 4 + len(r)
 	}
 	for _, v := range a.Violations {
 		n += 4 + len(v)

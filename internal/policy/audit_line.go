@@ -28,10 +28,21 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 	b = append(b, '"')
 	b = str(b, "caller_subject", a.CallerSubject, false)
 	b = str(b, "caller_method", a.CallerMethod, false)
+	if len(a.CallerRoles) > 0 {
+		b = append(b, `,"caller_roles":[`...)
+		for i, r := range a.CallerRoles {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, _ = appendQuoted(b, r, true)
+		}
+		b = append(b, ']')
+	}
 	b = str(b, "tool", a.Tool, false)
 	b = str(b, "call_id", a.CallID, true)
 	b = str(b, "decision", a.Decision, false)
 	b = str(b, "reason", a.Reason, true)
+	b = str(b, "rule", a.Rule, true)
 	if len(a.Repairs) > 0 {
 		b = append(b, `,"repairs":[`...)
 		for i, r := range a.Repairs {

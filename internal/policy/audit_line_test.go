@@ -11,7 +11,7 @@ import (
 func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 	full := AuditRecord{
 		Time: time.Date(2026, 12, 3, 13, 0, 0, 123456789, time.FixedZone("x", 3600)), CallerSubject: "agent <a&b>", CallerMethod: "api-key",
-		Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied,
+		CallerRoles: []string{"invoker", "r<&>"}, Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied, Rule: "no-<shell>",
 		Repairs: []AuditRepair{{Path: "/title", Kind: "entities"}, {Path: "/tags", Kind: "json"}}, Validation: "failed",
 		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", IdentityMode: "gateway-signed", IdentitySubject: "alice", LatencyMS: 0.123,
 		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),
@@ -68,7 +68,7 @@ func TestAuditLineAllocations(t *testing.T) {
 // and copy the line on the hot path).
 func TestAuditLineSizeHintHoldsTheLine(t *testing.T) {
 	rec := AuditRecord{Time: time.Date(2026, 12, 5, 9, 0, 0, 123456789, time.UTC), CallerSubject: "bench-agent-with-a-longer-name",
-		CallerMethod: MethodAPIKey, Tool: "bench_tool", CallID: "call_7bK2mQ9xR4tZ1vY8wE3nP6sL", Decision: DecisionAllow,
+		CallerMethod: MethodAPIKey, CallerRoles: []string{RoleInvoker, "notes-writer"}, Tool: "bench_tool", CallID: "call_7bK2mQ9xR4tZ1vY8wE3nP6sL", Decision: DecisionAllow,
 		Repairs:    []AuditRepair{{Path: "/tags", Kind: "json-decoded"}, {Path: "/title", Kind: "entities-decoded"}},
 		Validation: "passed", BackendCode: "OK", IdentityMode: "gateway-signed", IdentitySubject: "bench-agent-with-a-longer-name",
 		LatencyMS: 1.234, IdempotencyKey: "key-0123456789abcdef", Operation: "InvokeTool", argsEncoded: true,

@@ -109,6 +109,9 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		IdentityMode:    c.identityMode,
 		IdentitySubject: c.identitySubject,
 	}
+	if e := o.Err; e != nil {
+		rec.Rule = e.Rule
+	}
 	if e := o.Err; e != nil && e.Kind == KindValidation {
 		for _, v := range e.Violations {
 			rec.Violations = append(rec.Violations, v.Pointer+": "+v.Message)
@@ -122,7 +125,7 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 		}
 	}
 	if c.HasCaller {
-		rec.CallerSubject, rec.CallerMethod = c.Caller.Subject, c.Caller.Method
+		rec.CallerSubject, rec.CallerMethod, rec.CallerRoles = c.Caller.Subject, c.Caller.Method, c.Caller.Roles
 	}
 	for _, d := range c.shadow {
 		rec.ShadowDenials = append(rec.ShadowDenials, policy.ShadowDenial{Reason: d.Reason, Rule: d.Rule, Message: d.Message})

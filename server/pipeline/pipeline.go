@@ -302,14 +302,9 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 		o.Label = c.Tool
 	}
 	if e != nil {
-		// The decision is the reason's row's; an error line names the code.
-		o.Decision, o.Reason = e.Spec().Decision, string(e.Reason)
-		if o.Decision == policy.DecisionError {
-			o.Reason = e.Code.String()
-		}
+		o.Decision, o.Reason = e.AuditOutcome()
 		if e.Kind == KindValidation {
 			o.Validation = "failed"
-			o.Reason = "validation-failed"
 		}
 	}
 	o.Latency, o.BackendLatency = time.Since(c.start), c.backendTime

@@ -194,3 +194,22 @@ func (e *Error) RetryWait() time.Duration {
 	}
 	return 0
 }
+
+// AuditValidationFailed is the audit reason of a call whose arguments
+// failed the tool's schema (its Error's reason is ReasonArgumentsInvalid).
+const AuditValidationFailed = "validation-failed"
+
+// AuditOutcome is e's audit decision and reason, as its audit line gives
+// them: the decision is the reason's row's; an error line names the gRPC
+// code instead of the reason, and a schema refusal is "validation-failed".
+// Policy replay (server/replay) compares recorded lines by it.
+func (e *Error) AuditOutcome() (decision, reason string) {
+	decision, reason = e.Spec().Decision, string(e.Reason)
+	if decision == policy.DecisionError {
+		reason = e.Code.String()
+	}
+	if e.Kind == KindValidation {
+		reason = AuditValidationFailed
+	}
+	return decision, reason
+}
