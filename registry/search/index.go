@@ -75,6 +75,7 @@ type Index struct {
 	termIDs map[string]uint32
 	terms   []term
 	docs    []doc
+	lens    []float32 // docs' lengths, apart for the scoring loop's cache; -1: removed
 	byName  map[string]uint32
 	live    int
 	dead    int
@@ -169,6 +170,7 @@ func (x *Index) addLocked(e *registry.Entry) {
 		ids = append(ids, tid)
 	}
 	x.docs = append(x.docs, doc{entry: e, length: length, terms: ids})
+	x.lens = append(x.lens, length)
 	x.byName[e.Tool.Name] = id
 	x.live++
 	x.total += float64(length)
@@ -186,6 +188,7 @@ func (x *Index) removeLocked(name string) {
 	}
 	x.total -= float64(d.length)
 	d.terms, d.entry = nil, nil
+	x.lens[id] = -1
 	x.live--
 	x.dead++
 }
@@ -196,6 +199,7 @@ func (x *Index) removeLocked(name string) {
 func (x *Index) compactLocked() {
 	docMap := make([]uint32, len(x.docs))
 	docs := make([]doc, 0, x.live)
+	lens := make([]float32, 0, x.live)
 	for i, d := range x.docs {
 		if d.terms == nil {
 			docMap[i] = math.MaxUint32
@@ -204,6 +208,7 @@ func (x *Index) compactLocked() {
 		docMap[i] = uint32(len(docs))
 		x.byName[d.entry.Tool.Name] = uint32(len(docs))
 		docs = append(docs, d)
+		lens = append(lens, d.length)
 	}
 	termMap := make([]uint32, len(x.terms))
 	terms := make([]term, 0, len(x.terms))
@@ -229,7 +234,7 @@ func (x *Index) compactLocked() {
 			docs[i].terms[k] = termMap[tid]
 		}
 	}
-	x.docs, x.terms, x.termIDs, x.dead = docs, terms, ids, 0
+	x.docs, x.lens, x.terms, x.termIDs, x.dead = docs, lens, terms, ids, 0
 }
 
 // scratch is one query's working memory, pooled: a dense score per
@@ -281,23 +286,24 @@ func (x *Index) Search(query string, limit int, visible func(name string) bool) 
 	scores, touched := sc.scores, sc.touched[:0]
 	n := float64(x.live)
 	avg := float32(x.total / n)
+	lens := x.lens
+	c1, c2 := float32(k1*(1-b)), float32(k1*b)/avg
 	for _, t := range terms {
 		tid, ok := x.termIDs[t]
 		if !ok || x.terms[tid].df == 0 {
 			continue
 		}
 		df := float64(x.terms[tid].df)
-		idf := float32(math.Log(1 + (n-df+0.5)/(df+0.5)))
+		w := float32(math.Log(1+(n-df+0.5)/(df+0.5))) * (k1 + 1)
 		for _, p := range x.terms[tid].post {
-			d := &x.docs[p.doc]
-			if d.terms == nil {
+			l := lens[p.doc]
+			if l < 0 {
 				continue
 			}
-			norm := k1 * (1 - b + b*d.length/avg)
 			if scores[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			scores[p.doc] += idf * p.tf * (k1 + 1) / (p.tf + norm)
+			scores[p.doc] += w * p.tf / (p.tf + c1 + c2*l)
 		}
 	}
 	cands := sc.cands[:0]
