@@ -29,6 +29,7 @@ const (
 	ToolRegistryService_GetPendingChange_FullMethodName     = "/flowdrop.gateway.v1.ToolRegistryService/GetPendingChange"
 	ToolRegistryService_ApprovePendingChange_FullMethodName = "/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange"
 	ToolRegistryService_RejectPendingChange_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange"
+	ToolRegistryService_SearchTools_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/SearchTools"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -58,6 +59,10 @@ type ToolRegistryServiceClient interface {
 	// Drops a tool's pending upstream change: the served definition stays
 	// and that upstream definition is not proposed again.
 	RejectPendingChange(ctx context.Context, in *RejectPendingChangeRequest, opts ...grpc.CallOption) (*RejectPendingChangeResponse, error)
+	// Ranks the tools the caller may invoke against a query (BM25 over
+	// names, descriptions and parameter names): the search of the MCP
+	// face's discovery mode.
+	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -177,6 +182,16 @@ func (c *toolRegistryServiceClient) RejectPendingChange(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchToolsResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_SearchTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -204,6 +219,10 @@ type ToolRegistryServiceServer interface {
 	// Drops a tool's pending upstream change: the served definition stays
 	// and that upstream definition is not proposed again.
 	RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error)
+	// Ranks the tools the caller may invoke against a query (BM25 over
+	// names, descriptions and parameter names): the search of the MCP
+	// face's discovery mode.
+	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -243,6 +262,9 @@ func (UnimplementedToolRegistryServiceServer) ApprovePendingChange(context.Conte
 }
 func (UnimplementedToolRegistryServiceServer) RejectPendingChange(context.Context, *RejectPendingChangeRequest) (*RejectPendingChangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RejectPendingChange not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -438,6 +460,24 @@ func _ToolRegistryService_RejectPendingChange_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_SearchTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).SearchTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_SearchTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).SearchTools(ctx, req.(*SearchToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -480,6 +520,10 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RejectPendingChange",
 			Handler:    _ToolRegistryService_RejectPendingChange_Handler,
+		},
+		{
+			MethodName: "SearchTools",
+			Handler:    _ToolRegistryService_SearchTools_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,3 +1,4 @@
+from flowdrop.gateway.v1 import search_pb2 as _search_pb2
 from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
