@@ -263,3 +263,37 @@ func TestGRPCSearchTools(t *testing.T) {
 		t.Errorf("no credentials: %v", err)
 	}
 }
+
+// TestMCPMetaToolsUnderPolicy: the meta-tools are held to the caller's role
+// (a caller without invoker is refused as tools/call refuses it) and rate
+// limit (a bucket of their own per caller).
+func TestMCPMetaToolsUnderPolicy(t *testing.T) {
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
+		c.Policy.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+			{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
+			{Name: "operator", SHA256: policy.HashAPIKey("operator-key"), Roles: []string{policy.RoleAdmin}},
+		}}
+		c.Policy.Authz = policy.AuthzConfig{Default: policy.ToolAccess{Allow: []string{"*"}}}
+		c.Policy.RateLimit = policy.RateLimitConfig{Tools: []policy.ToolRate{{Match: registry.SearchToolsName, Rate: 0.001, Burst: 2}}}
+		c.Policy.MCP.Discovery = mcpapi.DiscoveryPolicy{All: true}
+	}))
+	ctx := testCtx(t)
+	op := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: bearerKey("operator-key")})
+	_, err := op.CallTool(ctx, &mcp.CallToolParams{Name: registry.SearchToolsName, Arguments: map[string]any{"query": "note"}})
+	_, real := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: bearerKey("operator-key")}).CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "t"}})
+	if err == nil || real == nil || !strings.Contains(err.Error(), `caller "operator" lacks a role`) || err.Error() != real.Error() {
+		t.Errorf("operator (no invoker role) searching: %v; want the refusal a tools/call of a real tool gets (%v)", err, real)
+	}
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: bearerKey("agent-key")})
+	for i := range 3 {
+		res := callMeta(t, cs, registry.SearchToolsName, map[string]any{"query": "note"}, nil)
+		limited := res.IsError && res.Meta[mcpapi.MCPMetaReason] == "rate-limited"
+		if limited != (i == 2) {
+			t.Errorf("search %d: isError %v %q %v; want only the third rate-limited (burst 2)", i+1, res.IsError, resultText(res), res.Meta)
+		}
+	}
+	// The describe meta-tool has its own bucket (no override: not limited).
+	if res := callMeta(t, cs, registry.DescribeToolName, map[string]any{"name": "create_note"}, nil); res.IsError {
+		t.Errorf("describe after search was limited: %q", resultText(res))
+	}
+}
