@@ -30,18 +30,23 @@ import (
 // "lister" does not; agent and explorer may call create_* and update_*
 // but not update_settings; the operator (admin) registers tools.
 func searchEnv(t *testing.T) *gatewaytest.Env {
-	return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
-		c.Policy.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
-			{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
-			{Name: "explorer", SHA256: policy.HashAPIKey("explorer-key"), Roles: []string{policy.RoleInvoker, "large-catalog"}},
-			{Name: "lister", SHA256: policy.HashAPIKey("lister-key"), Roles: []string{policy.RoleInvoker}},
-			{Name: "operator", SHA256: policy.HashAPIKey("operator-key"), Roles: []string{policy.RoleAdmin}},
-		}}
-		limited := policy.ToolAccess{Allow: []string{"create_*", "update_*", "travel.*"}, Deny: []string{"update_settings"}}
-		c.Policy.Authz = policy.AuthzConfig{Default: policy.ToolAccess{Allow: []string{"*"}},
-			Callers: map[string]policy.ToolAccess{"agent": limited, "explorer": limited}}
-		c.Policy.MCP.Discovery = mcpapi.DiscoveryPolicy{Callers: []string{"agent"}, Roles: []string{"large-catalog"}}
-	}))
+	return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(searchPolicy()))
+}
+
+func searchPolicy() server.PolicyConfig {
+	p := server.DemoPolicy()
+	p.Admin.ListenAddr = ""
+	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+		{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
+		{Name: "explorer", SHA256: policy.HashAPIKey("explorer-key"), Roles: []string{policy.RoleInvoker, "large-catalog"}},
+		{Name: "lister", SHA256: policy.HashAPIKey("lister-key"), Roles: []string{policy.RoleInvoker}},
+		{Name: "operator", SHA256: policy.HashAPIKey("operator-key"), Roles: []string{policy.RoleAdmin}},
+	}}
+	limited := policy.ToolAccess{Allow: []string{"create_*", "update_*", "travel.*"}, Deny: []string{"update_settings"}}
+	p.Authz = policy.AuthzConfig{Default: policy.ToolAccess{Allow: []string{"*"}},
+		Callers: map[string]policy.ToolAccess{"agent": limited, "explorer": limited}}
+	p.MCP.Discovery = mcpapi.DiscoveryPolicy{Callers: []string{"agent"}, Roles: []string{"large-catalog"}}
+	return p
 }
 
 func bearerKey(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
@@ -203,6 +208,20 @@ func TestMCPDiscoveryMode(t *testing.T) {
 		callMeta(t, cs, registry.SearchToolsName, map[string]any{"query": "departure airport flight"}, &o)
 		if len(o.Tools) != 0 {
 			t.Errorf("after DeleteTool: %v", hitNames(o))
+		}
+	})
+
+	t.Run("a reload changes who gets discovery mode", func(t *testing.T) {
+		p := searchPolicy()
+		p.MCP.Discovery = mcpapi.DiscoveryPolicy{Callers: []string{"lister"}}
+		if err := env.Gateway.ReloadPolicy(p); err != nil {
+			t.Fatal(err)
+		}
+		for key, want := range map[string][]string{"lister-key": meta, "agent-key": {"create_note"}} {
+			c := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: bearerKey(key)})
+			if diff := cmp.Diff(want, toolNames(t, ctx, c)); diff != "" {
+				t.Errorf("%s after the reload (-want +got):\n%s", key, diff)
+			}
 		}
 	})
 
