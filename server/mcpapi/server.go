@@ -21,6 +21,8 @@ package mcpapi
 //     SDK neither validates arguments nor answers "unknown tool" before the
 //     allow list has been checked (which would tell a denied caller which
 //     tools exist).
+//   - A caller in discovery mode (view.go) is listed two meta-tools instead
+//     of its tools and calls them here, before the pipeline (discovery.go).
 //   - Authentication runs as HTTP middleware before MCP (401 +
 //     WWW-Authenticate), with the same Authenticator as gRPC; a refused
 //     tools/call gets its audit line there, like a refused InvokeTool.
