@@ -54,6 +54,9 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if err := ValidateName(t.Name); err != nil {
 		return nil, err
 	}
+	if Reserved(t.Name) {
+		return nil, &ToolError{Tool: t.Name, Field: "name", Reason: "is reserved for the gateway's discovery meta-tools (" + SearchToolsName + ", " + DescribeToolName + ")"}
+	}
 	if te := checkBounds(t); te != nil {
 		return nil, te
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/schema"
+	"github.com/flowdrop/gateway/registry/search"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/identity"
@@ -39,6 +40,7 @@ type Gateway struct {
 	log    *slog.Logger
 	store  registry.Store
 	reg    *registry.Registry
+	search *search.Index
 	pipe   *pipeline.Pipeline
 	tools  *backend.ToolService
 	kinds  *backend.Kinds      // the backend kinds over tools (the HTTP kind's idle connections, MCP upstream sessions)
@@ -185,6 +187,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { g.reg.Close() })
+	// Both faces search this one index; it indexes nothing until the first
+	// search.
+	g.search = search.New(g.reg)
+	undo = append(undo, g.search.Close)
 	g.notReady.Store(&reasonStarting)
 	if g.admin != nil {
 		g.admin.SetStatus(g.status)
@@ -267,7 +273,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	pc.Idempotency = idem
 	g.pipe = pipeline.New(pc)
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
-	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
+	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Search: g.search,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, LintProfiles: cfg.lintProfiles(), ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
 		PreAuth: cfg.GRPC.preAuth(), RepairStats: g.repairs})
 
@@ -285,7 +291,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
 			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState,
-			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream}); err != nil {
+			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream,
+			Search: g.search, Discovery: cfg.Policy.MCP.Discovery}); err != nil {
 			return nil, err
 		}
 		// Before serving: the upstreams' resource updates and list changes
@@ -375,6 +382,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		g.closeIdempotency()
 		g.closeRedis()
 		g.tracing.Shutdown(ctx)
+		g.search.Close()
 		g.reg.Close()
 		g.store.Close()
 		for _, err := range errs {

@@ -71,6 +71,11 @@ type MCPPolicy struct {
 	// refused with 403 (mcpapi/origin.go). Requests without Origin (agents,
 	// SDKs) are not affected. A reload replaces the list.
 	AllowedOrigins []string
+	// Discovery names the callers offered discovery mode (mcp.discovery:
+	// all, callers by subject, roles): tools/list offers them the search
+	// and describe meta-tools instead of every tool (mcpapi/discovery.go).
+	// A reload replaces it.
+	Discovery mcpapi.DiscoveryPolicy
 }
 
 // MCPUpstreamsConfig is how the gateway follows its upstream MCP servers,

@@ -51,6 +51,7 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"mcp_upstreams bounds", p.MCPUpstreams.RelistInterval == 30*time.Second &&
 			p.MCPUpstreams.Bounds == mcpimport.Bounds{ListBytes: 16 << 20, Tools: 10000, DescriptionBytes: 16 << 10, SchemaBytes: 256 << 10}},
 		{"mcp.allowed_origins", slices.Equal(p.MCP.AllowedOrigins, []string{"https://app.example.com"})},
+		{"mcp.discovery", slices.Equal(p.MCP.Discovery.Roles, []string{"large-catalog"}) && !p.MCP.Discovery.All && p.MCP.Discovery.Callers == nil},
 		{"normalize.optional_nulls and a per-tool override", p.Normalize.OptionalNulls.Mode == policy.OptionalNullsKeep &&
 			slices.Equal(p.Normalize.OptionalNulls.Tools, []policy.ToolOptionalNulls{{Match: "legacy_*", Mode: policy.OptionalNullsDrop}})},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/backend"
 	"github.com/flowdrop/gateway/server/identity"
+	"github.com/flowdrop/gateway/server/mcpapi"
 	"sigs.k8s.io/yaml"
 )
 
@@ -158,6 +159,11 @@ type policyFile struct {
 	} `json:"mcp_upstreams"`
 	MCP struct {
 		AllowedOrigins []string `json:"allowed_origins"`
+		Discovery      struct {
+			All     bool     `json:"all"`
+			Callers []string `json:"callers"`
+			Roles   []string `json:"roles"`
+		} `json:"discovery"`
 	} `json:"mcp"`
 	UpstreamIdentity struct {
 		Default   string         `json:"default"`
@@ -276,6 +282,7 @@ func ParsePolicy(b []byte, source string) (PolicyConfig, error) {
 	}
 	c.BackendErrors.PassDebugInfo = f.BackendErrors.PassDebugInfo
 	c.MCP.AllowedOrigins = f.MCP.AllowedOrigins
+	c.MCP.Discovery = mcpapi.DiscoveryPolicy(f.MCP.Discovery)
 	c.UpstreamIdentity = f.identityConfig()
 	c.MCPUpstreams.RelistInterval = time.Duration(f.MCPUpstreams.RelistInterval)
 	c.MCPUpstreams.AutoApprove = f.MCPUpstreams.AutoApprove

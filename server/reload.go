@@ -106,6 +106,7 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		if g.mcp != nil {
 			// Checked by validate above, so this cannot fail.
 			_ = g.mcp.SetAllowedOrigins(next.MCP.AllowedOrigins)
+			g.mcp.SetDiscovery(next.MCP.Discovery)
 		}
 		// A call that took the old policy just before may still be
 		// authenticating with it: closed after the reloader's grace.

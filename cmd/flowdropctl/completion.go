@@ -26,7 +26,7 @@ func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 // toolsSubcommands are `flowdropctl tools`'s commands, for completion.
-var toolsSubcommands = []string{"register", "list", "get", "delete", "watch", "import", "export", "pending", "diff", "approve", "reject", "lint"}
+var toolsSubcommands = []string{"register", "list", "get", "delete", "watch", "import", "export", "search", "pending", "diff", "approve", "reject", "lint"}
 
 // commonFlags are the flags most commands take, for completion.
 var commonFlags = []string{"--addr", "--api-key-file", "--token-file", "--tls", "--ca-file", "--cert-file", "--key-file",

@@ -48,6 +48,9 @@ commands:
   export --format openai|openai-strict|anthropic|gemini|mcp
                    print the tools you may invoke in a model API's tool format
                    (tools the format cannot carry: on stderr with the reason)
+  search QUERY [--limit N]
+                   rank the tools you may invoke against QUERY (quoted words):
+                   names, descriptions and parameter names, best first
   import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P]
                  [--dry-run] [--require-compatible]
                    register one HTTP-operation tool per operation of an OpenAPI 3
@@ -85,7 +88,7 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 
 var toolsCommand = &command{
 	name:    "tools",
-	summary: "manage the gateway's tool registry: register, list, get, delete, watch, import, approve upstream changes, lint",
+	summary: "manage the gateway's tool registry: register, list, get, delete, watch, import, export, search, approve upstream changes, lint",
 	run:     interruptible(runTools),
 }
 
@@ -116,6 +119,8 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsImport(ctx, rest, stdout, stderr)
 	case "export":
 		return toolsExport(ctx, rest, stdout, stderr)
+	case "search":
+		return toolsSearch(ctx, rest, stdout, stderr)
 	case "pending":
 		return toolsPending(ctx, rest, stdout, stderr)
 	case "diff":
@@ -127,7 +132,7 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "stats":
 		return toolsStats(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, pending, diff, approve, reject, stats or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats or lint)\n", sub)
 	return 2
 }
 

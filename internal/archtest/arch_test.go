@@ -41,6 +41,7 @@ func TestImportBoundaries(t *testing.T) {
 		{pkg: "registry/schema", reason: "the JSON Schema engine knows no transport", forbidden: []string{"google.golang.org/grpc", "net/http"}},
 		{pkg: "registry/lint", reason: "provider lint is offline", forbidden: []string{"google.golang.org/grpc", "net/http"}},
 		{pkg: "registry/compat", reason: "the compatibility engine is pure", forbidden: []string{"google.golang.org/grpc", "net/http"}},
+		{pkg: "registry/search", reason: "the search index serves both faces, so it is neither", forbidden: []string{"google.golang.org/grpc", "net/http", "github.com/modelcontextprotocol/"}},
 		{pkg: "registry/memstore", reason: "an in-process store", forbidden: []string{"google.golang.org/grpc", "net/http"}},
 		{pkg: "registry/boltstore", reason: "a file store", forbidden: []string{"google.golang.org/grpc", "net/http"}},
 		{pkg: "internal/policy", reason: "policy decisions are transport-neutral", forbidden: []string{"google.golang.org/grpc"}},

@@ -31,6 +31,8 @@ func DefaultMethodRoles() map[string][]string {
 		"/" + RegistryService + "/WatchTools": {RoleAdmin, RoleInvoker},
 		// An agent hands its model the tools it may invoke (filtered alike).
 		"/" + RegistryService + "/ExportTools": {RoleAdmin, RoleInvoker},
+		// And searches what it may invoke (filtered alike).
+		"/" + RegistryService + "/SearchTools": {RoleAdmin, RoleInvoker},
 	}
 }
 

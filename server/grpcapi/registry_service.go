@@ -13,6 +13,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/registry/search"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/repairstats"
 	"google.golang.org/grpc"
@@ -86,6 +87,7 @@ type registryService struct {
 	showBackend  func(ctx context.Context) bool
 	dropsNulls   func(ctx context.Context, tool string) bool
 	stats        *repairstats.Stats
+	search       *search.Index
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once

@@ -14,6 +14,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/registry/search"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
@@ -46,6 +47,8 @@ type Config struct {
 	PreAuth PreAuthBounds
 	// RepairStats answers GetRepairStats (nil: FailedPrecondition).
 	RepairStats *repairstats.Stats
+	// Search serves SearchTools (search_service.go); nil: Unimplemented.
+	Search *search.Index
 }
 
 // Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool
@@ -77,7 +80,8 @@ func New(cfg Config) *Server {
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline, invokeStreamChain(&cfg, log))}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
-		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls), WithRepairStats(cfg.RepairStats))
+		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls), WithRepairStats(cfg.RepairStats),
+		WithSearch(cfg.Search))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

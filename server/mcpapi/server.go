@@ -21,6 +21,8 @@ package mcpapi
 //     SDK neither validates arguments nor answers "unknown tool" before the
 //     allow list has been checked (which would tell a denied caller which
 //     tools exist).
+//   - A caller in discovery mode (view.go) is listed two meta-tools instead
+//     of its tools and calls them here, before the pipeline (discovery.go).
 //   - Authentication runs as HTTP middleware before MCP (401 +
 //     WWW-Authenticate), with the same Authenticator as gRPC; a refused
 //     tools/call gets its audit line there, like a refused InvokeTool.
@@ -37,6 +39,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -50,6 +53,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/sealedstate"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/registry/search"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,6 +143,10 @@ type Config struct {
 	// 2025-11-25 callers (tasks.go): Tasks keeps who owns which.
 	Tasks         mcptasks.Store
 	TaskUpstreams TaskUpstreams
+	// Search, when set, serves discovery mode (discovery.go) to the
+	// callers Discovery names; SetDiscovery replaces them.
+	Search    *search.Index
+	Discovery DiscoveryPolicy
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -179,6 +187,9 @@ type Server struct {
 	taskUps     TaskUpstreams
 	taskSupport taskSupportCache
 	subs        subscriptions
+	// search and discovery serve discovery mode (view.go, discovery.go).
+	search    *search.Index
+	discovery atomic.Pointer[DiscoveryPolicy]
 
 	mu     sync.Mutex                 // guards synced
 	synced map[string]*registry.Entry // what the SDK's tool set was built from
@@ -222,7 +233,8 @@ func New(cfg Config) (*Server, error) {
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
 		input: cfg.InputState, randomKeys: sealedstate.Random(),
-		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams}
+		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams, search: cfg.Search}
+	m.SetDiscovery(cfg.Discovery)
 	if m.input == nil {
 		m.input = func() InputState { return InputState{} }
 	}
@@ -436,7 +448,11 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
+				if m.viewFor(ctx).Discovery {
+					lr.Tools, lr.NextCursor = m.metaTools(ctx), ""
+				} else {
+					lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
+				}
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":
@@ -515,6 +531,9 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 	p := req.Params
 	if p == nil || p.Name == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing tool name"}
+	}
+	if registry.Reserved(p.Name) && m.viewFor(ctx).Discovery {
+		return m.callMeta(ctx, p, rev)
 	}
 	callID, _ := p.Meta[MCPMetaCallID].(string)
 	idemKey, isString := p.Meta[MCPMetaIdempotencyKey].(string)

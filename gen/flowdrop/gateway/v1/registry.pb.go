@@ -1475,7 +1475,7 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
 	"\x19ListPendingChangesRequest\x12\x1f\n" +
 	"\vname_prefix\x18\x01 \x01(\tR\n" +
 	"namePrefix\x12\x1b\n" +
@@ -1578,7 +1578,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\x98\t\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xfa\t\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -1592,7 +1592,8 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x10GetPendingChange\x12,.flowdrop.gateway.v1.GetPendingChangeRequest\x1a-.flowdrop.gateway.v1.GetPendingChangeResponse\x12{\n" +
 	"\x14ApprovePendingChange\x120.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a1.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n" +
 	"\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a0.flowdrop.gateway.v1.RejectPendingChangeResponse\x12i\n" +
-	"\x0eGetRepairStats\x12*.flowdrop.gateway.v1.GetRepairStatsRequest\x1a+.flowdrop.gateway.v1.GetRepairStatsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\x0eGetRepairStats\x12*.flowdrop.gateway.v1.GetRepairStatsRequest\x1a+.flowdrop.gateway.v1.GetRepairStatsResponse\x12`\n" +
+	"\vSearchTools\x12'.flowdrop.gateway.v1.SearchToolsRequest\x1a(.flowdrop.gateway.v1.SearchToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -1638,7 +1639,9 @@ var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(*Tool)(nil),                         // 26: flowdrop.gateway.v1.Tool
 	(*timestamppb.Timestamp)(nil),        // 27: google.protobuf.Timestamp
 	(*GetRepairStatsRequest)(nil),        // 28: flowdrop.gateway.v1.GetRepairStatsRequest
-	(*GetRepairStatsResponse)(nil),       // 29: flowdrop.gateway.v1.GetRepairStatsResponse
+	(*SearchToolsRequest)(nil),           // 29: flowdrop.gateway.v1.SearchToolsRequest
+	(*GetRepairStatsResponse)(nil),       // 30: flowdrop.gateway.v1.GetRepairStatsResponse
+	(*SearchToolsResponse)(nil),          // 31: flowdrop.gateway.v1.SearchToolsResponse
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
 	3,  // 0: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
@@ -1673,19 +1676,21 @@ var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
 	6,  // 29: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
 	8,  // 30: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
 	28, // 31: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
-	16, // 32: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	18, // 33: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	20, // 34: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	22, // 35: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	24, // 36: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	11, // 37: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	2,  // 38: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
-	5,  // 39: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
-	7,  // 40: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
-	9,  // 41: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
-	29, // 42: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
-	32, // [32:43] is the sub-list for method output_type
-	21, // [21:32] is the sub-list for method input_type
+	29, // 32: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
+	16, // 33: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	18, // 34: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	20, // 35: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	22, // 36: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	24, // 37: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	11, // 38: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	2,  // 39: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	5,  // 40: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	7,  // 41: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	9,  // 42: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	30, // 43: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
+	31, // 44: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -1697,6 +1702,7 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 		return
 	}
 	file_flowdrop_gateway_v1_repair_stats_proto_init()
+	file_flowdrop_gateway_v1_search_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
 	file_flowdrop_gateway_v1_registry_proto_msgTypes[5].OneofWrappers = []any{}
 	file_flowdrop_gateway_v1_registry_proto_msgTypes[7].OneofWrappers = []any{}

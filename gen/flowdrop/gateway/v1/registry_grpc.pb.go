@@ -30,6 +30,7 @@ const (
 	ToolRegistryService_ApprovePendingChange_FullMethodName = "/flowdrop.gateway.v1.ToolRegistryService/ApprovePendingChange"
 	ToolRegistryService_RejectPendingChange_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange"
 	ToolRegistryService_GetRepairStats_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats"
+	ToolRegistryService_SearchTools_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/SearchTools"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -63,6 +64,10 @@ type ToolRegistryServiceClient interface {
 	// many calls were repaired and how many failed validation, with
 	// suggested schema changes. The answering replica's counts.
 	GetRepairStats(ctx context.Context, in *GetRepairStatsRequest, opts ...grpc.CallOption) (*GetRepairStatsResponse, error)
+	// Ranks the tools the caller may invoke against a query (BM25 over
+	// names, descriptions and parameter names): the search of the MCP
+	// face's discovery mode.
+	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -192,6 +197,16 @@ func (c *toolRegistryServiceClient) GetRepairStats(ctx context.Context, in *GetR
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchToolsResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_SearchTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -223,6 +238,10 @@ type ToolRegistryServiceServer interface {
 	// many calls were repaired and how many failed validation, with
 	// suggested schema changes. The answering replica's counts.
 	GetRepairStats(context.Context, *GetRepairStatsRequest) (*GetRepairStatsResponse, error)
+	// Ranks the tools the caller may invoke against a query (BM25 over
+	// names, descriptions and parameter names): the search of the MCP
+	// face's discovery mode.
+	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -265,6 +284,9 @@ func (UnimplementedToolRegistryServiceServer) RejectPendingChange(context.Contex
 }
 func (UnimplementedToolRegistryServiceServer) GetRepairStats(context.Context, *GetRepairStatsRequest) (*GetRepairStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRepairStats not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -478,6 +500,24 @@ func _ToolRegistryService_GetRepairStats_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_SearchTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).SearchTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_SearchTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).SearchTools(ctx, req.(*SearchToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -524,6 +564,10 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRepairStats",
 			Handler:    _ToolRegistryService_GetRepairStats_Handler,
+		},
+		{
+			MethodName: "SearchTools",
+			Handler:    _ToolRegistryService_SearchTools_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

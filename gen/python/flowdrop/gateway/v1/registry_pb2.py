@@ -12,11 +12,12 @@ _sym_db = _symbol_database.Default()
 
 
 from flowdrop.gateway.v1 import repair_stats_pb2 as flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2
+from flowdrop.gateway.v1 import search_pb2 as flowdrop_dot_gateway_dot_v1_dot_search__pb2
 from flowdrop.gateway.v1 import tool_pb2 as flowdrop_dot_gateway_dot_v1_dot_tool__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowdrop/gateway/v1/registry.proto\x12\x13\x66lowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n\x19ListPendingChangesRequest\x12\x1f\n\x0bname_prefix\x18\x01 \x01(\tR\nnamePrefix\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x82\x01\n\x1aListPendingChangesResponse\x12<\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\".flowdrop.gateway.v1.PendingChangeR\x07\x63hanges\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc4\x02\n\rPendingChange\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x14\n\x05kinds\x18\x02 \x03(\tR\x05kinds\x12\x35\n\x08proposed\x18\x03 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x08proposed\x12W\n\x13\x63ompatibility_notes\x18\x04 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12;\n\x0b\x64\x65tected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ndetectedAt\x12!\n\x0cheld_because\x18\x06 \x01(\tR\x0bheldBecause\"-\n\x17GetPendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"V\n\x18GetPendingChangeResponse\x12:\n\x06\x63hange\x18\x01 \x01(\x0b\x32\".flowdrop.gateway.v1.PendingChangeR\x06\x63hange\"y\n\x1b\x41pprovePendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x87\x02\n\x1c\x41pprovePendingChangeResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x64\x65leted\x18\x02 \x01(\x08R\x07\x64\x65leted\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"x\n\x1aRejectPendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"L\n\x1bRejectPendingChangeResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"h\n\x12\x45xportToolsRequest\x12\x16\n\x06\x66ormat\x18\x01 \x01(\tR\x06\x66ormat\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\xcf\x01\n\x13\x45xportToolsResponse\x12\x1d\n\ntools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n\x08left_out\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LeftOutToolR\x07leftOut\x12&\n\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12\x34\n\x16optional_nulls_refused\x18\x04 \x03(\tR\x14optionalNullsRefused\"_\n\x0bLeftOutTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12<\n\x08\x66indings\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x08\x66indings\"\xdc\x01\n\x13RegisterToolRequest\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12-\n\x12require_compatible\x18\x03 \x01(\x08R\x11requireCompatible\x12\x1f\n\x0bstrict_lint\x18\x04 \x01(\x08R\nstrictLintB\x14\n\x12_expected_revision\"U\n\x11\x43ompatibilityNote\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"q\n\x0bLintFinding\x12\x18\n\x07profile\x18\x01 \x01(\tR\x07profile\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x1a\n\x08severity\x18\x04 \x01(\tR\x08severity\"\xff\x01\n\x14RegisterToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"$\n\x0eGetToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"@\n\x0fGetToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"\xf5\x01\n\x10ListToolsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x1f\n\x0bname_prefix\x18\x03 \x01(\tR\nnamePrefix\x12I\n\x06labels\x18\x04 \x03(\x0b\x32\x31.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x11ListToolsResponse\x12/\n\x05tools\x18\x01 \x03(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x05tools\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"o\n\x11\x44\x65leteToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x14\n\x12\x44\x65leteToolResponse\":\n\x11WatchToolsRequest\x12%\n\x0estart_revision\x18\x01 \x01(\x03R\rstartRevision\"\xfa\x01\n\x12WatchToolsResponse\x12\x45\n\x04type\x18\x01 \x01(\x0e\x32\x31.flowdrop.gateway.v1.WatchToolsResponse.EventTypeR\x04type\x12-\n\x04tool\x18\x02 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"R\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x45VENT_TYPE_PUT\x10\x01\x12\x15\n\x11\x45VENT_TYPE_DELETE\x10\x02\x32\x98\t\n\x13ToolRegistryService\x12\x63\n\x0cRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n\x07GetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n\tListTools\x12%.flowdrop.gateway.v1.ListToolsRequest\x1a&.flowdrop.gateway.v1.ListToolsResponse\x12]\n\nDeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a\'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n\nWatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a\'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n\x0b\x45xportTools\x12\'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponse\x12u\n\x12ListPendingChanges\x12..flowdrop.gateway.v1.ListPendingChangesRequest\x1a/.flowdrop.gateway.v1.ListPendingChangesResponse\x12o\n\x10GetPendingChange\x12,.flowdrop.gateway.v1.GetPendingChangeRequest\x1a-.flowdrop.gateway.v1.GetPendingChangeResponse\x12{\n\x14\x41pprovePendingChange\x12\x30.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a\x31.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a\x30.flowdrop.gateway.v1.RejectPendingChangeResponse\x12i\n\x0eGetRepairStats\x12*.flowdrop.gateway.v1.GetRepairStatsRequest\x1a+.flowdrop.gateway.v1.GetRepairStatsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"flowdrop/gateway/v1/registry.proto\x12\x13\x66lowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1e\x66lowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n\x19ListPendingChangesRequest\x12\x1f\n\x0bname_prefix\x18\x01 \x01(\tR\nnamePrefix\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x82\x01\n\x1aListPendingChangesResponse\x12<\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\".flowdrop.gateway.v1.PendingChangeR\x07\x63hanges\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc4\x02\n\rPendingChange\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x14\n\x05kinds\x18\x02 \x03(\tR\x05kinds\x12\x35\n\x08proposed\x18\x03 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x08proposed\x12W\n\x13\x63ompatibility_notes\x18\x04 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12;\n\x0b\x64\x65tected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ndetectedAt\x12!\n\x0cheld_because\x18\x06 \x01(\tR\x0bheldBecause\"-\n\x17GetPendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"V\n\x18GetPendingChangeResponse\x12:\n\x06\x63hange\x18\x01 \x01(\x0b\x32\".flowdrop.gateway.v1.PendingChangeR\x06\x63hange\"y\n\x1b\x41pprovePendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x87\x02\n\x1c\x41pprovePendingChangeResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x64\x65leted\x18\x02 \x01(\x08R\x07\x64\x65leted\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"x\n\x1aRejectPendingChangeRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"L\n\x1bRejectPendingChangeResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"h\n\x12\x45xportToolsRequest\x12\x16\n\x06\x66ormat\x18\x01 \x01(\tR\x06\x66ormat\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\xcf\x01\n\x13\x45xportToolsResponse\x12\x1d\n\ntools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n\x08left_out\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LeftOutToolR\x07leftOut\x12&\n\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x12\x34\n\x16optional_nulls_refused\x18\x04 \x03(\tR\x14optionalNullsRefused\"_\n\x0bLeftOutTool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12<\n\x08\x66indings\x18\x02 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x08\x66indings\"\xdc\x01\n\x13RegisterToolRequest\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12-\n\x12require_compatible\x18\x03 \x01(\x08R\x11requireCompatible\x12\x1f\n\x0bstrict_lint\x18\x04 \x01(\x08R\nstrictLintB\x14\n\x12_expected_revision\"U\n\x11\x43ompatibilityNote\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n\x04kind\x18\x02 \x01(\tR\x04kind\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\"q\n\x0bLintFinding\x12\x18\n\x07profile\x18\x01 \x01(\tR\x07profile\x12\x12\n\x04path\x18\x02 \x01(\tR\x04path\x12\x18\n\x07message\x18\x03 \x01(\tR\x07message\x12\x1a\n\x08severity\x18\x04 \x01(\tR\x08severity\"\xff\x01\n\x14RegisterToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12W\n\x13\x63ompatibility_notes\x18\x03 \x03(\x0b\x32&.flowdrop.gateway.v1.CompatibilityNoteR\x12\x63ompatibilityNotes\x12\x45\n\rlint_findings\x18\x04 \x03(\x0b\x32 .flowdrop.gateway.v1.LintFindingR\x0clintFindings\"$\n\x0eGetToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"@\n\x0fGetToolResponse\x12-\n\x04tool\x18\x01 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\"\xf5\x01\n\x10ListToolsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x1f\n\x0bname_prefix\x18\x03 \x01(\tR\nnamePrefix\x12I\n\x06labels\x18\x04 \x03(\x0b\x32\x31.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"l\n\x11ListToolsResponse\x12/\n\x05tools\x18\x01 \x03(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x05tools\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"o\n\x11\x44\x65leteToolRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x30\n\x11\x65xpected_revision\x18\x02 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x42\x14\n\x12_expected_revision\"\x14\n\x12\x44\x65leteToolResponse\":\n\x11WatchToolsRequest\x12%\n\x0estart_revision\x18\x01 \x01(\x03R\rstartRevision\"\xfa\x01\n\x12WatchToolsResponse\x12\x45\n\x04type\x18\x01 \x01(\x0e\x32\x31.flowdrop.gateway.v1.WatchToolsResponse.EventTypeR\x04type\x12-\n\x04tool\x18\x02 \x01(\x0b\x32\x19.flowdrop.gateway.v1.ToolR\x04tool\x12\x1a\n\x08revision\x18\x03 \x01(\x03R\x08revision\"R\n\tEventType\x12\x1a\n\x16\x45VENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x45VENT_TYPE_PUT\x10\x01\x12\x15\n\x11\x45VENT_TYPE_DELETE\x10\x02\x32\xfa\t\n\x13ToolRegistryService\x12\x63\n\x0cRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n\x07GetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n\tListTools\x12%.flowdrop.gateway.v1.ListToolsRequest\x1a&.flowdrop.gateway.v1.ListToolsResponse\x12]\n\nDeleteTool\x12&.flowdrop.gateway.v1.DeleteToolRequest\x1a\'.flowdrop.gateway.v1.DeleteToolResponse\x12_\n\nWatchTools\x12&.flowdrop.gateway.v1.WatchToolsRequest\x1a\'.flowdrop.gateway.v1.WatchToolsResponse0\x01\x12`\n\x0b\x45xportTools\x12\'.flowdrop.gateway.v1.ExportToolsRequest\x1a(.flowdrop.gateway.v1.ExportToolsResponse\x12u\n\x12ListPendingChanges\x12..flowdrop.gateway.v1.ListPendingChangesRequest\x1a/.flowdrop.gateway.v1.ListPendingChangesResponse\x12o\n\x10GetPendingChange\x12,.flowdrop.gateway.v1.GetPendingChangeRequest\x1a-.flowdrop.gateway.v1.GetPendingChangeResponse\x12{\n\x14\x41pprovePendingChange\x12\x30.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a\x31.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a\x30.flowdrop.gateway.v1.RejectPendingChangeResponse\x12i\n\x0eGetRepairStats\x12*.flowdrop.gateway.v1.GetRepairStatsRequest\x1a+.flowdrop.gateway.v1.GetRepairStatsResponse\x12`\n\x0bSearchTools\x12\'.flowdrop.gateway.v1.SearchToolsRequest\x1a(.flowdrop.gateway.v1.SearchToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowdrop.gateway.v1.registry_pb2', globals())
@@ -26,58 +27,58 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1'
   _LISTTOOLSREQUEST_LABELSENTRY._options = None
   _LISTTOOLSREQUEST_LABELSENTRY._serialized_options = b'8\001'
-  _LISTPENDINGCHANGESREQUEST._serialized_start=164
-  _LISTPENDINGCHANGESREQUEST._serialized_end=284
-  _LISTPENDINGCHANGESRESPONSE._serialized_start=287
-  _LISTPENDINGCHANGESRESPONSE._serialized_end=417
-  _PENDINGCHANGE._serialized_start=420
-  _PENDINGCHANGE._serialized_end=744
-  _GETPENDINGCHANGEREQUEST._serialized_start=746
-  _GETPENDINGCHANGEREQUEST._serialized_end=791
-  _GETPENDINGCHANGERESPONSE._serialized_start=793
-  _GETPENDINGCHANGERESPONSE._serialized_end=879
-  _APPROVEPENDINGCHANGEREQUEST._serialized_start=881
-  _APPROVEPENDINGCHANGEREQUEST._serialized_end=1002
-  _APPROVEPENDINGCHANGERESPONSE._serialized_start=1005
-  _APPROVEPENDINGCHANGERESPONSE._serialized_end=1268
-  _REJECTPENDINGCHANGEREQUEST._serialized_start=1270
-  _REJECTPENDINGCHANGEREQUEST._serialized_end=1390
-  _REJECTPENDINGCHANGERESPONSE._serialized_start=1392
-  _REJECTPENDINGCHANGERESPONSE._serialized_end=1468
-  _EXPORTTOOLSREQUEST._serialized_start=1470
-  _EXPORTTOOLSREQUEST._serialized_end=1574
-  _EXPORTTOOLSRESPONSE._serialized_start=1577
-  _EXPORTTOOLSRESPONSE._serialized_end=1784
-  _LEFTOUTTOOL._serialized_start=1786
-  _LEFTOUTTOOL._serialized_end=1881
-  _REGISTERTOOLREQUEST._serialized_start=1884
-  _REGISTERTOOLREQUEST._serialized_end=2104
-  _COMPATIBILITYNOTE._serialized_start=2106
-  _COMPATIBILITYNOTE._serialized_end=2191
-  _LINTFINDING._serialized_start=2193
-  _LINTFINDING._serialized_end=2306
-  _REGISTERTOOLRESPONSE._serialized_start=2309
-  _REGISTERTOOLRESPONSE._serialized_end=2564
-  _GETTOOLREQUEST._serialized_start=2566
-  _GETTOOLREQUEST._serialized_end=2602
-  _GETTOOLRESPONSE._serialized_start=2604
-  _GETTOOLRESPONSE._serialized_end=2668
-  _LISTTOOLSREQUEST._serialized_start=2671
-  _LISTTOOLSREQUEST._serialized_end=2916
-  _LISTTOOLSREQUEST_LABELSENTRY._serialized_start=2859
-  _LISTTOOLSREQUEST_LABELSENTRY._serialized_end=2916
-  _LISTTOOLSRESPONSE._serialized_start=2918
-  _LISTTOOLSRESPONSE._serialized_end=3026
-  _DELETETOOLREQUEST._serialized_start=3028
-  _DELETETOOLREQUEST._serialized_end=3139
-  _DELETETOOLRESPONSE._serialized_start=3141
-  _DELETETOOLRESPONSE._serialized_end=3161
-  _WATCHTOOLSREQUEST._serialized_start=3163
-  _WATCHTOOLSREQUEST._serialized_end=3221
-  _WATCHTOOLSRESPONSE._serialized_start=3224
-  _WATCHTOOLSRESPONSE._serialized_end=3474
-  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_start=3392
-  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_end=3474
-  _TOOLREGISTRYSERVICE._serialized_start=3477
-  _TOOLREGISTRYSERVICE._serialized_end=4653
+  _LISTPENDINGCHANGESREQUEST._serialized_start=198
+  _LISTPENDINGCHANGESREQUEST._serialized_end=318
+  _LISTPENDINGCHANGESRESPONSE._serialized_start=321
+  _LISTPENDINGCHANGESRESPONSE._serialized_end=451
+  _PENDINGCHANGE._serialized_start=454
+  _PENDINGCHANGE._serialized_end=778
+  _GETPENDINGCHANGEREQUEST._serialized_start=780
+  _GETPENDINGCHANGEREQUEST._serialized_end=825
+  _GETPENDINGCHANGERESPONSE._serialized_start=827
+  _GETPENDINGCHANGERESPONSE._serialized_end=913
+  _APPROVEPENDINGCHANGEREQUEST._serialized_start=915
+  _APPROVEPENDINGCHANGEREQUEST._serialized_end=1036
+  _APPROVEPENDINGCHANGERESPONSE._serialized_start=1039
+  _APPROVEPENDINGCHANGERESPONSE._serialized_end=1302
+  _REJECTPENDINGCHANGEREQUEST._serialized_start=1304
+  _REJECTPENDINGCHANGEREQUEST._serialized_end=1424
+  _REJECTPENDINGCHANGERESPONSE._serialized_start=1426
+  _REJECTPENDINGCHANGERESPONSE._serialized_end=1502
+  _EXPORTTOOLSREQUEST._serialized_start=1504
+  _EXPORTTOOLSREQUEST._serialized_end=1608
+  _EXPORTTOOLSRESPONSE._serialized_start=1611
+  _EXPORTTOOLSRESPONSE._serialized_end=1818
+  _LEFTOUTTOOL._serialized_start=1820
+  _LEFTOUTTOOL._serialized_end=1915
+  _REGISTERTOOLREQUEST._serialized_start=1918
+  _REGISTERTOOLREQUEST._serialized_end=2138
+  _COMPATIBILITYNOTE._serialized_start=2140
+  _COMPATIBILITYNOTE._serialized_end=2225
+  _LINTFINDING._serialized_start=2227
+  _LINTFINDING._serialized_end=2340
+  _REGISTERTOOLRESPONSE._serialized_start=2343
+  _REGISTERTOOLRESPONSE._serialized_end=2598
+  _GETTOOLREQUEST._serialized_start=2600
+  _GETTOOLREQUEST._serialized_end=2636
+  _GETTOOLRESPONSE._serialized_start=2638
+  _GETTOOLRESPONSE._serialized_end=2702
+  _LISTTOOLSREQUEST._serialized_start=2705
+  _LISTTOOLSREQUEST._serialized_end=2950
+  _LISTTOOLSREQUEST_LABELSENTRY._serialized_start=2893
+  _LISTTOOLSREQUEST_LABELSENTRY._serialized_end=2950
+  _LISTTOOLSRESPONSE._serialized_start=2952
+  _LISTTOOLSRESPONSE._serialized_end=3060
+  _DELETETOOLREQUEST._serialized_start=3062
+  _DELETETOOLREQUEST._serialized_end=3173
+  _DELETETOOLRESPONSE._serialized_start=3175
+  _DELETETOOLRESPONSE._serialized_end=3195
+  _WATCHTOOLSREQUEST._serialized_start=3197
+  _WATCHTOOLSREQUEST._serialized_end=3255
+  _WATCHTOOLSRESPONSE._serialized_start=3258
+  _WATCHTOOLSRESPONSE._serialized_end=3508
+  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_start=3426
+  _WATCHTOOLSRESPONSE_EVENTTYPE._serialized_end=3508
+  _TOOLREGISTRYSERVICE._serialized_start=3511
+  _TOOLREGISTRYSERVICE._serialized_end=4785
 # @@protoc_insertion_point(module_scope)

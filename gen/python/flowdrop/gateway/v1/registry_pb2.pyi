@@ -1,4 +1,5 @@
 from flowdrop.gateway.v1 import repair_stats_pb2 as _repair_stats_pb2
+from flowdrop.gateway.v1 import search_pb2 as _search_pb2
 from flowdrop.gateway.v1 import tool_pb2 as _tool_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers

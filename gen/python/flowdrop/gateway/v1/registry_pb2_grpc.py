@@ -4,6 +4,7 @@ import grpc
 
 from flowdrop.gateway.v1 import registry_pb2 as flowdrop_dot_gateway_dot_v1_dot_registry__pb2
 from flowdrop.gateway.v1 import repair_stats_pb2 as flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2
+from flowdrop.gateway.v1 import search_pb2 as flowdrop_dot_gateway_dot_v1_dot_search__pb2
 
 
 class ToolRegistryServiceStub(object):
@@ -70,6 +71,11 @@ class ToolRegistryServiceStub(object):
                 '/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats',
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.FromString,
+                )
+        self.SearchTools = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/SearchTools',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.FromString,
                 )
 
 
@@ -157,6 +163,15 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchTools(self, request, context):
+        """Ranks the tools the caller may invoke against a query (BM25 over
+        names, descriptions and parameter names): the search of the MCP
+        face's discovery mode.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +229,11 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.GetRepairStats,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.SerializeToString,
+            ),
+            'SearchTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTools,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -410,5 +430,22 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats',
             flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_repair__stats__pb2.GetRepairStatsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SearchTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/SearchTools',
+            flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -7,6 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Tool } from "./tool_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { GetRepairStatsRequestSchema, GetRepairStatsResponseSchema } from "./repair_stats_pb.js";
+import type { SearchToolsRequestSchema, SearchToolsResponseSchema } from "./search_pb.js";
 
 /**
  * Describes the file flowdrop/gateway/v1/registry.proto.
@@ -809,6 +810,18 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof GetRepairStatsRequestSchema;
     output: typeof GetRepairStatsResponseSchema;
+  },
+  /**
+   * Ranks the tools the caller may invoke against a query (BM25 over
+   * names, descriptions and parameter names): the search of the MCP
+   * face's discovery mode.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.SearchTools
+   */
+  searchTools: {
+    methodKind: "unary";
+    input: typeof SearchToolsRequestSchema;
+    output: typeof SearchToolsResponseSchema;
   },
 }>;
 

@@ -1,0 +1,16 @@
+package registry
+
+// The names of the MCP face's discovery meta-tools (server/mcpapi
+// discovery.go). No tool may take them: a caller in discovery mode reaches
+// the meta-tools by these names, so a tool under one would be unreachable
+// there and ambiguous everywhere. Provider-safe (no dots), so a client can
+// hand them to any model API as they are.
+const (
+	SearchToolsName  = "flowdrop_search_tools"
+	DescribeToolName = "flowdrop_describe_tool"
+)
+
+// Reserved reports whether name is kept for the gateway's own meta-tools.
+func Reserved(name string) bool {
+	return name == SearchToolsName || name == DescribeToolName
+}
