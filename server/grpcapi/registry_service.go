@@ -355,7 +355,8 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 				}
 				return resume("registry store watch lost")
 			}
-			if s.shows(ctx, ev.Tool.Name) {
+			// WatchTools carries tools; a bundle's event only moves the revision.
+			if ev.Bundle == nil && s.shows(ctx, ev.Tool.Name) {
 				if err := stream.Send(watchEventProto(ev, backends)); err != nil {
 					return err
 				}
