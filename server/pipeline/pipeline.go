@@ -329,14 +329,22 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 // tools/list) uses it. A request to a bundle's endpoint (WithBundle) sees
 // only the bundle's tools.
 func (p *Pipeline) Visible(ctx context.Context, tool string) bool {
-	pol := PolicyFrom(ctx)
-	if pol == nil {
-		pol = p.Policy()
-	}
 	if b := BundleFrom(ctx); b != "" {
 		if _, ok := p.lookupIn(b, tool); !ok {
 			return false
 		}
+	}
+	return p.Allowed(ctx, tool)
+}
+
+// Allowed is Visible without the bundle: whether the caller's roles and
+// allow/deny lists admit the name. For names that are not tools but are
+// judged by the tools' lists (an upstream's prompts on the MCP face),
+// which a bundle narrows by upstream, not by name.
+func (p *Pipeline) Allowed(ctx context.Context, tool string) bool {
+	pol := PolicyFrom(ctx)
+	if pol == nil {
+		pol = p.Policy()
 	}
 	az := pol.Authz
 	if az == nil {
