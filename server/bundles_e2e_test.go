@@ -236,3 +236,34 @@ func TestBundlesServedOnBothFaces(t *testing.T) {
 		}
 	})
 }
+
+// TestBundleAccessLogNamesTheBundle: a request through a bundle's endpoint
+// is access-logged with the bundle (mcp.bundle); one through /mcp is not.
+func TestBundleAccessLogNamesTheBundle(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithLogOutput(logs))
+	if _, err := env.Registry.PutBundle(context.Background(), registry.Bundle{Name: "notes_b", Tools: []string{"create_note"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, raw, _ := mcpPost(t, env.MCPURL+"/notes_b", nil, toolsCall("create_note", `{"title":"x"}`)); code != http.StatusOK {
+		t.Fatalf("tools/call through the bundle: %d %s", code, raw)
+	}
+	if code, raw, _ := mcpPost(t, env.MCPURL, nil, toolsCall("create_note", `{"title":"y"}`)); code != http.StatusOK {
+		t.Fatalf("tools/call through /mcp: %d %s", code, raw)
+	}
+	var inBundle, outside int
+	for line := range strings.Lines(logs.String()) {
+		if !strings.Contains(line, "mcp.method=tools/call") {
+			continue
+		}
+		if strings.Contains(line, "mcp.bundle=notes_b") {
+			inBundle++
+		} else {
+			outside++
+		}
+	}
+	if inBundle != 1 || outside != 1 {
+		t.Errorf("tools/call access lines: %d naming the bundle, %d without; want 1 and 1:\n%s", inBundle, outside, logs.String())
+	}
+}
