@@ -22,14 +22,19 @@ func (e *ToolError) Error() string {
 	return fmt.Sprintf("tool %q: %s: %s", e.Tool, where, e.Reason)
 }
 
-// RevisionMismatchError is an optimistic-concurrency failure.
+// RevisionMismatchError is an optimistic-concurrency failure: a tool's, or
+// when Bundle is set a bundle's (Tool is then empty).
 type RevisionMismatchError struct {
 	Tool     string
+	Bundle   string
 	Expected int64
 	Actual   int64 // 0: the tool does not exist
 }
 
 func (e *RevisionMismatchError) Error() string {
+	if e.Bundle != "" {
+		return fmt.Sprintf("bundle %q: expected revision %d, current revision is %d", e.Bundle, e.Expected, e.Actual)
+	}
 	return fmt.Sprintf("tool %q: expected revision %d, current revision is %d", e.Tool, e.Expected, e.Actual)
 }
 

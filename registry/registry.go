@@ -21,6 +21,8 @@ type Snapshot struct {
 	Revision int64
 	entries  map[string]*Entry
 	sorted   []*Entry
+	// bundles are the servable bundles (bundle_registry.go).
+	bundles map[string]*BundleEntry
 }
 
 // Lookup returns the compiled entry for a tool.
@@ -35,13 +37,13 @@ func (s *Snapshot) Len() int { return len(s.sorted) }
 // List returns the entries sorted by name (a fresh slice; entries are shared).
 func (s *Snapshot) List() []*Entry { return slices.Clone(s.sorted) }
 
-func newSnapshot(rev int64, entries map[string]*Entry) *Snapshot {
+func newSnapshot(rev int64, entries map[string]*Entry, bundles map[string]*BundleEntry) *Snapshot {
 	sorted := make([]*Entry, 0, len(entries))
 	for _, e := range entries {
 		sorted = append(sorted, e)
 	}
 	slices.SortFunc(sorted, func(a, b *Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
-	return &Snapshot{Revision: rev, entries: entries, sorted: sorted}
+	return &Snapshot{Revision: rev, entries: entries, sorted: sorted, bundles: bundles}
 }
 
 // Option configures a Registry.
@@ -145,33 +147,36 @@ type Registry struct {
 	// tombs holds deletions published locally (name → deletion revision)
 	// so that an older Put still in flight on the watch cannot resurrect
 	// the tool. Pruned once the watch has passed them.
-	tombs    map[string]int64
-	watchRev int64 // highest revision seen from List/Watch
-	started  bool
-	closed   bool
-	cancel   context.CancelFunc
-	done     chan struct{}
-	subs     map[chan struct{}]struct{}
+	tombs map[string]int64
+	// bundleTombs are tombs for bundles.
+	bundleTombs map[string]int64
+	watchRev    int64 // highest revision seen from List/Watch
+	started     bool
+	closed      bool
+	cancel      context.CancelFunc
+	done        chan struct{}
+	subs        map[chan struct{}]struct{}
 }
 
 // New returns a registry over store with an empty snapshot; call Start to
 // load it. The Registry does not own the store: Close does not close it.
 func New(store Store, opts ...Option) *Registry {
 	r := &Registry{
-		store:      store,
-		log:        slog.Default(),
-		fastPaths:  true,
-		backoffMin: 50 * time.Millisecond,
-		backoffMax: 5 * time.Second,
-		probeEvery: time.Second,
-		tombs:      make(map[string]int64),
-		subs:       make(map[chan struct{}]struct{}),
+		store:       store,
+		log:         slog.Default(),
+		fastPaths:   true,
+		backoffMin:  50 * time.Millisecond,
+		backoffMax:  5 * time.Second,
+		probeEvery:  time.Second,
+		tombs:       make(map[string]int64),
+		bundleTombs: make(map[string]int64),
+		subs:        make(map[chan struct{}]struct{}),
 	}
 	for _, o := range opts {
 		o(r)
 	}
 	r.compile = r.compileOpts.Compile
-	r.snap.Store(newSnapshot(0, map[string]*Entry{}))
+	r.snap.Store(newSnapshot(0, map[string]*Entry{}, map[string]*BundleEntry{}))
 	return r
 }
 
@@ -189,7 +194,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	r.started = true
 	r.mu.Unlock()
 
-	tools, rev, err := r.store.List(ctx)
+	tools, bundles, rev, err := r.listAll(ctx)
 	if err != nil {
 		// Not started: Start may be called again (e.g. once the store is
 		// reachable).
@@ -204,6 +209,7 @@ func (r *Registry) Start(ctx context.Context) error {
 		return errors.New("registry: closed during Start")
 	}
 	r.replaceAllLocked(tools, rev)
+	r.replaceBundlesLocked(bundles, rev)
 	r.currentAt.Store(time.Now().UnixNano())
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
@@ -477,7 +483,7 @@ func (r *Registry) run(ctx context.Context, rev int64) {
 				return
 			}
 			backoff = min(backoff*2, r.backoffMax)
-			tools, lrev, err := r.store.List(ctx)
+			tools, bundles, lrev, err := r.listAll(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -488,6 +494,7 @@ func (r *Registry) run(ctx context.Context, rev int64) {
 			}
 			r.mu.Lock()
 			r.replaceAllLocked(tools, lrev)
+			r.replaceBundlesLocked(bundles, lrev)
 			r.mu.Unlock()
 			rev = lrev
 			r.markCurrent()
@@ -587,7 +594,7 @@ func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
 	}
 	r.watchRev = max(r.watchRev, rev)
 	r.pruneTombsLocked()
-	r.publishLocked(newSnapshot(max(cur.Revision, rev), next))
+	r.publishLocked(newSnapshot(max(cur.Revision, rev), next, cur.bundles))
 }
 
 // applyLocked applies one watch event; events no newer than what the
@@ -595,6 +602,10 @@ func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
 func (r *Registry) applyLocked(ev Event) {
 	r.watchRev = max(r.watchRev, ev.Revision)
 	defer r.pruneTombsLocked()
+	if ev.Bundle != nil {
+		r.applyBundleLocked(ev)
+		return
+	}
 	switch ev.Type {
 	case EventPut:
 		cur := r.snap.Load()
@@ -640,7 +651,7 @@ func (r *Registry) putLocked(e *Entry) {
 		next[k] = v
 	}
 	next[e.Tool.Name] = e
-	r.publishLocked(newSnapshot(max(cur.Revision, e.Tool.Revision), next))
+	r.publishLocked(newSnapshot(max(cur.Revision, e.Tool.Revision), next, cur.bundles))
 }
 
 // deleteLocked removes name as of revision rev unless a newer entry is held.
@@ -655,7 +666,7 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 	}
 	if !ok {
 		if rev > cur.Revision {
-			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted})
+			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted, bundles: cur.bundles})
 		}
 		return
 	}
@@ -665,13 +676,18 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 			next[k] = v
 		}
 	}
-	r.publishLocked(newSnapshot(max(cur.Revision, rev), next))
+	r.publishLocked(newSnapshot(max(cur.Revision, rev), next, cur.bundles))
 }
 
 func (r *Registry) pruneTombsLocked() {
 	for name, rev := range r.tombs {
 		if rev <= r.watchRev {
 			delete(r.tombs, name)
+		}
+	}
+	for name, rev := range r.bundleTombs {
+		if rev <= r.watchRev {
+			delete(r.bundleTombs, name)
 		}
 	}
 }

@@ -8,6 +8,9 @@ import (
 // ErrNotFound is returned by stores for a tool that does not exist.
 var ErrNotFound = errors.New("tool not found")
 
+// ErrBundleNotFound is returned by stores for a bundle that does not exist.
+var ErrBundleNotFound = errors.New("bundle not found")
+
 // ErrCompacted is returned by Store.Watch when the requested start revision
 // is older than the history the store still keeps; the caller re-lists and
 // watches from the revision of that list.
@@ -42,10 +45,12 @@ func (t EventType) String() string {
 	return "UNKNOWN"
 }
 
-// Event is one change in a store. For EventDelete only Tool.Name is set.
+// Event is one change in a store: a tool's, or when Bundle is set a
+// bundle's (Tool is then zero). For EventDelete only the name is set.
 type Event struct {
 	Type     EventType
 	Tool     Tool
+	Bundle   *Bundle
 	Revision int64
 }
 
@@ -71,6 +76,15 @@ type Store interface {
 	// watch again. It returns ErrCompacted when after is older than the
 	// store's retained history.
 	Watch(ctx context.Context, after int64) (<-chan Event, error)
+
+	// Bundles (bundle.go) share the tools' revisions and watch: the same
+	// contract, with ErrBundleNotFound and a *RevisionMismatchError naming
+	// the bundle.
+	GetBundle(ctx context.Context, name string) (Bundle, error)
+	ListBundles(ctx context.Context) ([]Bundle, int64, error)
+	PutBundle(ctx context.Context, b Bundle, expected *int64) (Bundle, error)
+	DeleteBundle(ctx context.Context, name string, expected *int64) (int64, error)
+
 	Close() error
 }
 

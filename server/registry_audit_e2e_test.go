@@ -84,6 +84,18 @@ func TestRegistryWritesAreAudited(t *testing.T) {
 			_, err := rc.DeleteTool(as(keyOps), &gatewayv1.DeleteToolRequest{Name: "audited_tool"})
 			return err
 		}, codes.OK, map[string]any{"operation": "DeleteTool", "tool": "audited_tool", "decision": "allow", "caller_subject": "ops"}},
+		{"put-bundle", "a bundle's write is a registry write: its line names the bundle where a tool's names the tool", func() error {
+			_, err := rc.PutBundle(as(keyOps), &gatewayv1.PutBundleRequest{Bundle: &gatewayv1.Bundle{Name: "audited_bundle", Globs: []string{"*"}}})
+			return err
+		}, codes.OK, map[string]any{"operation": "PutBundle", "tool": "audited_bundle", "decision": "allow", "caller_subject": "ops"}},
+		{"invoker-put-bundle", "a bundle write without the admin role is refused and on record", func() error {
+			_, err := rc.PutBundle(as(keyInvoker), &gatewayv1.PutBundleRequest{Bundle: &gatewayv1.Bundle{Name: "sneaky_bundle", Globs: []string{"*"}}})
+			return err
+		}, codes.PermissionDenied, map[string]any{"operation": "PutBundle", "tool": "sneaky_bundle", "decision": "deny", "caller_subject": "invoker"}},
+		{"delete-bundle", "a bundle's deletion", func() error {
+			_, err := rc.DeleteBundle(as(keyOps), &gatewayv1.DeleteBundleRequest{Name: "audited_bundle"})
+			return err
+		}, codes.OK, map[string]any{"operation": "DeleteBundle", "tool": "audited_bundle", "decision": "allow"}},
 	}
 	var want []map[string]any
 	for _, st := range steps {

@@ -44,6 +44,7 @@ _flowdropctl() {
   if [ "$prev" = "--output" ]; then COMPREPLY=($(compgen -W "text json" -- "$cur")); return; fi
   if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "` + strings.Join(names, " ") + ` help --version" -- "$cur")); return; fi
   if [ "${COMP_WORDS[1]}" = tools ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "` + strings.Join(toolsSubcommands, " ") + `" -- "$cur")); return; fi
+  if [ "${COMP_WORDS[1]}" = bundles ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "` + strings.Join(bundlesSubcommands, " ") + `" -- "$cur")); return; fi
   if [ "${COMP_WORDS[1]}" = completion ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return; fi
   case "$cur" in
     -*) COMPREPLY=($(compgen -W "` + strings.Join(commonFlags, " ") + `" -- "$cur")) ;;

@@ -22,8 +22,9 @@ import (
 // them). With --output json stdout is {"tools": document, "left_out":
 // [{"name", "findings"}], "optional_nulls_refused": [names]}.
 func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newToolsFlags("export", "export --format openai|openai-strict|anthropic|gemini|mcp [--addr HOST:PORT]", stderr, 30*time.Second)
+	f := newToolsFlags("export", "export --format openai|openai-strict|anthropic|gemini|mcp [--bundle B] [--addr HOST:PORT]", stderr, 30*time.Second)
 	format := f.fs.String("format", "", "the tool-definition format: "+export.FormatNames())
+	bundle := f.fs.String("bundle", "", "only the tools of bundle B")
 	if _, code := f.parse(args, 0, stderr); code >= 0 {
 		return code
 	}
@@ -46,7 +47,7 @@ func toolsExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		token   string
 	)
 	for range maxExportPages {
-		resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format, PageSize: exportPageSize, PageToken: token})
+		resp, err := client.ExportTools(ctx, &gatewayv1.ExportToolsRequest{Format: *format, PageSize: exportPageSize, PageToken: token, Bundle: *bundle})
 		if err != nil {
 			return f.fail(stdout, stderr, err)
 		}

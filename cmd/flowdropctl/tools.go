@@ -32,8 +32,8 @@ commands:
   register -f FILE [--expected-revision N] [--require-compatible] [--strict-lint]
                    register (create or update) the tool(s) in FILE: one tool or a
                    tools: list, YAML or JSON ("-" reads stdin)
-  list [--prefix P] [--label k=v]... [--json]
-                   list registered tools (every page)
+  list [--prefix P] [--label k=v]... [--bundle B] [--json]
+                   list registered tools (every page; --bundle: a bundle's)
   get NAME         print one tool as JSON
   delete NAME [--expected-revision N]
                    delete a tool
@@ -45,8 +45,8 @@ commands:
                    register one tool per unary method of a gRPC service, its
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
-  export --format openai|openai-strict|anthropic|gemini|mcp
-                   print the tools you may invoke in a model API's tool format
+  export --format openai|openai-strict|anthropic|gemini|mcp [--bundle B]
+                   print the tools you may invoke (of bundle B) in a model API's tool format
                    (tools the format cannot carry: on stderr with the reason)
   search QUERY [--limit N]
                    rank the tools you may invoke against QUERY (quoted words):
@@ -382,8 +382,9 @@ func parseToolFile(data []byte, source string) ([]*gatewayv1.Tool, error) {
 }
 
 func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newToolsFlags("list", "list [--prefix P] [--label k=v]... [--json] [--addr HOST:PORT]", stderr, 30*time.Second)
+	f := newToolsFlags("list", "list [--prefix P] [--label k=v]... [--bundle B] [--json] [--addr HOST:PORT]", stderr, 30*time.Second)
 	prefix := f.fs.String("prefix", "", "only tools whose name starts with P")
+	bundle := f.fs.String("bundle", "", "only the tools of bundle B")
 	labels := labelFlags{}
 	f.fs.Var(labels, "label", "only tools with this label (key=value; repeatable, all must match)")
 	asJSON := f.fs.Bool("json", false, "print a JSON array of tools (as --output json)")
@@ -401,7 +402,7 @@ func toolsList(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer done()
 	var tools []*gatewayv1.Tool
-	req := &gatewayv1.ListToolsRequest{PageSize: int32(*pageSize), NamePrefix: *prefix, Labels: labels}
+	req := &gatewayv1.ListToolsRequest{PageSize: int32(*pageSize), NamePrefix: *prefix, Labels: labels, Bundle: *bundle}
 	for {
 		resp, err := client.ListTools(ctx, req)
 		if err != nil {

@@ -66,8 +66,8 @@ type AuditRecord struct {
 	// RecordsDropped is set on a ReasonAuditGap line only.
 	RecordsDropped int64 `json:"records_dropped,omitempty"`
 	// Operation is set on a registry write's line: the method
-	// (RegisterTool, DeleteTool); Tool is the tool it wrote, Revision the
-	// revision a registration made. And on an MCP federated request's line:
+	// (RegisterTool, DeleteTool); Tool is the tool it wrote (the bundle, for
+	// PutBundle and DeleteBundle), Revision the revision a write made. And on an MCP federated request's line:
 	// the MCP method (resources/read, prompts/get); Tool is the resource's
 	// gateway URI (its query redacted) or the prompt's gateway name.
 	Operation string `json:"operation,omitempty"`

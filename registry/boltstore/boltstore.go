@@ -28,7 +28,9 @@ const (
 var (
 	bucketMeta  = []byte("meta")
 	bucketTools = []byte("tools")
-	keyRevision = []byte("revision")
+	// bucketBundles holds the bundles (bundles.go), under the same revision.
+	bucketBundles = []byte("bundles")
+	keyRevision   = []byte("revision")
 )
 
 // Option configures a Store.
@@ -111,6 +113,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 			return err
 		}
 		if _, err := tx.CreateBucketIfNotExists(bucketTools); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketBundles); err != nil {
 			return err
 		}
 		rev, err = readRevision(meta)
@@ -324,13 +329,14 @@ func (s *Store) wrap(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, registry.ErrNotFound), errors.As(err, &mismatch):
+	case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrBundleNotFound), errors.As(err, &mismatch):
 		return err
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return registry.ErrClosed
 	}
 	var te *registry.ToolError
-	if errors.As(err, &te) {
+	var be *registry.BundleError
+	if errors.As(err, &te) || errors.As(err, &be) {
 		return err
 	}
 	return fmt.Errorf("boltstore %s: %s: %w", s.path, op, err)

@@ -76,12 +76,15 @@ func WithWatchBuffer(n int) Option {
 // Store is an etcd-backed registry.Store, safe for concurrent use. It does
 // not own the client: Close ends the watches, the caller closes the client.
 type Store struct {
-	cli    *clientv3.Client
-	tools  string // "<prefix>/tools/"
-	opts   options
-	mu     sync.Mutex
-	closed bool
-	stops  map[*int]context.CancelFunc // live watches, cancelled by Close
+	cli   *clientv3.Client
+	tools string // "<prefix>/tools/"
+	// bundles is "<prefix>/bundles/" (bundles.go); one watch, over the
+	// range from it to the end of tools, orders both.
+	bundles string
+	opts    options
+	mu      sync.Mutex
+	closed  bool
+	stops   map[*int]context.CancelFunc // live watches, cancelled by Close
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -99,7 +102,7 @@ func New(client *clientv3.Client, prefix string, opts ...Option) (*Store, error)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{cli: client, tools: prefix + "/tools/", opts: o, stops: map[*int]context.CancelFunc{}}, nil
+	return &Store{cli: client, tools: prefix + "/tools/", bundles: prefix + "/bundles/", opts: o, stops: map[*int]context.CancelFunc{}}, nil
 }
 
 func (s *Store) key(name string) string { return s.tools + name }
@@ -133,7 +136,7 @@ func (s *Store) classify(parent context.Context, op string, err error) error {
 		return nil
 	}
 	var mismatch *registry.RevisionMismatchError
-	if errors.Is(err, registry.ErrNotFound) || errors.As(err, &mismatch) {
+	if errors.Is(err, registry.ErrNotFound) || errors.Is(err, registry.ErrBundleNotFound) || errors.As(err, &mismatch) {
 		return err
 	}
 	if perr := parent.Err(); perr != nil {
@@ -196,13 +199,30 @@ func (s *Store) Get(ctx context.Context, name string) (registry.Tool, error) {
 
 // List returns every tool sorted by name and the etcd revision of the read.
 func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
-	var (
-		out []registry.Tool
-		rev int64
-	)
-	err := s.call(ctx, "list", func(ctx context.Context) error {
-		end := clientv3.GetPrefixRangeEnd(s.tools)
-		from := s.tools
+	var out []registry.Tool
+	rev, err := s.listPrefix(ctx, "list", s.tools, func(count int64) { out = make([]registry.Tool, 0, count) }, func(kv *mvccpb.KeyValue) error {
+		t, err := decodeKV(kv, s.tools)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// listPrefix reads every key under prefix in pages, all at the revision
+// of the first, in key order: sized is told the count first, each is
+// called per key. It returns that revision.
+func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(int64), each func(*mvccpb.KeyValue) error) (int64, error) {
+	var rev int64
+	err := s.call(ctx, op, func(ctx context.Context) error {
+		rev = 0 // a retried call reads afresh
+		end := clientv3.GetPrefixRangeEnd(prefix)
+		from := prefix
 		for {
 			opts := []clientv3.OpOption{
 				clientv3.WithRange(end),
@@ -219,14 +239,12 @@ func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
 			}
 			if rev == 0 {
 				rev = resp.Header.Revision
-				out = make([]registry.Tool, 0, resp.Count)
+				sized(resp.Count)
 			}
 			for _, kv := range resp.Kvs {
-				t, err := decodeKV(kv, s.tools)
-				if err != nil {
+				if err := each(kv); err != nil {
 					return err
 				}
-				out = append(out, t)
 			}
 			if !resp.More || len(resp.Kvs) == 0 {
 				return nil
@@ -234,10 +252,7 @@ func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
 			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, rev, nil
+	return rev, err
 }
 
 // Put creates or replaces a tool; expected follows registry.Store.
@@ -288,13 +303,19 @@ func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (regi
 
 // mismatch builds the error from the Else OpGet of a failed transaction.
 func mismatch(name string, expected int64, resp *clientv3.TxnResponse) error {
+	return &registry.RevisionMismatchError{Tool: name, Expected: expected, Actual: actualRevision(resp)}
+}
+
+// actualRevision is the revision the Else OpGet of a failed transaction
+// read (0: no such key).
+func actualRevision(resp *clientv3.TxnResponse) int64 {
 	var actual int64
 	if len(resp.Responses) == 1 {
 		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) == 1 {
 			actual = r.Kvs[0].ModRevision
 		}
 	}
-	return &registry.RevisionMismatchError{Tool: name, Expected: expected, Actual: actual}
+	return actual
 }
 
 // Delete removes a tool and returns the etcd revision of the deletion.
@@ -377,7 +398,8 @@ func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, 
 	s.stops[id] = cancel
 	s.mu.Unlock()
 
-	wch := s.cli.Watch(wctx, s.tools, clientv3.WithPrefix(), clientv3.WithRev(after+1))
+	// bundles/ sorts before tools/: one range holds both, in one order.
+	wch := s.cli.Watch(wctx, s.bundles, clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.tools)), clientv3.WithRev(after+1))
 	out := make(chan registry.Event, s.opts.watchBuf)
 	go func() {
 		defer close(out)
@@ -393,6 +415,23 @@ func (s *Store) Watch(ctx context.Context, after int64) (<-chan registry.Event, 
 			}
 			for _, ev := range resp.Events {
 				e := registry.Event{Revision: ev.Kv.ModRevision}
+				key := string(ev.Kv.Key)
+				switch {
+				case strings.HasPrefix(key, s.bundles):
+					b, ok := s.bundleEvent(ev)
+					if !ok {
+						return // an unreadable record: ListBundles reports it precisely
+					}
+					e.Type, e.Bundle = b.Type, b.Bundle
+					select {
+					case out <- e:
+					case <-wctx.Done():
+						return
+					}
+					continue
+				case !strings.HasPrefix(key, s.tools):
+					continue // between the two prefixes: not the registry's
+				}
 				switch ev.Type {
 				case clientv3.EventTypePut:
 					t, err := decodeKV(ev.Kv, s.tools)

@@ -46,11 +46,12 @@ type Store struct {
 	historyCap int
 	watchBuf   int
 
-	mu     sync.Mutex
-	closed bool
-	rev    int64
-	tools  map[string]registry.Tool
-	hub    *watchhub.Hub // history and watchers; published under mu, in revision order
+	mu      sync.Mutex
+	closed  bool
+	rev     int64
+	tools   map[string]registry.Tool
+	bundles map[string]registry.Bundle
+	hub     *watchhub.Hub // history and watchers; published under mu, in revision order
 }
 
 var _ registry.Store = (*Store)(nil)
@@ -61,6 +62,7 @@ func New(opts ...Option) *Store {
 		historyCap: DefaultHistory,
 		watchBuf:   DefaultWatchBuffer,
 		tools:      make(map[string]registry.Tool),
+		bundles:    make(map[string]registry.Bundle),
 	}
 	for _, o := range opts {
 		o(s)

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"labels-timeout-round-trip", "labels and a sub-second timeout must round-trip exactly", testLabelsTimeout},
 		{"caller-mutation", "mutating the caller's tool after Put must not change what the store holds", testCallerMutation},
 	}
+	cases = append(cases, bundleCases...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

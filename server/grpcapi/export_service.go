@@ -36,13 +36,18 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 	if err != nil {
 		return nil, statusError(err)
 	}
-	entries := s.reg.Snapshot().List()
+	snap := s.reg.Snapshot()
+	inBundle, err := bundleFilter(snap, req.GetBundle())
+	if err != nil {
+		return nil, statusError(err)
+	}
+	entries := snap.List()
 	i := sort.Search(len(entries), func(i int) bool { return entries[i].Tool.Name > after })
 	var tools []registry.Tool
 	next := ""
 	for ; i < len(entries); i++ {
 		t := entries[i].Tool
-		if !s.shows(ctx, t.Name) {
+		if !inBundle(&t) || !s.shows(ctx, t.Name) {
 			continue
 		}
 		if size > 0 && len(tools) == size {

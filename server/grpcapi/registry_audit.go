@@ -15,8 +15,8 @@ import (
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
-// registryWriteAudit gives every RegisterTool, DeleteTool, ApprovePendingChange
-// and RejectPendingChange an audit line
+// registryWriteAudit gives every RegisterTool, DeleteTool, ApprovePendingChange,
+// RejectPendingChange, PutBundle and DeleteBundle an audit line
 // (pipeline.AuditRecorder.RecordRegistryWrite): who, which tool, applied
 // or refused and why, the revision made. It runs outside authentication,
 // so a write refused for its credential is on record too (without a
@@ -35,6 +35,12 @@ func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 			op, tool = "ApprovePendingChange", r.GetName()
 		case *gatewayv1.RejectPendingChangeRequest:
 			op, tool = "RejectPendingChange", r.GetName()
+		case *gatewayv1.PutBundleRequest:
+			// A bundle's line names it where a tool's names the tool, as
+			// a federated request's names its resource or prompt.
+			op, tool = "PutBundle", r.GetBundle().GetName()
+		case *gatewayv1.DeleteBundleRequest:
+			op, tool = "DeleteBundle", r.GetName()
 		}
 		if op == "" || a == nil {
 			return h(ctx, req)
@@ -52,6 +58,8 @@ func registryWriteAudit(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 			w.Revision = r.GetTool().GetRevision()
 		case *gatewayv1.RejectPendingChangeResponse:
 			w.Revision = r.GetTool().GetRevision()
+		case *gatewayv1.PutBundleResponse:
+			w.Revision = r.GetBundle().GetRevision()
 		}
 		if e := a.RecordRegistryWrite(ctx, w.RegistryWrite); e != nil {
 			return nil, Status(e).Err()

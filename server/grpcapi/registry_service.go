@@ -242,8 +242,12 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 		return nil, statusError(err)
 	}
 	prefix, labels := req.GetNamePrefix(), req.GetLabels()
-
-	entries := s.reg.Snapshot().List()
+	snap := s.reg.Snapshot()
+	inBundle, err := bundleFilter(snap, req.GetBundle())
+	if err != nil {
+		return nil, statusError(err)
+	}
+	entries := snap.List()
 	// Start past the cursor and at the prefix: names are sorted, so every
 	// match is at or after both.
 	from := max(after, prefix)
@@ -258,7 +262,7 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 		if !strings.HasPrefix(t.Name, prefix) {
 			break // sorted: no later name has the prefix either
 		}
-		if !labelsMatch(t.Labels, labels) || !s.shows(ctx, t.Name) {
+		if !labelsMatch(t.Labels, labels) || !inBundle(&t) || !s.shows(ctx, t.Name) {
 			continue
 		}
 		if len(resp.Tools) == size {
@@ -359,7 +363,8 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 				}
 				return resume("registry store watch lost")
 			}
-			if s.shows(ctx, ev.Tool.Name) {
+			// WatchTools carries tools; a bundle's event only moves the revision.
+			if ev.Bundle == nil && s.shows(ctx, ev.Tool.Name) {
 				if err := stream.Send(watchEventProto(ev, backends)); err != nil {
 					return err
 				}

@@ -208,9 +208,15 @@ func registryStatus(err error) *status.Status {
 		ie  *registry.IncompatibleError
 		le  *registry.LintRefusedError
 		np  *registry.NoPendingChangeError
+		be  *registry.BundleError
 		rfe *requestFieldError
 	)
 	switch {
+	case errors.As(err, &be):
+		bounded := *be // the name may be anything a client sent
+		bounded.Bundle = policy.Bound(be.Bundle)
+		return withDetails(status.New(codes.InvalidArgument, bounded.Error()),
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "bundle." + be.Field, Description: be.Reason}}})
 	case errors.As(err, &te):
 		field := "tool." + te.Field + te.Pointer
 		bounded := *te // the name may be anything a client sent
@@ -233,14 +239,17 @@ func registryStatus(err error) *status.Status {
 		}
 		return withDetails(status.New(codes.InvalidArgument, le.Error()), br)
 	case errors.As(err, &rm):
+		md := map[string]string{
+			"tool":              rm.Tool,
+			"expected_revision": strconv.FormatInt(rm.Expected, 10),
+			"current_revision":  strconv.FormatInt(rm.Actual, 10),
+		}
+		if rm.Bundle != "" {
+			delete(md, "tool")
+			md["bundle"] = rm.Bundle
+		}
 		return withDetails(status.New(codes.Aborted, rm.Error()), &errdetails.ErrorInfo{
-			Reason: ReasonRevisionMismatch, Domain: ErrorDomain,
-			Metadata: map[string]string{
-				"tool":              rm.Tool,
-				"expected_revision": strconv.FormatInt(rm.Expected, 10),
-				"current_revision":  strconv.FormatInt(rm.Actual, 10),
-			},
-		})
+			Reason: ReasonRevisionMismatch, Domain: ErrorDomain, Metadata: md})
 	case errors.As(err, &ie):
 		pf := &errdetails.PreconditionFailure{}
 		for _, n := range ie.Notes {
@@ -253,7 +262,7 @@ func registryStatus(err error) *status.Status {
 		bounded := *np
 		bounded.Tool = policy.Bound(np.Tool)
 		return status.New(codes.FailedPrecondition, bounded.Error())
-	case errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrBundleNotFound):
 		return status.New(codes.NotFound, err.Error())
 	case errors.Is(err, registry.ErrCompacted):
 		return status.New(codes.OutOfRange, err.Error())

@@ -178,6 +178,9 @@ func (m *Server) logMethod(ctx context.Context, start time.Time, h *httpAccess, 
 		attrs = append(attrs, slog.String("peer.address", h.peer))
 	}
 	attrs = append(attrs, slog.String("mcp.start_time", start.Format(time.RFC3339)))
+	if b := pipeline.BundleFrom(ctx); b != "" {
+		attrs = append(attrs, slog.String("mcp.bundle", b)) // the endpoint's (bundles.go)
+	}
 	if c, ok := policy.CallerFrom(ctx); ok {
 		attrs = appendCaller(attrs, c.Subject, c.Method)
 	}

@@ -74,7 +74,9 @@ func (m *Server) upstreamPrompts(ctx context.Context, u *federatedUpstream, fres
 		if !ok || mapped[name] > 1 || len(p.Description) > b.DescriptionBytes || len(p.Title) > b.DescriptionBytes || !promptArgumentsFit(p, b) {
 			continue // not reversible, or over a bound
 		}
-		if !m.pipe.Visible(ctx, name) {
+		// A prompt is not a tool: the tools' lists judge its name, and a
+		// bundle narrows by upstream (view), not by this name.
+		if !m.pipe.Allowed(ctx, name) {
 			continue
 		}
 		out = append(out, federatedPrompt{name: name, up: u, upstream: p})
@@ -124,7 +126,7 @@ func (m *Server) listPrompts(ctx context.Context, method string) (mcp.Result, er
 // findPrompt is the prompt of gateway name the caller may see, or nil: in
 // the known listings, else in listings read again (a prompt added since).
 func (m *Server) findPrompt(ctx context.Context, name string) *federatedPrompt {
-	if !m.pipe.Visible(ctx, name) {
+	if !m.pipe.Allowed(ctx, name) { // as upstreamPrompts judges it
 		return nil
 	}
 	var view []*federatedUpstream

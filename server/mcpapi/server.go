@@ -284,6 +284,9 @@ func New(cfg Config) (*Server, error) {
 	// Origin and authentication read headers only; the body is read
 	// (bounded) after them.
 	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.readBody(h))))))
+	// Each bundle's endpoint (bundles.go): the same chain, behind the
+	// bundle's lookup.
+	mux.Handle(Path+"/", m.accessLog(m.bundleEndpoint(m.checkOrigin(m.traceContext(m.authenticate(m.readBody(h)))))))
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
@@ -581,6 +584,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 		c.ReceiveJSON(pipeline.MCPArgumentsField, string(text), false)
 	}
 	c.UsePolicy(pol)
+	c.Bundle = pipeline.BundleFrom(ctx) // the endpoint's (bundles.go)
 	c.SetIdempotencyKey(idemKey)
 	c.SetClient(clientName(req))
 	c.Input = round

@@ -37,7 +37,10 @@ type Received struct {
 // part. A Call belongs to one goroutine. Its arguments are one value
 // (Arguments) that the stages ask questions of.
 type Call struct {
-	Tool   string
+	Tool string
+	// Bundle, when set, is the bundle the call was made through
+	// (bundle.go): a tool outside it is not found.
+	Bundle string
 	CallID string
 	// IdempotencyKey makes the call idempotent (idempotency.go); "" is none.
 	IdempotencyKey string

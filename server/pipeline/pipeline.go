@@ -298,7 +298,7 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 	// limit) is still labelled with its tool when that tool is registered.
 	if c.Entry != nil {
 		o.Label = c.Tool
-	} else if _, ok := p.cfg.Registry.Lookup(c.Tool); ok && c.Tool != "" {
+	} else if _, ok := p.lookup(c); ok && c.Tool != "" {
 		o.Label = c.Tool
 	}
 	if e != nil {
@@ -321,8 +321,22 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 // Visible is THE visibility rule: a caller sees a tool exactly when it
 // could invoke it — it holds a role for InvokeTool and the tool passes its
 // allow/deny lists. Every listing (ListTools, GetTool, WatchTools, MCP
-// tools/list) uses it.
+// tools/list) uses it. A request to a bundle's endpoint (WithBundle) sees
+// only the bundle's tools.
 func (p *Pipeline) Visible(ctx context.Context, tool string) bool {
+	if b := BundleFrom(ctx); b != "" {
+		if _, ok := p.lookupIn(b, tool); !ok {
+			return false
+		}
+	}
+	return p.Allowed(ctx, tool)
+}
+
+// Allowed is Visible without the bundle: whether the caller's roles and
+// allow/deny lists admit the name. For names that are not tools but are
+// judged by the tools' lists (an upstream's prompts on the MCP face),
+// which a bundle narrows by upstream, not by name.
+func (p *Pipeline) Allowed(ctx context.Context, tool string) bool {
 	pol := PolicyFrom(ctx)
 	if pol == nil {
 		pol = p.Policy()

@@ -141,7 +141,7 @@ func (p *Pipeline) rateLimit(ctx context.Context, c *Call) error {
 		return nil
 	}
 	var err error
-	if _, ok := p.cfg.Registry.Lookup(c.Tool); ok && (pol.Authz == nil || pol.Authz.AllowTool(c.Caller, c.Tool) == nil) {
+	if _, ok := p.lookup(c); ok && (pol.Authz == nil || pol.Authz.AllowTool(c.Caller, c.Tool) == nil) {
 		err = rl.Allow(ctx, c.Caller, c.Tool)
 	} else {
 		err = rl.AllowUnoffered(ctx, c.Caller, c.Tool)
@@ -209,7 +209,7 @@ func (p *Pipeline) checkLimits(c *Call) error {
 // normalize looks the tool up and applies its RT-TOOL-8 plan, then, where
 // the policy asks, drops optional nulls (an extension outside RT-TOOL-8).
 func (p *Pipeline) normalize(_ context.Context, c *Call) error {
-	e, ok := p.cfg.Registry.Lookup(c.Tool)
+	e, ok := p.lookup(c)
 	if !ok {
 		return ToolNotFound(c.Tool)
 	}

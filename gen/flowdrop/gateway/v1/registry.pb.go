@@ -68,7 +68,478 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32, 0}
+}
+
+// Bundle is a named selection of the registry's tools. A tool is in it when
+// any one selection picks it: it is named in tools, its name matches one of
+// globs, or its labels meet one of label_selectors. Membership follows the
+// registry live (a tool registered later that matches joins at once). A
+// caller still sees and calls only the tools its policy allows.
+type Bundle struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Matches ^[a-zA-Z0-9_.-]{1,64}$ like a tool name, and is not only dots
+	// (it is a URL path segment).
+	Name        string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Tool names (at most 10000).
+	Tools []string `protobuf:"bytes,3,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Glob patterns over tool names ("*", "?", "[a-z]"; at most 64), e.g.
+	// "notes.*".
+	Globs []string `protobuf:"bytes,4,rep,name=globs,proto3" json:"globs,omitempty"`
+	// Label selectors (at most 64), each comma-separated requirements that
+	// must all hold: "key=value" (or "key==value"), "key!=value", "key"
+	// (present), "!key" (absent).
+	LabelSelectors []string `protobuf:"bytes,5,rep,name=label_selectors,json=labelSelectors,proto3" json:"label_selectors,omitempty"`
+	// How the bundle's endpoint offers its tools: "list" (also ""), every
+	// tool the caller may see in tools/list. A mode this gateway does not
+	// serve is refused (InvalidArgument).
+	Discovery string `protobuf:"bytes,6,opt,name=discovery,proto3" json:"discovery,omitempty"`
+	// Assigned by the registry on every write.
+	Revision      int64 `protobuf:"varint,7,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Bundle) Reset() {
+	*x = Bundle{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Bundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Bundle) ProtoMessage() {}
+
+func (x *Bundle) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
+func (*Bundle) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *Bundle) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Bundle) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Bundle) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *Bundle) GetGlobs() []string {
+	if x != nil {
+		return x.Globs
+	}
+	return nil
+}
+
+func (x *Bundle) GetLabelSelectors() []string {
+	if x != nil {
+		return x.LabelSelectors
+	}
+	return nil
+}
+
+func (x *Bundle) GetDiscovery() string {
+	if x != nil {
+		return x.Discovery
+	}
+	return ""
+}
+
+func (x *Bundle) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type PutBundleRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Bundle *Bundle                `protobuf:"bytes,1,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	// When set, the write succeeds only if the bundle's current revision
+	// equals this value (0 means "must not exist yet"); otherwise Aborted.
+	ExpectedRevision *int64 `protobuf:"varint,2,opt,name=expected_revision,json=expectedRevision,proto3,oneof" json:"expected_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PutBundleRequest) Reset() {
+	*x = PutBundleRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBundleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBundleRequest) ProtoMessage() {}
+
+func (x *PutBundleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBundleRequest.ProtoReflect.Descriptor instead.
+func (*PutBundleRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PutBundleRequest) GetBundle() *Bundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
+func (x *PutBundleRequest) GetExpectedRevision() int64 {
+	if x != nil && x.ExpectedRevision != nil {
+		return *x.ExpectedRevision
+	}
+	return 0
+}
+
+type PutBundleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bundle        *Bundle                `protobuf:"bytes,1,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBundleResponse) Reset() {
+	*x = PutBundleResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBundleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBundleResponse) ProtoMessage() {}
+
+func (x *PutBundleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBundleResponse.ProtoReflect.Descriptor instead.
+func (*PutBundleResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PutBundleResponse) GetBundle() *Bundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
+func (x *PutBundleResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type GetBundleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBundleRequest) Reset() {
+	*x = GetBundleRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBundleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBundleRequest) ProtoMessage() {}
+
+func (x *GetBundleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBundleRequest.ProtoReflect.Descriptor instead.
+func (*GetBundleRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetBundleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type GetBundleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bundle        *Bundle                `protobuf:"bytes,1,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBundleResponse) Reset() {
+	*x = GetBundleResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBundleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBundleResponse) ProtoMessage() {}
+
+func (x *GetBundleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBundleResponse.ProtoReflect.Descriptor instead.
+func (*GetBundleResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetBundleResponse) GetBundle() *Bundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
+type ListBundlesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBundlesRequest) Reset() {
+	*x = ListBundlesRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBundlesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBundlesRequest) ProtoMessage() {}
+
+func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBundlesRequest.ProtoReflect.Descriptor instead.
+func (*ListBundlesRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+}
+
+type ListBundlesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bundles       []*Bundle              `protobuf:"bytes,1,rep,name=bundles,proto3" json:"bundles,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBundlesResponse) Reset() {
+	*x = ListBundlesResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBundlesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBundlesResponse) ProtoMessage() {}
+
+func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBundlesResponse.ProtoReflect.Descriptor instead.
+func (*ListBundlesResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListBundlesResponse) GetBundles() []*Bundle {
+	if x != nil {
+		return x.Bundles
+	}
+	return nil
+}
+
+type DeleteBundleRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Name             string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	ExpectedRevision *int64                 `protobuf:"varint,2,opt,name=expected_revision,json=expectedRevision,proto3,oneof" json:"expected_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DeleteBundleRequest) Reset() {
+	*x = DeleteBundleRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBundleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBundleRequest) ProtoMessage() {}
+
+func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBundleRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBundleRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeleteBundleRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteBundleRequest) GetExpectedRevision() int64 {
+	if x != nil && x.ExpectedRevision != nil {
+		return *x.ExpectedRevision
+	}
+	return 0
+}
+
+type DeleteBundleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBundleResponse) Reset() {
+	*x = DeleteBundleResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBundleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBundleResponse) ProtoMessage() {}
+
+func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBundleResponse.ProtoReflect.Descriptor instead.
+func (*DeleteBundleResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 type ListPendingChangesRequest struct {
@@ -85,7 +556,7 @@ type ListPendingChangesRequest struct {
 
 func (x *ListPendingChangesRequest) Reset() {
 	*x = ListPendingChangesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +568,7 @@ func (x *ListPendingChangesRequest) String() string {
 func (*ListPendingChangesRequest) ProtoMessage() {}
 
 func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +581,7 @@ func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListPendingChangesRequest) GetNamePrefix() string {
@@ -144,7 +615,7 @@ type ListPendingChangesResponse struct {
 
 func (x *ListPendingChangesResponse) Reset() {
 	*x = ListPendingChangesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -156,7 +627,7 @@ func (x *ListPendingChangesResponse) String() string {
 func (*ListPendingChangesResponse) ProtoMessage() {}
 
 func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -169,7 +640,7 @@ func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListPendingChangesResponse) GetChanges() []*PendingChange {
@@ -214,7 +685,7 @@ type PendingChange struct {
 
 func (x *PendingChange) Reset() {
 	*x = PendingChange{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +697,7 @@ func (x *PendingChange) String() string {
 func (*PendingChange) ProtoMessage() {}
 
 func (x *PendingChange) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +710,7 @@ func (x *PendingChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
 func (*PendingChange) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PendingChange) GetTool() *Tool {
@@ -293,7 +764,7 @@ type GetPendingChangeRequest struct {
 
 func (x *GetPendingChangeRequest) Reset() {
 	*x = GetPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +776,7 @@ func (x *GetPendingChangeRequest) String() string {
 func (*GetPendingChangeRequest) ProtoMessage() {}
 
 func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +789,7 @@ func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetPendingChangeRequest) GetName() string {
@@ -337,7 +808,7 @@ type GetPendingChangeResponse struct {
 
 func (x *GetPendingChangeResponse) Reset() {
 	*x = GetPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +820,7 @@ func (x *GetPendingChangeResponse) String() string {
 func (*GetPendingChangeResponse) ProtoMessage() {}
 
 func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +833,7 @@ func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetPendingChangeResponse) GetChange() *PendingChange {
@@ -384,7 +855,7 @@ type ApprovePendingChangeRequest struct {
 
 func (x *ApprovePendingChangeRequest) Reset() {
 	*x = ApprovePendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +867,7 @@ func (x *ApprovePendingChangeRequest) String() string {
 func (*ApprovePendingChangeRequest) ProtoMessage() {}
 
 func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +880,7 @@ func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApprovePendingChangeRequest) GetName() string {
@@ -440,7 +911,7 @@ type ApprovePendingChangeResponse struct {
 
 func (x *ApprovePendingChangeResponse) Reset() {
 	*x = ApprovePendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +923,7 @@ func (x *ApprovePendingChangeResponse) String() string {
 func (*ApprovePendingChangeResponse) ProtoMessage() {}
 
 func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +936,7 @@ func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApprovePendingChangeResponse) GetTool() *Tool {
@@ -507,7 +978,7 @@ type RejectPendingChangeRequest struct {
 
 func (x *RejectPendingChangeRequest) Reset() {
 	*x = RejectPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +990,7 @@ func (x *RejectPendingChangeRequest) String() string {
 func (*RejectPendingChangeRequest) ProtoMessage() {}
 
 func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +1003,7 @@ func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RejectPendingChangeRequest) GetName() string {
@@ -559,7 +1030,7 @@ type RejectPendingChangeResponse struct {
 
 func (x *RejectPendingChangeResponse) Reset() {
 	*x = RejectPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +1042,7 @@ func (x *RejectPendingChangeResponse) String() string {
 func (*RejectPendingChangeResponse) ProtoMessage() {}
 
 func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +1055,7 @@ func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RejectPendingChangeResponse) GetTool() *Tool {
@@ -604,14 +1075,16 @@ type ExportToolsRequest struct {
 	// larger than a client's receive limit; page it then.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// A previous page's next_page_token: the page after it.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only the tools of this bundle (NotFound: no such bundle).
+	Bundle        string `protobuf:"bytes,4,opt,name=bundle,proto3" json:"bundle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExportToolsRequest) Reset() {
 	*x = ExportToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +1096,7 @@ func (x *ExportToolsRequest) String() string {
 func (*ExportToolsRequest) ProtoMessage() {}
 
 func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +1109,7 @@ func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExportToolsRequest) GetFormat() string {
@@ -656,6 +1129,13 @@ func (x *ExportToolsRequest) GetPageSize() int32 {
 func (x *ExportToolsRequest) GetPageToken() string {
 	if x != nil {
 		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ExportToolsRequest) GetBundle() string {
+	if x != nil {
+		return x.Bundle
 	}
 	return ""
 }
@@ -685,7 +1165,7 @@ type ExportToolsResponse struct {
 
 func (x *ExportToolsResponse) Reset() {
 	*x = ExportToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +1177,7 @@ func (x *ExportToolsResponse) String() string {
 func (*ExportToolsResponse) ProtoMessage() {}
 
 func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +1190,7 @@ func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExportToolsResponse) GetToolsJson() string {
@@ -751,7 +1231,7 @@ type LeftOutTool struct {
 
 func (x *LeftOutTool) Reset() {
 	*x = LeftOutTool{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1243,7 @@ func (x *LeftOutTool) String() string {
 func (*LeftOutTool) ProtoMessage() {}
 
 func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1256,7 @@ func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
 func (*LeftOutTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LeftOutTool) GetName() string {
@@ -809,7 +1289,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1301,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1314,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -879,7 +1359,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1371,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1384,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -944,7 +1424,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1436,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1449,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -1012,7 +1492,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1504,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1517,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1077,7 +1557,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1569,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1582,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1121,7 +1601,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1613,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1626,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1162,14 +1642,16 @@ type ListToolsRequest struct {
 	PageToken  string                 `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	NamePrefix string                 `protobuf:"bytes,3,opt,name=name_prefix,json=namePrefix,proto3" json:"name_prefix,omitempty"`
 	// Every label here must match.
-	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only the tools of this bundle (NotFound: no such bundle).
+	Bundle        string `protobuf:"bytes,5,opt,name=bundle,proto3" json:"bundle,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1663,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1676,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -1225,6 +1707,13 @@ func (x *ListToolsRequest) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *ListToolsRequest) GetBundle() string {
+	if x != nil {
+		return x.Bundle
+	}
+	return ""
+}
+
 type ListToolsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tools         []*Tool                `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
@@ -1235,7 +1724,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1736,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1749,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -1287,7 +1776,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1788,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1801,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -1337,7 +1826,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1838,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1851,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 type WatchToolsRequest struct {
@@ -1375,7 +1864,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1876,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1889,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -1422,7 +1911,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1923,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1936,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -1475,7 +1964,34 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"\x06Bundle\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05tools\x18\x03 \x03(\tR\x05tools\x12\x14\n" +
+	"\x05globs\x18\x04 \x03(\tR\x05globs\x12'\n" +
+	"\x0flabel_selectors\x18\x05 \x03(\tR\x0elabelSelectors\x12\x1c\n" +
+	"\tdiscovery\x18\x06 \x01(\tR\tdiscovery\x12\x1a\n" +
+	"\brevision\x18\a \x01(\x03R\brevision\"\x8f\x01\n" +
+	"\x10PutBundleRequest\x123\n" +
+	"\x06bundle\x18\x01 \x01(\v2\x1b.flowdrop.gateway.v1.BundleR\x06bundle\x120\n" +
+	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
+	"\x12_expected_revision\"b\n" +
+	"\x11PutBundleResponse\x123\n" +
+	"\x06bundle\x18\x01 \x01(\v2\x1b.flowdrop.gateway.v1.BundleR\x06bundle\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"&\n" +
+	"\x10GetBundleRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"H\n" +
+	"\x11GetBundleResponse\x123\n" +
+	"\x06bundle\x18\x01 \x01(\v2\x1b.flowdrop.gateway.v1.BundleR\x06bundle\"\x14\n" +
+	"\x12ListBundlesRequest\"L\n" +
+	"\x13ListBundlesResponse\x125\n" +
+	"\abundles\x18\x01 \x03(\v2\x1b.flowdrop.gateway.v1.BundleR\abundles\"q\n" +
+	"\x13DeleteBundleRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
+	"\x12_expected_revision\"\x16\n" +
+	"\x14DeleteBundleResponse\"x\n" +
 	"\x19ListPendingChangesRequest\x12\x1f\n" +
 	"\vname_prefix\x18\x01 \x01(\tR\n" +
 	"namePrefix\x12\x1b\n" +
@@ -1511,12 +2027,13 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x11expected_revision\x18\x02 \x01(\x03H\x00R\x10expectedRevision\x88\x01\x01B\x14\n" +
 	"\x12_expected_revision\"L\n" +
 	"\x1bRejectPendingChangeResponse\x12-\n" +
-	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"h\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"\x80\x01\n" +
 	"\x12ExportToolsRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"\xcf\x01\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06bundle\x18\x04 \x01(\tR\x06bundle\"\xcf\x01\n" +
 	"\x13ExportToolsResponse\x12\x1d\n" +
 	"\n" +
 	"tools_json\x18\x01 \x01(\tR\ttoolsJson\x12;\n" +
@@ -1550,14 +2067,15 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x0eGetToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"@\n" +
 	"\x0fGetToolResponse\x12-\n" +
-	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"\xf5\x01\n" +
+	"\x04tool\x18\x01 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"\x8d\x02\n" +
 	"\x10ListToolsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x1f\n" +
 	"\vname_prefix\x18\x03 \x01(\tR\n" +
 	"namePrefix\x12I\n" +
-	"\x06labels\x18\x04 \x03(\v21.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x04 \x03(\v21.flowdrop.gateway.v1.ListToolsRequest.LabelsEntryR\x06labels\x12\x16\n" +
+	"\x06bundle\x18\x05 \x01(\tR\x06bundle\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"l\n" +
@@ -1578,7 +2096,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xfa\t\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xf9\f\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -1593,7 +2111,11 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x14ApprovePendingChange\x120.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a1.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n" +
 	"\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a0.flowdrop.gateway.v1.RejectPendingChangeResponse\x12i\n" +
 	"\x0eGetRepairStats\x12*.flowdrop.gateway.v1.GetRepairStatsRequest\x1a+.flowdrop.gateway.v1.GetRepairStatsResponse\x12`\n" +
-	"\vSearchTools\x12'.flowdrop.gateway.v1.SearchToolsRequest\x1a(.flowdrop.gateway.v1.SearchToolsResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\vSearchTools\x12'.flowdrop.gateway.v1.SearchToolsRequest\x1a(.flowdrop.gateway.v1.SearchToolsResponse\x12Z\n" +
+	"\tPutBundle\x12%.flowdrop.gateway.v1.PutBundleRequest\x1a&.flowdrop.gateway.v1.PutBundleResponse\x12Z\n" +
+	"\tGetBundle\x12%.flowdrop.gateway.v1.GetBundleRequest\x1a&.flowdrop.gateway.v1.GetBundleResponse\x12`\n" +
+	"\vListBundles\x12'.flowdrop.gateway.v1.ListBundlesRequest\x1a(.flowdrop.gateway.v1.ListBundlesResponse\x12c\n" +
+	"\fDeleteBundle\x12(.flowdrop.gateway.v1.DeleteBundleRequest\x1a).flowdrop.gateway.v1.DeleteBundleResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -1608,92 +2130,113 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(WatchToolsResponse_EventType)(0),    // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*ListPendingChangesRequest)(nil),    // 1: flowdrop.gateway.v1.ListPendingChangesRequest
-	(*ListPendingChangesResponse)(nil),   // 2: flowdrop.gateway.v1.ListPendingChangesResponse
-	(*PendingChange)(nil),                // 3: flowdrop.gateway.v1.PendingChange
-	(*GetPendingChangeRequest)(nil),      // 4: flowdrop.gateway.v1.GetPendingChangeRequest
-	(*GetPendingChangeResponse)(nil),     // 5: flowdrop.gateway.v1.GetPendingChangeResponse
-	(*ApprovePendingChangeRequest)(nil),  // 6: flowdrop.gateway.v1.ApprovePendingChangeRequest
-	(*ApprovePendingChangeResponse)(nil), // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse
-	(*RejectPendingChangeRequest)(nil),   // 8: flowdrop.gateway.v1.RejectPendingChangeRequest
-	(*RejectPendingChangeResponse)(nil),  // 9: flowdrop.gateway.v1.RejectPendingChangeResponse
-	(*ExportToolsRequest)(nil),           // 10: flowdrop.gateway.v1.ExportToolsRequest
-	(*ExportToolsResponse)(nil),          // 11: flowdrop.gateway.v1.ExportToolsResponse
-	(*LeftOutTool)(nil),                  // 12: flowdrop.gateway.v1.LeftOutTool
-	(*RegisterToolRequest)(nil),          // 13: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),            // 14: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),                  // 15: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),         // 16: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),               // 17: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),              // 18: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),             // 19: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),            // 20: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),            // 21: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),           // 22: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),            // 23: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),           // 24: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                                  // 25: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                         // 26: flowdrop.gateway.v1.Tool
-	(*timestamppb.Timestamp)(nil),        // 27: google.protobuf.Timestamp
-	(*GetRepairStatsRequest)(nil),        // 28: flowdrop.gateway.v1.GetRepairStatsRequest
-	(*SearchToolsRequest)(nil),           // 29: flowdrop.gateway.v1.SearchToolsRequest
-	(*GetRepairStatsResponse)(nil),       // 30: flowdrop.gateway.v1.GetRepairStatsResponse
-	(*SearchToolsResponse)(nil),          // 31: flowdrop.gateway.v1.SearchToolsResponse
+	(*Bundle)(nil),                       // 1: flowdrop.gateway.v1.Bundle
+	(*PutBundleRequest)(nil),             // 2: flowdrop.gateway.v1.PutBundleRequest
+	(*PutBundleResponse)(nil),            // 3: flowdrop.gateway.v1.PutBundleResponse
+	(*GetBundleRequest)(nil),             // 4: flowdrop.gateway.v1.GetBundleRequest
+	(*GetBundleResponse)(nil),            // 5: flowdrop.gateway.v1.GetBundleResponse
+	(*ListBundlesRequest)(nil),           // 6: flowdrop.gateway.v1.ListBundlesRequest
+	(*ListBundlesResponse)(nil),          // 7: flowdrop.gateway.v1.ListBundlesResponse
+	(*DeleteBundleRequest)(nil),          // 8: flowdrop.gateway.v1.DeleteBundleRequest
+	(*DeleteBundleResponse)(nil),         // 9: flowdrop.gateway.v1.DeleteBundleResponse
+	(*ListPendingChangesRequest)(nil),    // 10: flowdrop.gateway.v1.ListPendingChangesRequest
+	(*ListPendingChangesResponse)(nil),   // 11: flowdrop.gateway.v1.ListPendingChangesResponse
+	(*PendingChange)(nil),                // 12: flowdrop.gateway.v1.PendingChange
+	(*GetPendingChangeRequest)(nil),      // 13: flowdrop.gateway.v1.GetPendingChangeRequest
+	(*GetPendingChangeResponse)(nil),     // 14: flowdrop.gateway.v1.GetPendingChangeResponse
+	(*ApprovePendingChangeRequest)(nil),  // 15: flowdrop.gateway.v1.ApprovePendingChangeRequest
+	(*ApprovePendingChangeResponse)(nil), // 16: flowdrop.gateway.v1.ApprovePendingChangeResponse
+	(*RejectPendingChangeRequest)(nil),   // 17: flowdrop.gateway.v1.RejectPendingChangeRequest
+	(*RejectPendingChangeResponse)(nil),  // 18: flowdrop.gateway.v1.RejectPendingChangeResponse
+	(*ExportToolsRequest)(nil),           // 19: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),          // 20: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),                  // 21: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),          // 22: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),            // 23: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),                  // 24: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),         // 25: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),               // 26: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),              // 27: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),             // 28: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),            // 29: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),            // 30: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),           // 31: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),            // 32: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),           // 33: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                                  // 34: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*Tool)(nil),                         // 35: flowdrop.gateway.v1.Tool
+	(*timestamppb.Timestamp)(nil),        // 36: google.protobuf.Timestamp
+	(*GetRepairStatsRequest)(nil),        // 37: flowdrop.gateway.v1.GetRepairStatsRequest
+	(*SearchToolsRequest)(nil),           // 38: flowdrop.gateway.v1.SearchToolsRequest
+	(*GetRepairStatsResponse)(nil),       // 39: flowdrop.gateway.v1.GetRepairStatsResponse
+	(*SearchToolsResponse)(nil),          // 40: flowdrop.gateway.v1.SearchToolsResponse
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	3,  // 0: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
-	26, // 1: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
-	26, // 2: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
-	14, // 3: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	27, // 4: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
-	3,  // 5: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
-	26, // 6: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	14, // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	15, // 8: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 9: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	12, // 10: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
-	15, // 11: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 12: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	26, // 13: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	14, // 14: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	15, // 15: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 16: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	25, // 17: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	26, // 18: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 19: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	26, // 20: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	13, // 21: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	17, // 22: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	19, // 23: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	21, // 24: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	23, // 25: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	10, // 26: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
-	1,  // 27: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
-	4,  // 28: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
-	6,  // 29: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
-	8,  // 30: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
-	28, // 31: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
-	29, // 32: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
-	16, // 33: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	18, // 34: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	20, // 35: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	22, // 36: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	24, // 37: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	11, // 38: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	2,  // 39: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
-	5,  // 40: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
-	7,  // 41: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
-	9,  // 42: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
-	30, // 43: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
-	31, // 44: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
-	33, // [33:45] is the sub-list for method output_type
-	21, // [21:33] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	1,  // 0: flowdrop.gateway.v1.PutBundleRequest.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	1,  // 1: flowdrop.gateway.v1.PutBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	1,  // 2: flowdrop.gateway.v1.GetBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	1,  // 3: flowdrop.gateway.v1.ListBundlesResponse.bundles:type_name -> flowdrop.gateway.v1.Bundle
+	12, // 4: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
+	35, // 5: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
+	35, // 6: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
+	23, // 7: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	36, // 8: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
+	12, // 9: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
+	35, // 10: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	23, // 11: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	24, // 12: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	35, // 13: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	21, // 14: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	24, // 15: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	35, // 16: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	35, // 17: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	23, // 18: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	24, // 19: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	35, // 20: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	34, // 21: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	35, // 22: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 23: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	35, // 24: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	22, // 25: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	26, // 26: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	28, // 27: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	30, // 28: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	32, // 29: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	19, // 30: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	10, // 31: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
+	13, // 32: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
+	15, // 33: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
+	17, // 34: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
+	37, // 35: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
+	38, // 36: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
+	2,  // 37: flowdrop.gateway.v1.ToolRegistryService.PutBundle:input_type -> flowdrop.gateway.v1.PutBundleRequest
+	4,  // 38: flowdrop.gateway.v1.ToolRegistryService.GetBundle:input_type -> flowdrop.gateway.v1.GetBundleRequest
+	6,  // 39: flowdrop.gateway.v1.ToolRegistryService.ListBundles:input_type -> flowdrop.gateway.v1.ListBundlesRequest
+	8,  // 40: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:input_type -> flowdrop.gateway.v1.DeleteBundleRequest
+	25, // 41: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	27, // 42: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	29, // 43: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	31, // 44: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	33, // 45: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	20, // 46: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	11, // 47: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	14, // 48: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	16, // 49: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	18, // 50: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	39, // 51: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
+	40, // 52: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
+	3,  // 53: flowdrop.gateway.v1.ToolRegistryService.PutBundle:output_type -> flowdrop.gateway.v1.PutBundleResponse
+	5,  // 54: flowdrop.gateway.v1.ToolRegistryService.GetBundle:output_type -> flowdrop.gateway.v1.GetBundleResponse
+	7,  // 55: flowdrop.gateway.v1.ToolRegistryService.ListBundles:output_type -> flowdrop.gateway.v1.ListBundlesResponse
+	9,  // 56: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:output_type -> flowdrop.gateway.v1.DeleteBundleResponse
+	41, // [41:57] is the sub-list for method output_type
+	25, // [25:41] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -1704,17 +2247,19 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 	file_flowdrop_gateway_v1_repair_stats_proto_init()
 	file_flowdrop_gateway_v1_search_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[5].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[1].OneofWrappers = []any{}
 	file_flowdrop_gateway_v1_registry_proto_msgTypes[7].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[12].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[20].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[14].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[16].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[21].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

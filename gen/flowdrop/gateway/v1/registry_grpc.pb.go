@@ -31,6 +31,10 @@ const (
 	ToolRegistryService_RejectPendingChange_FullMethodName  = "/flowdrop.gateway.v1.ToolRegistryService/RejectPendingChange"
 	ToolRegistryService_GetRepairStats_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/GetRepairStats"
 	ToolRegistryService_SearchTools_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/SearchTools"
+	ToolRegistryService_PutBundle_FullMethodName            = "/flowdrop.gateway.v1.ToolRegistryService/PutBundle"
+	ToolRegistryService_GetBundle_FullMethodName            = "/flowdrop.gateway.v1.ToolRegistryService/GetBundle"
+	ToolRegistryService_ListBundles_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/ListBundles"
+	ToolRegistryService_DeleteBundle_FullMethodName         = "/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -68,6 +72,16 @@ type ToolRegistryServiceClient interface {
 	// names, descriptions and parameter names): the search of the MCP
 	// face's discovery mode.
 	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
+	// Creates or replaces a bundle: a named selection of tools, served on
+	// the MCP face as its own endpoint (/mcp/<name>) and selectable in
+	// ListTools and ExportTools. Admin role only, like every write.
+	PutBundle(ctx context.Context, in *PutBundleRequest, opts ...grpc.CallOption) (*PutBundleResponse, error)
+	// Returns one bundle (NotFound: no such bundle).
+	GetBundle(ctx context.Context, in *GetBundleRequest, opts ...grpc.CallOption) (*GetBundleResponse, error)
+	// Lists the bundles, sorted by name.
+	ListBundles(ctx context.Context, in *ListBundlesRequest, opts ...grpc.CallOption) (*ListBundlesResponse, error)
+	// Deletes a bundle (its endpoint then answers 404); its tools stay.
+	DeleteBundle(ctx context.Context, in *DeleteBundleRequest, opts ...grpc.CallOption) (*DeleteBundleResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -207,6 +221,46 @@ func (c *toolRegistryServiceClient) SearchTools(ctx context.Context, in *SearchT
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) PutBundle(ctx context.Context, in *PutBundleRequest, opts ...grpc.CallOption) (*PutBundleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutBundleResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_PutBundle_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) GetBundle(ctx context.Context, in *GetBundleRequest, opts ...grpc.CallOption) (*GetBundleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetBundleResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_GetBundle_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) ListBundles(ctx context.Context, in *ListBundlesRequest, opts ...grpc.CallOption) (*ListBundlesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBundlesResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_ListBundles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) DeleteBundle(ctx context.Context, in *DeleteBundleRequest, opts ...grpc.CallOption) (*DeleteBundleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteBundleResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_DeleteBundle_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -242,6 +296,16 @@ type ToolRegistryServiceServer interface {
 	// names, descriptions and parameter names): the search of the MCP
 	// face's discovery mode.
 	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
+	// Creates or replaces a bundle: a named selection of tools, served on
+	// the MCP face as its own endpoint (/mcp/<name>) and selectable in
+	// ListTools and ExportTools. Admin role only, like every write.
+	PutBundle(context.Context, *PutBundleRequest) (*PutBundleResponse, error)
+	// Returns one bundle (NotFound: no such bundle).
+	GetBundle(context.Context, *GetBundleRequest) (*GetBundleResponse, error)
+	// Lists the bundles, sorted by name.
+	ListBundles(context.Context, *ListBundlesRequest) (*ListBundlesResponse, error)
+	// Deletes a bundle (its endpoint then answers 404); its tools stay.
+	DeleteBundle(context.Context, *DeleteBundleRequest) (*DeleteBundleResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -287,6 +351,18 @@ func (UnimplementedToolRegistryServiceServer) GetRepairStats(context.Context, *G
 }
 func (UnimplementedToolRegistryServiceServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) PutBundle(context.Context, *PutBundleRequest) (*PutBundleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutBundle not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) GetBundle(context.Context, *GetBundleRequest) (*GetBundleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBundle not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) ListBundles(context.Context, *ListBundlesRequest) (*ListBundlesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBundles not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) DeleteBundle(context.Context, *DeleteBundleRequest) (*DeleteBundleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBundle not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -518,6 +594,78 @@ func _ToolRegistryService_SearchTools_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_PutBundle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutBundleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).PutBundle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_PutBundle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).PutBundle(ctx, req.(*PutBundleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_GetBundle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBundleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).GetBundle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_GetBundle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).GetBundle(ctx, req.(*GetBundleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_ListBundles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBundlesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).ListBundles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_ListBundles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).ListBundles(ctx, req.(*ListBundlesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_DeleteBundle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteBundleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).DeleteBundle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_DeleteBundle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).DeleteBundle(ctx, req.(*DeleteBundleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -568,6 +716,22 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SearchTools",
 			Handler:    _ToolRegistryService_SearchTools_Handler,
+		},
+		{
+			MethodName: "PutBundle",
+			Handler:    _ToolRegistryService_PutBundle_Handler,
+		},
+		{
+			MethodName: "GetBundle",
+			Handler:    _ToolRegistryService_GetBundle_Handler,
+		},
+		{
+			MethodName: "ListBundles",
+			Handler:    _ToolRegistryService_ListBundles_Handler,
+		},
+		{
+			MethodName: "DeleteBundle",
+			Handler:    _ToolRegistryService_DeleteBundle_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

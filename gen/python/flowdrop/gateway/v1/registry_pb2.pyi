@@ -30,6 +30,24 @@ class ApprovePendingChangeResponse(_message.Message):
     tool: _tool_pb2.Tool
     def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., deleted: bool = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., lint_findings: _Optional[_Iterable[_Union[LintFinding, _Mapping]]] = ...) -> None: ...
 
+class Bundle(_message.Message):
+    __slots__ = ["description", "discovery", "globs", "label_selectors", "name", "revision", "tools"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DISCOVERY_FIELD_NUMBER: _ClassVar[int]
+    GLOBS_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    discovery: str
+    globs: _containers.RepeatedScalarFieldContainer[str]
+    label_selectors: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    revision: int
+    tools: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., globs: _Optional[_Iterable[str]] = ..., label_selectors: _Optional[_Iterable[str]] = ..., discovery: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+
 class CompatibilityNote(_message.Message):
     __slots__ = ["kind", "message", "path"]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +57,18 @@ class CompatibilityNote(_message.Message):
     message: str
     path: str
     def __init__(self, path: _Optional[str] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class DeleteBundleRequest(_message.Message):
+    __slots__ = ["expected_revision", "name"]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    expected_revision: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class DeleteBundleResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class DeleteToolRequest(_message.Message):
     __slots__ = ["expected_revision", "name"]
@@ -53,14 +83,16 @@ class DeleteToolResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ExportToolsRequest(_message.Message):
-    __slots__ = ["format", "page_size", "page_token"]
+    __slots__ = ["bundle", "format", "page_size", "page_token"]
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    bundle: str
     format: str
     page_size: int
     page_token: str
-    def __init__(self, format: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, format: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., bundle: _Optional[str] = ...) -> None: ...
 
 class ExportToolsResponse(_message.Message):
     __slots__ = ["left_out", "next_page_token", "optional_nulls_refused", "tools_json"]
@@ -73,6 +105,18 @@ class ExportToolsResponse(_message.Message):
     optional_nulls_refused: _containers.RepeatedScalarFieldContainer[str]
     tools_json: str
     def __init__(self, tools_json: _Optional[str] = ..., left_out: _Optional[_Iterable[_Union[LeftOutTool, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., optional_nulls_refused: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetBundleRequest(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetBundleResponse(_message.Message):
+    __slots__ = ["bundle"]
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    bundle: Bundle
+    def __init__(self, bundle: _Optional[_Union[Bundle, _Mapping]] = ...) -> None: ...
 
 class GetPendingChangeRequest(_message.Message):
     __slots__ = ["name"]
@@ -118,6 +162,16 @@ class LintFinding(_message.Message):
     severity: str
     def __init__(self, profile: _Optional[str] = ..., path: _Optional[str] = ..., message: _Optional[str] = ..., severity: _Optional[str] = ...) -> None: ...
 
+class ListBundlesRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListBundlesResponse(_message.Message):
+    __slots__ = ["bundles"]
+    BUNDLES_FIELD_NUMBER: _ClassVar[int]
+    bundles: _containers.RepeatedCompositeFieldContainer[Bundle]
+    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ...) -> None: ...
+
 class ListPendingChangesRequest(_message.Message):
     __slots__ = ["name_prefix", "page_size", "page_token"]
     NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
@@ -137,7 +191,7 @@ class ListPendingChangesResponse(_message.Message):
     def __init__(self, changes: _Optional[_Iterable[_Union[PendingChange, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
-    __slots__ = ["labels", "name_prefix", "page_size", "page_token"]
+    __slots__ = ["bundle", "labels", "name_prefix", "page_size", "page_token"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -145,15 +199,17 @@ class ListToolsRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    bundle: str
     labels: _containers.ScalarMap[str, str]
     name_prefix: str
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., name_prefix: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., name_prefix: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., bundle: _Optional[str] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ["next_page_token", "tools"]
@@ -178,6 +234,22 @@ class PendingChange(_message.Message):
     proposed: _tool_pb2.Tool
     tool: _tool_pb2.Tool
     def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., kinds: _Optional[_Iterable[str]] = ..., proposed: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ..., compatibility_notes: _Optional[_Iterable[_Union[CompatibilityNote, _Mapping]]] = ..., detected_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., held_because: _Optional[str] = ...) -> None: ...
+
+class PutBundleRequest(_message.Message):
+    __slots__ = ["bundle", "expected_revision"]
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    bundle: Bundle
+    expected_revision: int
+    def __init__(self, bundle: _Optional[_Union[Bundle, _Mapping]] = ..., expected_revision: _Optional[int] = ...) -> None: ...
+
+class PutBundleResponse(_message.Message):
+    __slots__ = ["bundle", "created"]
+    BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    bundle: Bundle
+    created: bool
+    def __init__(self, bundle: _Optional[_Union[Bundle, _Mapping]] = ..., created: bool = ...) -> None: ...
 
 class RegisterToolRequest(_message.Message):
     __slots__ = ["expected_revision", "require_compatible", "strict_lint", "tool"]

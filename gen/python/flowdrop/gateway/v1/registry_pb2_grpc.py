@@ -77,6 +77,26 @@ class ToolRegistryServiceStub(object):
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.FromString,
                 )
+        self.PutBundle = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/PutBundle',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleResponse.FromString,
+                )
+        self.GetBundle = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/GetBundle',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleResponse.FromString,
+                )
+        self.ListBundles = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/ListBundles',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesResponse.FromString,
+                )
+        self.DeleteBundle = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.FromString,
+                )
 
 
 class ToolRegistryServiceServicer(object):
@@ -172,6 +192,36 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutBundle(self, request, context):
+        """Creates or replaces a bundle: a named selection of tools, served on
+        the MCP face as its own endpoint (/mcp/<name>) and selectable in
+        ListTools and ExportTools. Admin role only, like every write.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBundle(self, request, context):
+        """Returns one bundle (NotFound: no such bundle).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBundles(self, request, context):
+        """Lists the bundles, sorted by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteBundle(self, request, context):
+        """Deletes a bundle (its endpoint then answers 404); its tools stay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +284,26 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.SearchTools,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.SerializeToString,
+            ),
+            'PutBundle': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutBundle,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleResponse.SerializeToString,
+            ),
+            'GetBundle': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBundle,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleResponse.SerializeToString,
+            ),
+            'ListBundles': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBundles,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesResponse.SerializeToString,
+            ),
+            'DeleteBundle': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteBundle,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,5 +517,73 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/SearchTools',
             flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_search__pb2.SearchToolsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutBundle(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/PutBundle',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.PutBundleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetBundle(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/GetBundle',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetBundleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListBundles(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/ListBundles',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListBundlesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteBundle(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

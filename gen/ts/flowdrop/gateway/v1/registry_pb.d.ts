@@ -15,6 +15,214 @@ import type { SearchToolsRequestSchema, SearchToolsResponseSchema } from "./sear
 export declare const file_flowdrop_gateway_v1_registry: GenFile;
 
 /**
+ * Bundle is a named selection of the registry's tools. A tool is in it when
+ * any one selection picks it: it is named in tools, its name matches one of
+ * globs, or its labels meet one of label_selectors. Membership follows the
+ * registry live (a tool registered later that matches joins at once). A
+ * caller still sees and calls only the tools its policy allows.
+ *
+ * @generated from message flowdrop.gateway.v1.Bundle
+ */
+export declare type Bundle = Message<"flowdrop.gateway.v1.Bundle"> & {
+  /**
+   * Matches ^[a-zA-Z0-9_.-]{1,64}$ like a tool name, and is not only dots
+   * (it is a URL path segment).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * Tool names (at most 10000).
+   *
+   * @generated from field: repeated string tools = 3;
+   */
+  tools: string[];
+
+  /**
+   * Glob patterns over tool names ("*", "?", "[a-z]"; at most 64), e.g.
+   * "notes.*".
+   *
+   * @generated from field: repeated string globs = 4;
+   */
+  globs: string[];
+
+  /**
+   * Label selectors (at most 64), each comma-separated requirements that
+   * must all hold: "key=value" (or "key==value"), "key!=value", "key"
+   * (present), "!key" (absent).
+   *
+   * @generated from field: repeated string label_selectors = 5;
+   */
+  labelSelectors: string[];
+
+  /**
+   * How the bundle's endpoint offers its tools: "list" (also ""), every
+   * tool the caller may see in tools/list. A mode this gateway does not
+   * serve is refused (InvalidArgument).
+   *
+   * @generated from field: string discovery = 6;
+   */
+  discovery: string;
+
+  /**
+   * Assigned by the registry on every write.
+   *
+   * @generated from field: int64 revision = 7;
+   */
+  revision: bigint;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.Bundle.
+ * Use `create(BundleSchema)` to create a new message.
+ */
+export declare const BundleSchema: GenMessage<Bundle>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.PutBundleRequest
+ */
+export declare type PutBundleRequest = Message<"flowdrop.gateway.v1.PutBundleRequest"> & {
+  /**
+   * @generated from field: flowdrop.gateway.v1.Bundle bundle = 1;
+   */
+  bundle?: Bundle | undefined;
+
+  /**
+   * When set, the write succeeds only if the bundle's current revision
+   * equals this value (0 means "must not exist yet"); otherwise Aborted.
+   *
+   * @generated from field: optional int64 expected_revision = 2;
+   */
+  expectedRevision?: bigint | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.PutBundleRequest.
+ * Use `create(PutBundleRequestSchema)` to create a new message.
+ */
+export declare const PutBundleRequestSchema: GenMessage<PutBundleRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.PutBundleResponse
+ */
+export declare type PutBundleResponse = Message<"flowdrop.gateway.v1.PutBundleResponse"> & {
+  /**
+   * @generated from field: flowdrop.gateway.v1.Bundle bundle = 1;
+   */
+  bundle?: Bundle | undefined;
+
+  /**
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.PutBundleResponse.
+ * Use `create(PutBundleResponseSchema)` to create a new message.
+ */
+export declare const PutBundleResponseSchema: GenMessage<PutBundleResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetBundleRequest
+ */
+export declare type GetBundleRequest = Message<"flowdrop.gateway.v1.GetBundleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetBundleRequest.
+ * Use `create(GetBundleRequestSchema)` to create a new message.
+ */
+export declare const GetBundleRequestSchema: GenMessage<GetBundleRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetBundleResponse
+ */
+export declare type GetBundleResponse = Message<"flowdrop.gateway.v1.GetBundleResponse"> & {
+  /**
+   * @generated from field: flowdrop.gateway.v1.Bundle bundle = 1;
+   */
+  bundle?: Bundle | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetBundleResponse.
+ * Use `create(GetBundleResponseSchema)` to create a new message.
+ */
+export declare const GetBundleResponseSchema: GenMessage<GetBundleResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ListBundlesRequest
+ */
+export declare type ListBundlesRequest = Message<"flowdrop.gateway.v1.ListBundlesRequest"> & {
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListBundlesRequest.
+ * Use `create(ListBundlesRequestSchema)` to create a new message.
+ */
+export declare const ListBundlesRequestSchema: GenMessage<ListBundlesRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ListBundlesResponse
+ */
+export declare type ListBundlesResponse = Message<"flowdrop.gateway.v1.ListBundlesResponse"> & {
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.Bundle bundles = 1;
+   */
+  bundles: Bundle[];
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListBundlesResponse.
+ * Use `create(ListBundlesResponseSchema)` to create a new message.
+ */
+export declare const ListBundlesResponseSchema: GenMessage<ListBundlesResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.DeleteBundleRequest
+ */
+export declare type DeleteBundleRequest = Message<"flowdrop.gateway.v1.DeleteBundleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional int64 expected_revision = 2;
+   */
+  expectedRevision?: bigint | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.DeleteBundleRequest.
+ * Use `create(DeleteBundleRequestSchema)` to create a new message.
+ */
+export declare const DeleteBundleRequestSchema: GenMessage<DeleteBundleRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.DeleteBundleResponse
+ */
+export declare type DeleteBundleResponse = Message<"flowdrop.gateway.v1.DeleteBundleResponse"> & {
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.DeleteBundleResponse.
+ * Use `create(DeleteBundleResponseSchema)` to create a new message.
+ */
+export declare const DeleteBundleResponseSchema: GenMessage<DeleteBundleResponse>;
+
+/**
  * @generated from message flowdrop.gateway.v1.ListPendingChangesRequest
  */
 export declare type ListPendingChangesRequest = Message<"flowdrop.gateway.v1.ListPendingChangesRequest"> & {
@@ -288,6 +496,13 @@ export declare type ExportToolsRequest = Message<"flowdrop.gateway.v1.ExportTool
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Only the tools of this bundle (NotFound: no such bundle).
+   *
+   * @generated from field: string bundle = 4;
+   */
+  bundle: string;
 };
 
 /**
@@ -562,6 +777,13 @@ export declare type ListToolsRequest = Message<"flowdrop.gateway.v1.ListToolsReq
    * @generated from field: map<string, string> labels = 4;
    */
   labels: { [key: string]: string };
+
+  /**
+   * Only the tools of this bundle (NotFound: no such bundle).
+   *
+   * @generated from field: string bundle = 5;
+   */
+  bundle: string;
 };
 
 /**
@@ -822,6 +1044,48 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof SearchToolsRequestSchema;
     output: typeof SearchToolsResponseSchema;
+  },
+  /**
+   * Creates or replaces a bundle: a named selection of tools, served on
+   * the MCP face as its own endpoint (/mcp/<name>) and selectable in
+   * ListTools and ExportTools. Admin role only, like every write.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.PutBundle
+   */
+  putBundle: {
+    methodKind: "unary";
+    input: typeof PutBundleRequestSchema;
+    output: typeof PutBundleResponseSchema;
+  },
+  /**
+   * Returns one bundle (NotFound: no such bundle).
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.GetBundle
+   */
+  getBundle: {
+    methodKind: "unary";
+    input: typeof GetBundleRequestSchema;
+    output: typeof GetBundleResponseSchema;
+  },
+  /**
+   * Lists the bundles, sorted by name.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.ListBundles
+   */
+  listBundles: {
+    methodKind: "unary";
+    input: typeof ListBundlesRequestSchema;
+    output: typeof ListBundlesResponseSchema;
+  },
+  /**
+   * Deletes a bundle (its endpoint then answers 404); its tools stay.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.DeleteBundle
+   */
+  deleteBundle: {
+    methodKind: "unary";
+    input: typeof DeleteBundleRequestSchema;
+    output: typeof DeleteBundleResponseSchema;
   },
 }>;
 
