@@ -436,7 +436,9 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
+				rev := requestRevision(req)
+				lr.Tools = m.withoutTaskRequired(ctx, rev, m.visibleTools(ctx, lr.Tools))
+				return m.withExecution(ctx, rev, lr), nil
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":

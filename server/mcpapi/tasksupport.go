@@ -1,9 +1,10 @@
 package mcpapi
 
-// Which upstream tools require tasks, so tools/list offers a
-// task-required tool only to a caller that can call it as a task (one on
-// RevisionTasks): to any other it could only ever fail ("requires task
-// augmentation").
+// Which upstream tools take tasks, so tools/list offers a task-required
+// tool only to a caller that can call it as a task (one on RevisionTasks):
+// to any other it could only ever fail ("requires task augmentation"); and
+// tells that caller each such tool's execution.taskSupport, as its
+// upstream does (withExecution).
 //
 // The registry does not hold a tool's execution (the go-sdk's Tool has no
 // such field, so neither the importer nor the follower sees it): the face
@@ -127,6 +128,68 @@ func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*m
 			}
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// toolExecution is a tool's execution as MCP 2025-11-25 defines it
+// (schema.ts, ToolExecution): taskSupport "optional" or "required"; a tool
+// without one is "forbidden", the default, and gets no execution.
+type toolExecution struct {
+	TaskSupport string `json:"taskSupport"`
+}
+
+// listedTool is a tool as listed to a caller served tasks: the SDK's Tool
+// (shared with every listing, so never changed) and its execution.
+type listedTool struct {
+	*mcp.Tool
+	Execution *toolExecution `json:"execution,omitempty"`
+}
+
+// listToolsResult is the SDK's ListToolsResult with listedTools, member for
+// member as the SDK writes it on RevisionTasks (no resultType there).
+type listToolsResult struct {
+	mcp.ResultBase
+	mcp.Cacheable
+	NextCursor string       `json:"nextCursor,omitempty"`
+	Tools      []listedTool `json:"tools"`
+}
+
+// withExecution is lr as listed to a caller on rev: on RevisionTasks, when
+// tasks are served and some listed tool's upstream takes them, each such
+// tool carries execution.taskSupport; otherwise lr itself. Only HTTP
+// upstreams' tasks are relayed (tasks.go), so a stdio tool has none.
+func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult) mcp.Result {
+	if m.tasks == nil || m.taskUps == nil || rev != RevisionTasks {
+		return lr
+	}
+	snap := m.reg.Snapshot()
+	var out *listToolsResult
+	for i, t := range lr.Tools {
+		support := ""
+		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
+			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio {
+				support = m.taskSupportOf(ctx, e)
+			}
+		}
+		if support == "" && out == nil {
+			continue
+		}
+		if out == nil {
+			out = &listToolsResult{Cacheable: lr.Cacheable, NextCursor: lr.NextCursor, Tools: make([]listedTool, i, len(lr.Tools))}
+			out.Meta = lr.Meta
+			for j, before := range lr.Tools[:i] {
+				out.Tools[j] = listedTool{Tool: before}
+			}
+		}
+		lt := listedTool{Tool: t}
+		if support != "" {
+			lt.Execution = &toolExecution{TaskSupport: support}
+		}
+		out.Tools = append(out.Tools, lt)
+	}
+	if out == nil {
+		return lr
 	}
 	return out
 }
