@@ -139,6 +139,9 @@ type Config struct {
 	// 2025-11-25 callers (tasks.go): Tasks keeps who owns which.
 	Tasks         mcptasks.Store
 	TaskUpstreams TaskUpstreams
+	// CancelFleet, when set, carries an older caller's
+	// notifications/cancelled to the replica running its call (cancel.go).
+	CancelFleet CancelFleet
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -197,6 +200,11 @@ type Server struct {
 	// inflight are the older revisions' tools/calls in flight, which a
 	// caller's notifications/cancelled can end (cancel.go).
 	inflight inflightCalls
+	// fleet carries those notifications between replicas (nil: none);
+	// fleetLookups bounds its lookups at once, fleetDone ends with Serve.
+	fleet        CancelFleet
+	fleetLookups chan struct{}
+	fleetDone    chan struct{}
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -222,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
 		input: cfg.InputState, randomKeys: sealedstate.Random(),
-		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams}
+		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams, fleet: cfg.CancelFleet}
 	if m.input == nil {
 		m.input = func() InputState { return InputState{} }
 	}
@@ -230,6 +238,10 @@ func New(cfg Config) (*Server, error) {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
+	if m.fleet != nil {
+		m.fleetLookups, m.fleetDone = make(chan struct{}, fleetCancelLookups), make(chan struct{})
+		go m.serveFleet()
+	}
 	var off string
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
 		m.log.Info("MCP tools/call fast path off", "why", off)
@@ -303,6 +315,9 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	}
 	m.closeOnce.Do(m.stopSync)
 	<-m.syncDone
+	if m.fleetDone != nil {
+		<-m.fleetDone
+	}
 	return err
 }
 
