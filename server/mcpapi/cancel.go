@@ -218,7 +218,9 @@ func (m *Server) cancelByNotification(ctx context.Context, k inflightKey) {
 	select {
 	case m.fleetLookups <- struct{}{}:
 	default:
-		m.log.WarnContext(ctx, "notifications/cancelled: too many fleet lookups at once; this replica decides alone", "at_once", fleetCancelLookups)
+		// Debug: a caller sending notifications in a flood would otherwise
+		// write the log's lines itself.
+		m.log.DebugContext(ctx, "notifications/cancelled: too many fleet lookups at once; this replica decides alone", "at_once", fleetCancelLookups)
 		alone()
 		return
 	}
