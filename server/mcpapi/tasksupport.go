@@ -57,13 +57,13 @@ func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) task
 	return k
 }
 
-// taskRequired reports whether the HTTP upstream tool of e is known to
+// taskRequired reports whether the upstream tool of e is known to
 // require tasks.
 func (m *Server) taskRequired(ctx context.Context, e *registry.Entry) bool {
 	return m.taskSupportOf(ctx, e) == "required"
 }
 
-// taskSupportOf is what is known of the HTTP upstream tool of e and tasks
+// taskSupportOf is what is known of the upstream tool of e and tasks
 // ("optional", "required"; "" for neither, or not known yet), starting a
 // read of its upstream when that is not known.
 func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
@@ -89,8 +89,13 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 	support := ent.tools[sp.Tool]
 	if support == "required" && !c.said[e.Tool.Name] {
 		c.said[e.Tool.Name] = true
-		m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
-			"tool", e.Tool.Name)
+		if _, stdio := registry.StdioName(sp.URL); stdio {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no stdio upstream's tasks",
+				"tool", e.Tool.Name)
+		} else {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
+				"tool", e.Tool.Name)
+		}
 	}
 	return support
 }
@@ -114,16 +119,19 @@ func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *regi
 
 // withoutTaskRequired drops from a listing for a caller on revision rev
 // the tools it cannot call: those whose upstream requires tasks, unless
-// rev is the one tasks are served on.
+// rev is the one tasks are served on and the upstream is over HTTP — a
+// stdio upstream's tasks are relayed to no one (tasks.go), so its
+// task-required tools are listed to no one.
 func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*mcp.Tool) []*mcp.Tool {
-	if m.taskUps == nil || rev == RevisionTasks {
+	if m.taskUps == nil {
 		return tools
 	}
 	snap := m.reg.Snapshot()
 	out := tools[:0]
 	for _, t := range tools {
 		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
-			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio && m.taskRequired(ctx, e) {
+			_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
+			if (stdio || rev != RevisionTasks) && m.taskRequired(ctx, e) {
 				continue
 			}
 		}
