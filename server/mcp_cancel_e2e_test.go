@@ -37,7 +37,7 @@ type hangUpstream struct {
 
 func startHangUpstream(t *testing.T) (*hangUpstream, string) {
 	t.Helper()
-	u := &hangUpstream{started: make(chan struct{}, 1), ended: make(chan struct{}, 1)}
+	u := &hangUpstream{started: make(chan struct{}, 4), ended: make(chan struct{}, 4)}
 	// stop releases a handler still waiting when the test ends: a stateful
 	// server's handler context outlives the HTTP connection.
 	stop := make(chan struct{})

@@ -36,6 +36,12 @@ import (
 // (stateless: no session) and returns the response.
 func rpcPost(t *testing.T, ctx context.Context, url, key, sid, method string, params any) *jsonrpc.Response {
 	t.Helper()
+	return rpcPostVersion(t, ctx, url, key, sid, "2025-11-25", method, params)
+}
+
+// rpcPostVersion is rpcPost as a client on protocol revision version.
+func rpcPostVersion(t *testing.T, ctx context.Context, url, key, sid, version, method string, params any) *jsonrpc.Response {
+	t.Helper()
 	p, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +53,10 @@ func rpcPost(t *testing.T, ctx context.Context, url, key, sid, method string, pa
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Protocol-Version", version)
+	if version >= "2026-07-28" {
+		req.Header.Set("Mcp-Method", method) // SEP-2243
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}

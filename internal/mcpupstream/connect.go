@@ -35,6 +35,10 @@ type ConnectOptions struct {
 	// Stderr receives a stdio server's stderr (ConnectCommand; nil:
 	// discarded), e.g. StderrLog.
 	Stderr io.Writer
+	// OnToolExecution, when set, is told each tools/list page a stdio
+	// session reads: its tools' execution.taskSupport by upstream name
+	// (ConnectCommand; execution.go).
+	OnToolExecution func(page map[string]string)
 }
 
 // Connect opens an MCP session over HTTP to url (o.Transport), presenting
@@ -53,7 +57,11 @@ func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.
 // Base, Listen and MaxResponseBytes do not apply: notifications share the
 // one stream, and the SDK bounds each message it reads (16 MiB).
 func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.ClientSession, error) {
-	return connect(ctx, c.transport(o.Stderr), o)
+	var t mcp.Transport = c.transport(o.Stderr)
+	if o.OnToolExecution != nil {
+		t = executionTransport{t: t, tell: o.OnToolExecution}
+	}
+	return connect(ctx, t, o)
 }
 
 func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.ClientSession, error) {

@@ -1,6 +1,8 @@
 // Package redisstate is the gateway's state shared by every replica, kept
 // in Redis: rate-limit buckets (GCRA, one Lua script, so each decision is
-// atomic across replicas) and the idempotency store. Every command has a
+// atomic across replicas), the idempotency store, the MCP task records,
+// and the pub/sub that carries a caller's cancellation to the replica
+// running its call (cancels.go). Every command has a
 // short timeout, so a slow Redis delays a call by at most that much; the
 // callers decide what an error means (policy: the configured fallback).
 package redisstate

@@ -72,6 +72,9 @@ type MCPUpstream struct {
 	// updated, prompt and resource lists changed) and that a new session
 	// was made (NoticeSession); set before the first call.
 	notice func(up *registry.MCPTool, ts *registry.TransportSecurity, method, uri string)
+	// stdioExec is what each stdio upstream's listings said of its tools'
+	// execution (mcptasks.go), by URL.
+	stdioExec sync.Map
 }
 
 // NoticeSession is the method OnNotice is told with when a session to an
@@ -483,6 +486,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
+		o.OnToolExecution = m.stdioExecutionOf(up.URL).tell
 		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
 		if count := m.ts.cfg.CountStdioStart; count != nil {
 			count(name, err == nil)

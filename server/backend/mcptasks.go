@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -135,8 +137,12 @@ func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *
 
 // TaskSupport is the upstream's tools that take tasks ("optional" or
 // "required", by upstream tool name), read from its tools/list. Errors are
-// TaskRequest's; a stdio upstream's is ErrTasksUnsupported.
+// TaskRequest's. A running stdio upstream's is what its session's listing
+// said (stdioExecution), after a listing of its own.
 func (m *MCPUpstream) TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error) {
+	if _, stdio := registry.StdioName(up.URL); stdio {
+		return m.stdioTaskSupport(ctx, up)
+	}
 	var out map[string]string
 	err := m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
 		var err error
@@ -144,4 +150,57 @@ func (m *MCPUpstream) TaskSupport(ctx context.Context, up *registry.MCPTool, ts 
 		return err
 	})
 	return out, err
+}
+
+// maxStdioExecution bounds the tools a stdio upstream's execution is kept
+// for (its listings are not bounded on the way: execution.go reads them
+// as they pass).
+const maxStdioExecution = 10000
+
+// stdioExecution is what a stdio upstream's listings said of its tools'
+// execution.taskSupport: the go-sdk's client drops it, so its session's
+// connection is read through (mcpupstream.ConnectOptions.OnToolExecution).
+type stdioExecution struct {
+	mu    sync.Mutex
+	tools map[string]string
+}
+
+func (e *stdioExecution) tell(page map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, support := range page {
+		switch {
+		case support == "":
+			delete(e.tools, name)
+		case len(e.tools) < maxStdioExecution:
+			e.tools[name] = support
+		}
+	}
+}
+
+// stdioExecutionOf is the record of the stdio upstream at url.
+func (m *MCPUpstream) stdioExecutionOf(url string) *stdioExecution {
+	e, _ := m.stdioExec.LoadOrStore(url, &stdioExecution{tools: map[string]string{}})
+	return e.(*stdioExecution)
+}
+
+// stdioTaskSupport lists the running stdio upstream's tools (the listing
+// passes through its stdioExecution) and is what that said of those
+// tools; ErrNotRunning when its process is not running: as for the
+// follower, a server is not started only to be listed.
+func (m *MCPUpstream) stdioTaskSupport(ctx context.Context, up *registry.MCPTool) (map[string]string, error) {
+	tools, _, err := m.ListRunning(ctx, up.URL, mcpimport.Bounds{})
+	if err != nil {
+		return nil, err
+	}
+	e := m.stdioExecutionOf(up.URL)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]string{}
+	for _, t := range tools {
+		if support := e.tools[t.Name]; support != "" {
+			out[t.Name] = support
+		}
+	}
+	return out, nil
 }

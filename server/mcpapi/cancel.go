@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -24,8 +25,14 @@ import (
 // notifications/cancelled). Only the caller that sent a call can cancel
 // it. Two calls in flight under one caller and one id (two clients sharing
 // a credential) cannot be told apart: neither is cancelled. The
-// registration is per replica: a notification that reaches another
-// replica than the call's cancels nothing (answered 202 all the same).
+// registration is per replica; in a fleet (CancelFleet set: Redis) a
+// notification that reaches another replica than the call's is carried to
+// the one holding it, and the exactly-one rule is the fleet's: the replica
+// the notification reaches asks every other how many calls they hold under
+// the key and the call is ended only when the fleet holds one. That runs
+// after the 202 (the notification has no answer), bounded in time
+// (fleetCancelWait) and in lookups at once (fleetCancelLookups); when the
+// fleet cannot be asked, the replica decides alone as without one.
 // From 2026-07-28 a caller cancels by closing its request, which ends the
 // call already (PropagateRequestCancellation), so those calls are not
 // registered.
@@ -76,6 +83,13 @@ func (f *inflightCalls) register(k inflightKey) (call *inflightCall, done func()
 		f.mu.Unlock()
 		cancel()
 	}
+}
+
+// held is how many calls are registered under k.
+func (f *inflightCalls) held(k inflightKey) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls[k])
 }
 
 // cancel cancels the one call registered under k, reporting whether it
@@ -162,11 +176,97 @@ func (m *Server) trackSDKRequest(r *http.Request, body []byte) (*http.Request, f
 		call, done := m.inflight.register(k)
 		return r.WithContext(context.WithValue(r.Context(), inflightCtxKey{}, call)), done
 	case "notifications/cancelled":
-		if k, ok := inflightKeyFor(r.Context(), env.Params.RequestID); ok && m.inflight.cancel(k) {
-			m.log.DebugContext(r.Context(), "tools/call cancelled by the caller's notifications/cancelled", "caller", policy.Bound(k.subject))
+		if k, ok := inflightKeyFor(r.Context(), env.Params.RequestID); ok {
+			m.cancelByNotification(r.Context(), k)
 		}
 	}
 	return r, func() {}
+}
+
+// CancelFleet carries a notifications/cancelled to the replica that holds
+// the call it names (redisstate.Cancels): keys are inflightKey.text.
+type CancelFleet interface {
+	// Serve answers the other replicas until ctx ends: held counts this
+	// replica's calls under a key, cancel ends the one.
+	Serve(ctx context.Context, held func(key string) int, cancel func(key string) bool)
+	// Cancel ends the one call in the fleet under key (local: how many
+	// this replica holds): here when it is this replica's to end.
+	Cancel(ctx context.Context, key string, local int, wait time.Duration) (here, cancelled bool, err error)
+}
+
+const (
+	// fleetCancelWait bounds how long a notification's replica waits for
+	// the others' counts.
+	fleetCancelWait = time.Second
+	// fleetCancelLookups bounds the fleet lookups one replica runs at once;
+	// a notification beyond them is decided by this replica alone.
+	fleetCancelLookups = 32
+)
+
+// cancelByNotification acts on a caller's notifications/cancelled for the
+// call under k: alone, or with the fleet (after the notification's answer).
+func (m *Server) cancelByNotification(ctx context.Context, k inflightKey) {
+	alone := func() {
+		if m.inflight.cancel(k) {
+			m.log.DebugContext(ctx, "tools/call cancelled by the caller's notifications/cancelled", "caller", policy.Bound(k.subject))
+		}
+	}
+	if m.fleet == nil {
+		alone()
+		return
+	}
+	select {
+	case m.fleetLookups <- struct{}{}:
+	default:
+		// Debug: a caller sending notifications in a flood would otherwise
+		// write the log's lines itself.
+		m.log.DebugContext(ctx, "notifications/cancelled: too many fleet lookups at once; this replica decides alone", "at_once", fleetCancelLookups)
+		alone()
+		return
+	}
+	ctx = context.WithoutCancel(withoutSDKValues(ctx))
+	go func() {
+		defer func() { <-m.fleetLookups }()
+		here, elsewhere, err := m.fleet.Cancel(ctx, k.text(), m.inflight.held(k), fleetCancelWait)
+		switch {
+		case err != nil:
+			m.log.WarnContext(ctx, "notifications/cancelled: the other replicas were not asked; this replica decides alone", "error", err)
+			alone()
+		case here:
+			alone()
+		case elsewhere:
+			m.log.DebugContext(ctx, "tools/call on another replica cancelled by the caller's notifications/cancelled", "caller", policy.Bound(k.subject))
+		}
+	}()
+}
+
+// serveFleet answers the other replicas' lookups until the drain.
+func (m *Server) serveFleet() {
+	defer close(m.fleetDone)
+	m.fleet.Serve(m.drain, func(key string) int {
+		if k, ok := parseInflightKey(key); ok {
+			return m.inflight.held(k)
+		}
+		return 0
+	}, func(key string) bool {
+		k, ok := parseInflightKey(key)
+		return ok && m.inflight.cancel(k)
+	})
+}
+
+// text is k as a fleet key: a JSON array, so no member can run into the
+// next.
+func (k inflightKey) text() string {
+	b, _ := json.Marshal([3]string{k.subject, k.method, k.id})
+	return string(b)
+}
+
+func parseInflightKey(s string) (inflightKey, bool) {
+	var a [3]string
+	if json.Unmarshal([]byte(s), &a) != nil || a[0] == "" || a[2] == "" {
+		return inflightKey{}, false
+	}
+	return inflightKey{subject: a[0], method: a[1], id: a[2]}, true
 }
 
 // withInflightCancel is ctx ended also when the call registered for it is

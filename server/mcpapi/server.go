@@ -147,6 +147,9 @@ type Config struct {
 	// callers Discovery names; SetDiscovery replaces them.
 	Search    *search.Index
 	Discovery DiscoveryPolicy
+	// CancelFleet, when set, carries an older caller's
+	// notifications/cancelled to the replica running its call (cancel.go).
+	CancelFleet CancelFleet
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -208,6 +211,11 @@ type Server struct {
 	// inflight are the older revisions' tools/calls in flight, which a
 	// caller's notifications/cancelled can end (cancel.go).
 	inflight inflightCalls
+	// fleet carries those notifications between replicas (nil: none);
+	// fleetLookups bounds its lookups at once, fleetDone ends with Serve.
+	fleet        CancelFleet
+	fleetLookups chan struct{}
+	fleetDone    chan struct{}
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -233,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
 		input: cfg.InputState, randomKeys: sealedstate.Random(),
-		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams, search: cfg.Search}
+		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams, search: cfg.Search, fleet: cfg.CancelFleet}
 	m.SetDiscovery(cfg.Discovery)
 	if m.input == nil {
 		m.input = func() InputState { return InputState{} }
@@ -242,6 +250,10 @@ func New(cfg Config) (*Server, error) {
 		m.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
 	m.drain, m.cancelDrain = context.WithCancel(context.Background())
+	if m.fleet != nil {
+		m.fleetLookups, m.fleetDone = make(chan struct{}, fleetCancelLookups), make(chan struct{})
+		go m.serveFleet()
+	}
 	var off string
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
 		m.log.Info("MCP tools/call fast path off", "why", off)
@@ -318,6 +330,9 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	}
 	m.closeOnce.Do(m.stopSync)
 	<-m.syncDone
+	if m.fleetDone != nil {
+		<-m.fleetDone
+	}
 	return err
 }
 
@@ -451,11 +466,13 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list":
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				rev := requestRevision(req)
 				if m.viewFor(ctx).Discovery {
 					lr.Tools, lr.NextCursor = m.metaTools(ctx), ""
-				} else {
-					lr.Tools = m.withoutTaskRequired(ctx, requestRevision(req), m.visibleTools(ctx, lr.Tools))
+					return lr, nil
 				}
+				lr.Tools = m.withoutTaskRequired(ctx, rev, m.visibleTools(ctx, lr.Tools))
+				return m.withExecution(ctx, rev, lr), nil
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":

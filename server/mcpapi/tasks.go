@@ -21,9 +21,9 @@ package mcpapi
 // tasks capability nor a tool's execution. So these requests are answered
 // here, at the HTTP layer (as the fast path answers tools/call), in the
 // SDK's framing; `tasks` is added to the SDK's initialize answer
-// (taskcaps.go); and the face cannot advertise a tool's
-// execution.taskSupport in tools/list; a task-required tool is listed only
-// to callers that can call it (tasksupport.go). Revisions other than 2025-11-25 are
+// (taskcaps.go); and a tool's execution.taskSupport is added to the SDK's
+// tools/list answer for a 2025-11-25 caller, while a task-required tool is
+// listed only to callers that can call it (tasksupport.go). Revisions other than 2025-11-25 are
 // not served tasks (2026-07-28 moved them to an extension, SEP-2663): their
 // requests go to the SDK, which refuses the methods as unknown.
 

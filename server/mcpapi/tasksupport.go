@@ -1,9 +1,10 @@
 package mcpapi
 
-// Which upstream tools require tasks, so tools/list offers a
-// task-required tool only to a caller that can call it as a task (one on
-// RevisionTasks): to any other it could only ever fail ("requires task
-// augmentation").
+// Which upstream tools take tasks, so tools/list offers a task-required
+// tool only to a caller that can call it as a task (one on RevisionTasks):
+// to any other it could only ever fail ("requires task augmentation"); and
+// tells that caller each such tool's execution.taskSupport, as its
+// upstream does (withExecution).
 //
 // The registry does not hold a tool's execution (the go-sdk's Tool has no
 // such field, so neither the importer nor the follower sees it): the face
@@ -56,13 +57,13 @@ func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) task
 	return k
 }
 
-// taskRequired reports whether the HTTP upstream tool of e is known to
+// taskRequired reports whether the upstream tool of e is known to
 // require tasks.
 func (m *Server) taskRequired(ctx context.Context, e *registry.Entry) bool {
 	return m.taskSupportOf(ctx, e) == "required"
 }
 
-// taskSupportOf is what is known of the HTTP upstream tool of e and tasks
+// taskSupportOf is what is known of the upstream tool of e and tasks
 // ("optional", "required"; "" for neither, or not known yet), starting a
 // read of its upstream when that is not known.
 func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
@@ -88,8 +89,13 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 	support := ent.tools[sp.Tool]
 	if support == "required" && !c.said[e.Tool.Name] {
 		c.said[e.Tool.Name] = true
-		m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
-			"tool", e.Tool.Name)
+		if _, stdio := registry.StdioName(sp.URL); stdio {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no stdio upstream's tasks",
+				"tool", e.Tool.Name)
+		} else {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
+				"tool", e.Tool.Name)
+		}
 	}
 	return support
 }
@@ -113,20 +119,85 @@ func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *regi
 
 // withoutTaskRequired drops from a listing for a caller on revision rev
 // the tools it cannot call: those whose upstream requires tasks, unless
-// rev is the one tasks are served on.
+// rev is the one tasks are served on and the upstream is over HTTP — a
+// stdio upstream's tasks are relayed to no one (tasks.go), so its
+// task-required tools are listed to no one.
 func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*mcp.Tool) []*mcp.Tool {
-	if m.taskUps == nil || rev == RevisionTasks {
+	if m.taskUps == nil {
 		return tools
 	}
 	snap := m.reg.Snapshot()
 	out := tools[:0]
 	for _, t := range tools {
 		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
-			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio && m.taskRequired(ctx, e) {
+			_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
+			if (stdio || rev != RevisionTasks) && m.taskRequired(ctx, e) {
 				continue
 			}
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// toolExecution is a tool's execution as MCP 2025-11-25 defines it
+// (schema.ts, ToolExecution): taskSupport "optional" or "required"; a tool
+// without one is "forbidden", the default, and gets no execution.
+type toolExecution struct {
+	TaskSupport string `json:"taskSupport"`
+}
+
+// listedTool is a tool as listed to a caller served tasks: the SDK's Tool
+// (shared with every listing, so never changed) and its execution.
+type listedTool struct {
+	*mcp.Tool
+	Execution *toolExecution `json:"execution,omitempty"`
+}
+
+// listToolsResult is the SDK's ListToolsResult with listedTools, member for
+// member as the SDK writes it on RevisionTasks (no resultType there).
+type listToolsResult struct {
+	mcp.ResultBase
+	mcp.Cacheable
+	NextCursor string       `json:"nextCursor,omitempty"`
+	Tools      []listedTool `json:"tools"`
+}
+
+// withExecution is lr as listed to a caller on rev: on RevisionTasks, when
+// tasks are served and some listed tool's upstream takes them, each such
+// tool carries execution.taskSupport; otherwise lr itself. Only HTTP
+// upstreams' tasks are relayed (tasks.go), so a stdio tool has none.
+func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult) mcp.Result {
+	if m.tasks == nil || m.taskUps == nil || rev != RevisionTasks {
+		return lr
+	}
+	snap := m.reg.Snapshot()
+	var out *listToolsResult
+	for i, t := range lr.Tools {
+		support := ""
+		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
+			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio {
+				support = m.taskSupportOf(ctx, e)
+			}
+		}
+		if support == "" && out == nil {
+			continue
+		}
+		if out == nil {
+			out = &listToolsResult{Cacheable: lr.Cacheable, NextCursor: lr.NextCursor, Tools: make([]listedTool, i, len(lr.Tools))}
+			out.Meta = lr.Meta
+			for j, before := range lr.Tools[:i] {
+				out.Tools[j] = listedTool{Tool: before}
+			}
+		}
+		lt := listedTool{Tool: t}
+		if support != "" {
+			lt.Execution = &toolExecution{TaskSupport: support}
+		}
+		out.Tools = append(out.Tools, lt)
+	}
+	if out == nil {
+		return lr
 	}
 	return out
 }
