@@ -139,6 +139,12 @@ type Config struct {
 	// 2025-11-25 callers (tasks.go): Tasks keeps who owns which.
 	Tasks         mcptasks.Store
 	TaskUpstreams TaskUpstreams
+	// Browser are endpoints served beside the MCP endpoint for a person's
+	// browser (the upstream authorization flow's start and callback):
+	// ServeMux pattern → handler. They authenticate nothing of MCP's and
+	// are not access-logged here (their query strings carry codes); each
+	// logs its own outcome.
+	Browser map[string]http.Handler
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -275,6 +281,9 @@ func New(cfg Config) (*Server, error) {
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
+	for pattern, bh := range cfg.Browser {
+		mux.Handle(pattern, bh)
+	}
 	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
 	// request, and says why.
 	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
@@ -565,6 +574,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 	c.SetIdempotencyKey(idemKey)
 	c.Input = round
 	out, perr := m.pipe.Invoke(ctx, c)
+	ctx = withURLElicitation(ctx, rev, p.Meta)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
 			// The result names neither the target nor the cause; the log does.
