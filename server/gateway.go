@@ -275,7 +275,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, LintProfiles: cfg.lintProfiles(), ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
-		PreAuth: cfg.GRPC.preAuth()})
+		PreAuth: cfg.GRPC.preAuth(), UserTokens: g.UserConsent})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err

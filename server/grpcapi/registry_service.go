@@ -13,6 +13,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -84,6 +85,8 @@ type registryService struct {
 	visible      func(ctx context.Context, name string) bool
 	showBackend  func(ctx context.Context) bool
 	dropsNulls   func(ctx context.Context, tool string) bool
+	// userTokens is the user-consent mode in force (registry_usertokens.go).
+	userTokens func() *identity.Consent
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once

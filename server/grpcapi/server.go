@@ -14,6 +14,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
@@ -43,6 +44,9 @@ type Config struct {
 	// PreAuth bounds the streams let through before authentication
 	// (tap.go).
 	PreAuth PreAuthBounds
+	// UserTokens is the user-consent identity mode in force (nil, or
+	// returning nil: not configured), listed and revoked by the admin.
+	UserTokens func() *identity.Consent
 }
 
 // Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool
@@ -74,7 +78,7 @@ func New(cfg Config) *Server {
 	s := &Server{gs: gs, gateway: newGatewayService(cfg.Pipeline, invokeStreamChain(&cfg, log))}
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
-		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls))
+		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls), WithUserTokens(cfg.UserTokens))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -362,7 +362,11 @@ func (k *Consent) refresh(ctx context.Context, subject string, cc *consentClient
 	}
 	t, err := conf.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, k.client), &oauth2.Token{RefreshToken: cur.Refresh}).Token()
 	if err != nil {
-		if refusedByServer(err) {
+		// invalid_grant (RFC 6749 5.2): the refresh token is expired or
+		// revoked — the consent is gone. Any other refusal is the server's
+		// or the client's configuration, which the person cannot fix.
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			_, _ = k.cfg.Store.Delete(ctx, subject, cc.Name)
 			return storedToken{}, &refreshRefused{msg: oauthErrorText(err)}
 		}

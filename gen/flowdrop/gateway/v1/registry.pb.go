@@ -68,7 +68,266 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28, 0}
+}
+
+type ListUserTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this subject's ("": every subject's).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// Only at this OAuth client ("": at every client).
+	Client        string `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUserTokensRequest) Reset() {
+	*x = ListUserTokensRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUserTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUserTokensRequest) ProtoMessage() {}
+
+func (x *ListUserTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUserTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListUserTokensRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListUserTokensRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *ListUserTokensRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+// UserToken names a stored per-user token: whose, at which OAuth client.
+type UserToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Subject       string                 `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserToken) Reset() {
+	*x = UserToken{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserToken) ProtoMessage() {}
+
+func (x *UserToken) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
+func (*UserToken) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UserToken) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *UserToken) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type ListUserTokensResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tokens []*UserToken           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The store holds more than one listing returns (100000).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUserTokensResponse) Reset() {
+	*x = ListUserTokensResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUserTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUserTokensResponse) ProtoMessage() {}
+
+func (x *ListUserTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUserTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListUserTokensResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListUserTokensResponse) GetTokens() []*UserToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *ListUserTokensResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type RevokeUserTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose tokens (required).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// At which OAuth client ("": at every one).
+	Client        string `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensRequest) Reset() {
+	*x = RevokeUserTokensRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensRequest) ProtoMessage() {}
+
+func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RevokeUserTokensRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *RevokeUserTokensRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type RevokeUserTokensResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many stored tokens were removed.
+	Revoked       int32 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensResponse) Reset() {
+	*x = RevokeUserTokensResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensResponse) ProtoMessage() {}
+
+func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RevokeUserTokensResponse) GetRevoked() int32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
 }
 
 type ListPendingChangesRequest struct {
@@ -85,7 +344,7 @@ type ListPendingChangesRequest struct {
 
 func (x *ListPendingChangesRequest) Reset() {
 	*x = ListPendingChangesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +356,7 @@ func (x *ListPendingChangesRequest) String() string {
 func (*ListPendingChangesRequest) ProtoMessage() {}
 
 func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +369,7 @@ func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListPendingChangesRequest) GetNamePrefix() string {
@@ -144,7 +403,7 @@ type ListPendingChangesResponse struct {
 
 func (x *ListPendingChangesResponse) Reset() {
 	*x = ListPendingChangesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -156,7 +415,7 @@ func (x *ListPendingChangesResponse) String() string {
 func (*ListPendingChangesResponse) ProtoMessage() {}
 
 func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -169,7 +428,7 @@ func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListPendingChangesResponse) GetChanges() []*PendingChange {
@@ -214,7 +473,7 @@ type PendingChange struct {
 
 func (x *PendingChange) Reset() {
 	*x = PendingChange{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +485,7 @@ func (x *PendingChange) String() string {
 func (*PendingChange) ProtoMessage() {}
 
 func (x *PendingChange) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +498,7 @@ func (x *PendingChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
 func (*PendingChange) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PendingChange) GetTool() *Tool {
@@ -293,7 +552,7 @@ type GetPendingChangeRequest struct {
 
 func (x *GetPendingChangeRequest) Reset() {
 	*x = GetPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +564,7 @@ func (x *GetPendingChangeRequest) String() string {
 func (*GetPendingChangeRequest) ProtoMessage() {}
 
 func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +577,7 @@ func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetPendingChangeRequest) GetName() string {
@@ -337,7 +596,7 @@ type GetPendingChangeResponse struct {
 
 func (x *GetPendingChangeResponse) Reset() {
 	*x = GetPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +608,7 @@ func (x *GetPendingChangeResponse) String() string {
 func (*GetPendingChangeResponse) ProtoMessage() {}
 
 func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +621,7 @@ func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetPendingChangeResponse) GetChange() *PendingChange {
@@ -384,7 +643,7 @@ type ApprovePendingChangeRequest struct {
 
 func (x *ApprovePendingChangeRequest) Reset() {
 	*x = ApprovePendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +655,7 @@ func (x *ApprovePendingChangeRequest) String() string {
 func (*ApprovePendingChangeRequest) ProtoMessage() {}
 
 func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +668,7 @@ func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ApprovePendingChangeRequest) GetName() string {
@@ -440,7 +699,7 @@ type ApprovePendingChangeResponse struct {
 
 func (x *ApprovePendingChangeResponse) Reset() {
 	*x = ApprovePendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +711,7 @@ func (x *ApprovePendingChangeResponse) String() string {
 func (*ApprovePendingChangeResponse) ProtoMessage() {}
 
 func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +724,7 @@ func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApprovePendingChangeResponse) GetTool() *Tool {
@@ -507,7 +766,7 @@ type RejectPendingChangeRequest struct {
 
 func (x *RejectPendingChangeRequest) Reset() {
 	*x = RejectPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +778,7 @@ func (x *RejectPendingChangeRequest) String() string {
 func (*RejectPendingChangeRequest) ProtoMessage() {}
 
 func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +791,7 @@ func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RejectPendingChangeRequest) GetName() string {
@@ -559,7 +818,7 @@ type RejectPendingChangeResponse struct {
 
 func (x *RejectPendingChangeResponse) Reset() {
 	*x = RejectPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +830,7 @@ func (x *RejectPendingChangeResponse) String() string {
 func (*RejectPendingChangeResponse) ProtoMessage() {}
 
 func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +843,7 @@ func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RejectPendingChangeResponse) GetTool() *Tool {
@@ -611,7 +870,7 @@ type ExportToolsRequest struct {
 
 func (x *ExportToolsRequest) Reset() {
 	*x = ExportToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +882,7 @@ func (x *ExportToolsRequest) String() string {
 func (*ExportToolsRequest) ProtoMessage() {}
 
 func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +895,7 @@ func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExportToolsRequest) GetFormat() string {
@@ -685,7 +944,7 @@ type ExportToolsResponse struct {
 
 func (x *ExportToolsResponse) Reset() {
 	*x = ExportToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +956,7 @@ func (x *ExportToolsResponse) String() string {
 func (*ExportToolsResponse) ProtoMessage() {}
 
 func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +969,7 @@ func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExportToolsResponse) GetToolsJson() string {
@@ -751,7 +1010,7 @@ type LeftOutTool struct {
 
 func (x *LeftOutTool) Reset() {
 	*x = LeftOutTool{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1022,7 @@ func (x *LeftOutTool) String() string {
 func (*LeftOutTool) ProtoMessage() {}
 
 func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1035,7 @@ func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
 func (*LeftOutTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LeftOutTool) GetName() string {
@@ -809,7 +1068,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1080,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1093,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -879,7 +1138,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1150,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1163,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -944,7 +1203,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1215,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1228,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -1012,7 +1271,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1283,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1296,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1077,7 +1336,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1348,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1361,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1121,7 +1380,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1392,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1405,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1169,7 +1428,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1440,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1453,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -1235,7 +1494,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1506,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1519,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -1287,7 +1546,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1558,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1571,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -1337,7 +1596,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1608,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1621,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 type WatchToolsRequest struct {
@@ -1375,7 +1634,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1646,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1659,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -1422,7 +1681,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1693,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1706,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -1475,7 +1734,21 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
+	"\x15ListUserTokensRequest\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"=\n" +
+	"\tUserToken\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"n\n" +
+	"\x16ListUserTokensResponse\x126\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x1e.flowdrop.gateway.v1.UserTokenR\x06tokens\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"K\n" +
+	"\x17RevokeUserTokensRequest\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"4\n" +
+	"\x18RevokeUserTokensResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\x05R\arevoked\"x\n" +
 	"\x19ListPendingChangesRequest\x12\x1f\n" +
 	"\vname_prefix\x18\x01 \x01(\tR\n" +
 	"namePrefix\x12\x1b\n" +
@@ -1578,7 +1851,8 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xad\b\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\x89\n" +
+	"\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -1591,7 +1865,9 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\x12ListPendingChanges\x12..flowdrop.gateway.v1.ListPendingChangesRequest\x1a/.flowdrop.gateway.v1.ListPendingChangesResponse\x12o\n" +
 	"\x10GetPendingChange\x12,.flowdrop.gateway.v1.GetPendingChangeRequest\x1a-.flowdrop.gateway.v1.GetPendingChangeResponse\x12{\n" +
 	"\x14ApprovePendingChange\x120.flowdrop.gateway.v1.ApprovePendingChangeRequest\x1a1.flowdrop.gateway.v1.ApprovePendingChangeResponse\x12x\n" +
-	"\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a0.flowdrop.gateway.v1.RejectPendingChangeResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\x13RejectPendingChange\x12/.flowdrop.gateway.v1.RejectPendingChangeRequest\x1a0.flowdrop.gateway.v1.RejectPendingChangeResponse\x12i\n" +
+	"\x0eListUserTokens\x12*.flowdrop.gateway.v1.ListUserTokensRequest\x1a+.flowdrop.gateway.v1.ListUserTokensResponse\x12o\n" +
+	"\x10RevokeUserTokens\x12,.flowdrop.gateway.v1.RevokeUserTokensRequest\x1a-.flowdrop.gateway.v1.RevokeUserTokensResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -1606,84 +1882,94 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(WatchToolsResponse_EventType)(0),    // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*ListPendingChangesRequest)(nil),    // 1: flowdrop.gateway.v1.ListPendingChangesRequest
-	(*ListPendingChangesResponse)(nil),   // 2: flowdrop.gateway.v1.ListPendingChangesResponse
-	(*PendingChange)(nil),                // 3: flowdrop.gateway.v1.PendingChange
-	(*GetPendingChangeRequest)(nil),      // 4: flowdrop.gateway.v1.GetPendingChangeRequest
-	(*GetPendingChangeResponse)(nil),     // 5: flowdrop.gateway.v1.GetPendingChangeResponse
-	(*ApprovePendingChangeRequest)(nil),  // 6: flowdrop.gateway.v1.ApprovePendingChangeRequest
-	(*ApprovePendingChangeResponse)(nil), // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse
-	(*RejectPendingChangeRequest)(nil),   // 8: flowdrop.gateway.v1.RejectPendingChangeRequest
-	(*RejectPendingChangeResponse)(nil),  // 9: flowdrop.gateway.v1.RejectPendingChangeResponse
-	(*ExportToolsRequest)(nil),           // 10: flowdrop.gateway.v1.ExportToolsRequest
-	(*ExportToolsResponse)(nil),          // 11: flowdrop.gateway.v1.ExportToolsResponse
-	(*LeftOutTool)(nil),                  // 12: flowdrop.gateway.v1.LeftOutTool
-	(*RegisterToolRequest)(nil),          // 13: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),            // 14: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),                  // 15: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),         // 16: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),               // 17: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),              // 18: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),             // 19: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),            // 20: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),            // 21: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),           // 22: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),            // 23: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),           // 24: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                                  // 25: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                         // 26: flowdrop.gateway.v1.Tool
-	(*timestamppb.Timestamp)(nil),        // 27: google.protobuf.Timestamp
+	(*ListUserTokensRequest)(nil),        // 1: flowdrop.gateway.v1.ListUserTokensRequest
+	(*UserToken)(nil),                    // 2: flowdrop.gateway.v1.UserToken
+	(*ListUserTokensResponse)(nil),       // 3: flowdrop.gateway.v1.ListUserTokensResponse
+	(*RevokeUserTokensRequest)(nil),      // 4: flowdrop.gateway.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),     // 5: flowdrop.gateway.v1.RevokeUserTokensResponse
+	(*ListPendingChangesRequest)(nil),    // 6: flowdrop.gateway.v1.ListPendingChangesRequest
+	(*ListPendingChangesResponse)(nil),   // 7: flowdrop.gateway.v1.ListPendingChangesResponse
+	(*PendingChange)(nil),                // 8: flowdrop.gateway.v1.PendingChange
+	(*GetPendingChangeRequest)(nil),      // 9: flowdrop.gateway.v1.GetPendingChangeRequest
+	(*GetPendingChangeResponse)(nil),     // 10: flowdrop.gateway.v1.GetPendingChangeResponse
+	(*ApprovePendingChangeRequest)(nil),  // 11: flowdrop.gateway.v1.ApprovePendingChangeRequest
+	(*ApprovePendingChangeResponse)(nil), // 12: flowdrop.gateway.v1.ApprovePendingChangeResponse
+	(*RejectPendingChangeRequest)(nil),   // 13: flowdrop.gateway.v1.RejectPendingChangeRequest
+	(*RejectPendingChangeResponse)(nil),  // 14: flowdrop.gateway.v1.RejectPendingChangeResponse
+	(*ExportToolsRequest)(nil),           // 15: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),          // 16: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),                  // 17: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),          // 18: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),            // 19: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),                  // 20: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),         // 21: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),               // 22: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),              // 23: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),             // 24: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),            // 25: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),            // 26: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),           // 27: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),            // 28: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),           // 29: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                                  // 30: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*Tool)(nil),                         // 31: flowdrop.gateway.v1.Tool
+	(*timestamppb.Timestamp)(nil),        // 32: google.protobuf.Timestamp
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	3,  // 0: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
-	26, // 1: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
-	26, // 2: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
-	14, // 3: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	27, // 4: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
-	3,  // 5: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
-	26, // 6: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	14, // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	15, // 8: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 9: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	12, // 10: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
-	15, // 11: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 12: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	26, // 13: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	14, // 14: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	15, // 15: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	26, // 16: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	25, // 17: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	26, // 18: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 19: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	26, // 20: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	13, // 21: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	17, // 22: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	19, // 23: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	21, // 24: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	23, // 25: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	10, // 26: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
-	1,  // 27: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
-	4,  // 28: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
-	6,  // 29: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
-	8,  // 30: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
-	16, // 31: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	18, // 32: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	20, // 33: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	22, // 34: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	24, // 35: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	11, // 36: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	2,  // 37: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
-	5,  // 38: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
-	7,  // 39: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
-	9,  // 40: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
-	31, // [31:41] is the sub-list for method output_type
-	21, // [21:31] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	2,  // 0: flowdrop.gateway.v1.ListUserTokensResponse.tokens:type_name -> flowdrop.gateway.v1.UserToken
+	8,  // 1: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
+	31, // 2: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
+	31, // 3: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
+	19, // 4: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	32, // 5: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
+	31, // 7: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	19, // 8: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	20, // 9: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	31, // 10: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	17, // 11: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	20, // 12: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	31, // 13: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	31, // 14: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	19, // 15: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	20, // 16: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	31, // 17: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	30, // 18: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	31, // 19: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 20: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	31, // 21: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	18, // 22: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	22, // 23: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	24, // 24: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	26, // 25: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	28, // 26: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	15, // 27: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	6,  // 28: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
+	9,  // 29: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
+	11, // 30: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
+	13, // 31: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
+	1,  // 32: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:input_type -> flowdrop.gateway.v1.ListUserTokensRequest
+	4,  // 33: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:input_type -> flowdrop.gateway.v1.RevokeUserTokensRequest
+	21, // 34: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	23, // 35: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	25, // 36: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	27, // 37: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	29, // 38: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	16, // 39: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	7,  // 40: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	10, // 41: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	12, // 42: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	14, // 43: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	3,  // 44: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:output_type -> flowdrop.gateway.v1.ListUserTokensResponse
+	5,  // 45: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:output_type -> flowdrop.gateway.v1.RevokeUserTokensResponse
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -1692,17 +1978,17 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 		return
 	}
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[5].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[7].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[10].OneofWrappers = []any{}
 	file_flowdrop_gateway_v1_registry_proto_msgTypes[12].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[20].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[17].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
