@@ -316,9 +316,9 @@ func TestIdentityUserConsentMCP(t *testing.T) {
 			}
 			var reply struct {
 				Result *struct {
-					IsError bool                  `json:"isError"`
+					IsError bool                    `json:"isError"`
 					Content []struct{ Text string } `json:"content"`
-					Meta    map[string]any        `json:"_meta"`
+					Meta    map[string]any          `json:"_meta"`
 				} `json:"result"`
 				Error *struct {
 					Code    int64  `json:"code"`

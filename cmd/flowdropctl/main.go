@@ -26,7 +26,7 @@ type command struct {
 }
 
 // commands is every subcommand, by name.
-var commands = commandTable(completionCommand, hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand)
+var commands = commandTable(completionCommand, hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand, userTokensCommand)
 
 func commandTable(cs ...*command) map[string]*command {
 	m := make(map[string]*command, len(cs))
