@@ -367,8 +367,10 @@ func TestIdentityUserConsentMCP(t *testing.T) {
 }
 
 // TestIdentityUserConsentRedis: the fleet store, a real redis-server: the
-// caller's token is stored there sealed (no token in the clear), revoking
-// removes it, and Redis down fails the call closed.
+// caller's token is stored there sealed (no token in the clear); with the
+// authorization server down a due refresh keeps the valid token and an
+// expired one fails closed; revoking removes it; Redis down fails the call
+// closed.
 func TestIdentityUserConsentRedis(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
@@ -384,6 +386,17 @@ func TestIdentityUserConsentRedis(t *testing.T) {
 	}
 	if got, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "r1"); err != nil || got != "alice" {
 		t.Fatalf("after authorizing: %q %v", got, err)
+	}
+	// The authorization server down when the refresh is due: the stored
+	// token is sent while it is valid, then the call fails closed.
+	c.prov.Stop()
+	c.skew.Store(int64(59*time.Minute + 30*time.Second))
+	if got, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "r1b"); err != nil || got != "alice" {
+		t.Fatalf("refresh due, authorization server down, token valid: %q %v; want the stored token sent", got, err)
+	}
+	c.skew.Store(int64(61 * time.Minute))
+	if _, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "r1c"); status.Code(err) != codes.Unavailable || idReason(err) != "identity-unavailable" {
+		t.Fatalf("token expired, authorization server down: %v; want Unavailable identity-unavailable", err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rdb.Close()
