@@ -92,7 +92,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{name: "user-consent-unknown-client", reason: "a rule's oauth_client must be one user_consent configures",
 			doc: "auth: {mode: on}\nupstream_identity: {tools: [{match: x, mode: user-consent, oauth_client: gh}]}\n", want: []string{"upstream_identity.tools[0].oauth_client", "user_consent section"}},
 		{name: "user-consent-two-stores", reason: "tokens live in one store: bolt or Redis",
-			doc: "auth: {mode: on}\nupstream_identity: {user_consent: {redirect_url: \"https://g.example/oauth/upstream/callback\", key_files: [k], store: {bolt_file: f, redis: true}, clients: [{name: gh, issuer: \"https://a.example\", client_id: c, client_secret_file: s}]}}\n",
+			doc:  "auth: {mode: on}\nupstream_identity: {user_consent: {redirect_url: \"https://g.example/oauth/upstream/callback\", key_files: [k], store: {bolt_file: f, redis: true}, clients: [{name: gh, issuer: \"https://a.example\", client_id: c, client_secret_file: s}]}}\n",
 			want: []string{"upstream_identity.user_consent: store"}},
 		{name: "unknown-nested-key", reason: "typos inside sections too", doc: "auth: {mode: on, api_key: []}\n", want: []string{"api_key"}},
 		{name: "no-mode", reason: "authentication must be decided explicitly", doc: "limits: {max_depth: 3}\n", want: []string{"auth.mode is not set"}},
