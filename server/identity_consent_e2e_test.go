@@ -29,8 +29,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/oidctest"
 	"github.com/flowdrop/gateway/internal/redistest"
@@ -254,12 +256,22 @@ func TestIdentityUserConsent(t *testing.T) {
 	}
 
 	// Revoked: alice is asked again; bob keeps his.
-	entries, err := c.env.Gateway.UserConsent().List(ctx)
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("list: %v %v; want alice's and bob's", entries, err)
+	// Through the admin API (flowdropctl usertokens): the admin role
+	// lists and revokes; a caller with the invoker role may not.
+	rc := gatewayv1.NewToolRegistryServiceClient(c.env.Conn)
+	invoker := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.toks["alice"])
+	if _, err := rc.ListUserTokens(invoker, &gatewayv1.ListUserTokensRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("list as an invoker: %v; want PermissionDenied", err)
 	}
-	if n, err := c.env.Gateway.UserConsent().Revoke(ctx, "alice", "upstream"); err != nil || n != 1 {
-		t.Fatalf("revoke: %d %v", n, err)
+	if _, err := rc.RevokeUserTokens(invoker, &gatewayv1.RevokeUserTokensRequest{Subject: "bob"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("revoke as an invoker: %v; want PermissionDenied", err)
+	}
+	list, err := rc.ListUserTokens(withKeyCtx(ctx, keyAdmin), &gatewayv1.ListUserTokensRequest{})
+	if err != nil || len(list.GetTokens()) != 2 || strings.Contains(list.String(), "eyJ") {
+		t.Fatalf("list: %v %v; want alice's and bob's pairs, no token", list, err)
+	}
+	if r, err := rc.RevokeUserTokens(withKeyCtx(ctx, keyAdmin), &gatewayv1.RevokeUserTokensRequest{Subject: "alice", Client: "upstream"}); err != nil || r.GetRevoked() != 1 {
+		t.Fatalf("revoke: %v %v", r, err)
 	}
 	_, err = idCall(ctx, c.env, c.toks["alice"], "id.mcp", "a2")
 	c.consentRequired(t, err)
