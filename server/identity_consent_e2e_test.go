@@ -12,9 +12,11 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -365,6 +369,33 @@ func TestIdentityUserConsentMCP(t *testing.T) {
 			}
 		})
 	}
+	// The go-sdk's own client, declaring it opens URLs, on both revisions:
+	// the SDK parses -32042 and its URL-mode elicitation.
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		ctx := testCtx(t)
+		client := mcp.NewClient(&mcp.Implementation{Name: "flowdrop-test", Version: "v0"}, &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.env.MCPURL, MaxRetries: -1,
+			HTTPClient: httpClient(t, http.Header{"Authorization": {"Bearer " + c.toks["alice"]}})}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+		if err != nil {
+			t.Fatalf("%s: connect: %v", rev, err)
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "id.mcp", Arguments: map[string]any{}})
+		cs.Close()
+		var rpc *jsonrpc.Error
+		var data struct {
+			Elicitations []*mcp.ElicitParams `json:"elicitations"`
+		}
+		if !errors.As(err, &rpc) || rpc.Code != mcp.CodeURLElicitationRequired || json.Unmarshal(rpc.Data, &data) != nil ||
+			len(data.Elicitations) != 1 || data.Elicitations[0].Mode != "url" ||
+			!strings.HasPrefix(data.Elicitations[0].URL, strings.TrimSuffix(c.env.MCPURL, "/mcp")+identity.StartPath) {
+			t.Fatalf("go-sdk client on %s: %v; want -32042 with the start link as a URL elicitation", rev, err)
+		}
+	}
+
 	// The link works from the MCP answer as from the gRPC one.
 	_, err := idCall(testCtx(t), c.env, c.toks["alice"], "id.mcp", "x")
 	link := c.consentRequired(t, err)
