@@ -75,6 +75,12 @@ type Gateway struct {
 	// identity is the upstream identity resolver the policy in force makes
 	// (server/identity; a reload swaps it).
 	identity atomic.Pointer[identity.Resolver]
+	// userTokens is the user-consent mode's token store (user_consent.go),
+	// where userTokensAt says; opened once, kept across reloads.
+	userTokensMu    sync.Mutex
+	userTokens      identity.TokenStore
+	userTokensAt    string
+	userTokensClose func() error
 	// idempotency is the idempotent calls' store (idempotency.go).
 	idempotency *pipeline.Idempotency
 
@@ -148,14 +154,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	g.creds.Store(credSources)
-	idr, err := identity.New(cfg.Policy.UpstreamIdentity)
-	if err != nil {
-		return nil, fmt.Errorf("config: policy: %w", err)
-	}
-	g.identity.Store(idr)
-	if g.admin != nil {
-		g.admin.SetJWKS(g.jwks)
-	}
 	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations),
 		registry.WithAdmissionCheck(g.credentialCheck)}
 	if cfg.DisableFastPaths {
@@ -207,6 +205,20 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	undo = append(undo, g.closeRedis)
+	// After Redis: the user-consent mode's store may be there.
+	ui, err := g.withConsentStore(cfg.Policy.UpstreamIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	undo = append(undo, g.closeUserTokens)
+	idr, err := identity.New(ui)
+	if err != nil {
+		return nil, fmt.Errorf("config: policy: %w", err)
+	}
+	g.identity.Store(idr)
+	if g.admin != nil {
+		g.admin.SetJWKS(g.jwks)
+	}
 	idem, err := g.openIdempotency(&cfg)
 	if err != nil {
 		return nil, err
@@ -275,7 +287,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.metrics.SetStages(g.pipe.StageNames()[:len(g.pipe.StageNames())-1])
 	g.grpc = grpcapi.New(grpcapi.Config{Pipeline: g.pipe, Registry: g.reg, Search: g.search,
 		Metrics: g.metrics, Log: log, StrictLint: cfg.StrictLint, LintProfiles: cfg.lintProfiles(), ServerOptions: sopts, OKCallsLevel: cfg.OKCallsLevel,
-		PreAuth: cfg.GRPC.preAuth(), RepairStats: g.repairs})
+		PreAuth: cfg.GRPC.preAuth(), RepairStats: g.repairs, UserTokens: g.UserConsent})
 
 	if g.grpcLis, err = listen(cfg.Listeners.GRPC, cfg.ListenAddr, "listen"); err != nil {
 		return nil, err
@@ -283,6 +295,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, func() { g.grpcLis.Close() })
 	if g.mcpLis, err = listen(cfg.Listeners.MCP, cfg.MCP.ListenAddr, "MCP listener"); err != nil {
 		return nil, err
+	}
+	if g.mcpLis == nil && g.identity.Load().Consent() != nil {
+		return nil, errors.New("config: policy: upstream_identity.user_consent: its authorization endpoints are served on the MCP listener, which is off")
 	}
 	if g.mcpLis != nil {
 		undo = append(undo, func() { g.mcpLis.Close() })
@@ -292,7 +307,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
 			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState,
 			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream, CancelFleet: g.cancelFleet(),
-			Search: g.search, Discovery: cfg.Policy.MCP.Discovery}); err != nil {
+			Search: g.search, Discovery: cfg.Policy.MCP.Discovery, Browser: g.consentBrowser()}); err != nil {
 			return nil, err
 		}
 		// Before serving: the upstreams' resource updates and list changes
@@ -380,6 +395,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 		g.serving.Wait()
 		g.closePolicy()
 		g.closeIdempotency()
+		g.closeUserTokens()
 		g.closeRedis()
 		g.tracing.Shutdown(ctx)
 		g.search.Close()

@@ -38,8 +38,14 @@ func TestLoadPolicyFileExample(t *testing.T) {
 		{"audit", p.Audit.RotateBytes == 104857600 && p.Audit.OnFailure == AuditFailClosed},
 		{"admin", p.Admin.ListenAddr == "127.0.0.1:7445"},
 		{"upstream identity rules", p.UpstreamIdentity.Default == identity.Static && len(p.UpstreamIdentity.Tools) == 1 &&
-			p.UpstreamIdentity.Tools[0].Mode == identity.GatewaySigned && len(p.UpstreamIdentity.Upstreams) == 2 &&
+			p.UpstreamIdentity.Tools[0].Mode == identity.GatewaySigned && len(p.UpstreamIdentity.Upstreams) == 3 &&
 			p.UpstreamIdentity.Upstreams[1].Mode == identity.TokenExchange},
+		{"upstream identity user consent", p.UpstreamIdentity.Upstreams[2].Mode == identity.UserConsent && p.UpstreamIdentity.Upstreams[2].Client == "github" &&
+			p.UpstreamIdentity.Consent != nil && p.UpstreamIdentity.Consent.BoltFile == "/var/lib/flowdrop/usertokens.db" && !p.UpstreamIdentity.Consent.Redis &&
+			p.UpstreamIdentity.Consent.StateTTL == 10*time.Minute && p.UpstreamIdentity.Consent.RefreshBefore == time.Minute &&
+			p.UpstreamIdentity.Consent.MaxTokens == 100000 && len(p.UpstreamIdentity.Consent.Clients) == 1 &&
+			p.UpstreamIdentity.Consent.Clients[0].TokenURL == "https://github.example/login/oauth/access_token" &&
+			slices.Equal(p.UpstreamIdentity.Consent.Clients[0].Scopes, []string{"repo"})},
 		{"upstream identity signing and exchange", p.UpstreamIdentity.Signing != nil && len(p.UpstreamIdentity.Signing.KeyFiles) == 2 &&
 			p.UpstreamIdentity.Signing.TTL == time.Minute && p.UpstreamIdentity.Exchange != nil &&
 			p.UpstreamIdentity.Exchange.RefreshBefore == 30*time.Second && p.UpstreamIdentity.Exchange.MaxCached == 10000},
@@ -82,6 +88,13 @@ func TestParsePolicyErrors(t *testing.T) {
 		want              []string
 	}{
 		{name: "unknown-key", reason: "a typo must not silently drop a section", doc: "auth: {mode: on}\nrulez: []\n", want: []string{"rulez"}},
+		{name: "user-consent-default", reason: "user-consent names an OAuth client, which only a rule can",
+			doc: "auth: {mode: on}\nupstream_identity: {default: user-consent}\n", want: []string{"upstream_identity.default: user-consent"}},
+		{name: "user-consent-unknown-client", reason: "a rule's oauth_client must be one user_consent configures",
+			doc: "auth: {mode: on}\nupstream_identity: {tools: [{match: x, mode: user-consent, oauth_client: gh}]}\n", want: []string{"upstream_identity.tools[0].oauth_client", "user_consent section"}},
+		{name: "user-consent-two-stores", reason: "tokens live in one store: bolt or Redis",
+			doc:  "auth: {mode: on}\nupstream_identity: {user_consent: {redirect_url: \"https://g.example/oauth/upstream/callback\", key_files: [k], store: {bolt_file: f, redis: true}, clients: [{name: gh, issuer: \"https://a.example\", client_id: c, client_secret_file: s}]}}\n",
+			want: []string{"upstream_identity.user_consent: store"}},
 		{name: "unknown-nested-key", reason: "typos inside sections too", doc: "auth: {mode: on, api_key: []}\n", want: []string{"api_key"}},
 		{name: "no-mode", reason: "authentication must be decided explicitly", doc: "limits: {max_depth: 3}\n", want: []string{"auth.mode is not set"}},
 		{name: "bad-mode", reason: "only on/off", doc: "auth: {mode: maybe}\n", want: []string{`auth.mode "maybe"`}},

@@ -182,6 +182,27 @@ type policyFile struct {
 			MaxCached        int      `json:"max_cached"`
 			RefreshBefore    duration `json:"refresh_before"`
 		} `json:"token_exchange"`
+		UserConsent *struct {
+			RedirectURL   string   `json:"redirect_url"`
+			KeyFiles      []string `json:"key_files"`
+			StateTTL      duration `json:"state_ttl"`
+			RefreshBefore duration `json:"refresh_before"`
+			MaxTokens     int      `json:"max_tokens"`
+			Timeout       duration `json:"timeout"`
+			Store         struct {
+				BoltFile string `json:"bolt_file"`
+				Redis    bool   `json:"redis"`
+			} `json:"store"`
+			Clients []struct {
+				Name             string   `json:"name"`
+				Issuer           string   `json:"issuer"`
+				AuthURL          string   `json:"auth_url"`
+				TokenURL         string   `json:"token_url"`
+				ClientID         string   `json:"client_id"`
+				ClientSecretFile string   `json:"client_secret_file"`
+				Scopes           []string `json:"scopes"`
+			} `json:"clients"`
+		} `json:"user_consent"`
 	} `json:"upstream_identity"`
 }
 
@@ -189,6 +210,8 @@ type identityRule struct {
 	Match    string `json:"match"`
 	Mode     string `json:"mode"`
 	Audience string `json:"audience"`
+	// OAuthClient is the user-consent mode's client (user_consent.clients).
+	OAuthClient string `json:"oauth_client"`
 }
 
 // identityConfig is the file's upstream_identity as identity.Config.
@@ -196,10 +219,10 @@ func (f *policyFile) identityConfig() identity.Config {
 	u := f.UpstreamIdentity
 	c := identity.Config{Default: identity.Mode(u.Default)}
 	for _, r := range u.Tools {
-		c.Tools = append(c.Tools, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience})
+		c.Tools = append(c.Tools, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience, Client: r.OAuthClient})
 	}
 	for _, r := range u.Upstreams {
-		c.Upstreams = append(c.Upstreams, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience})
+		c.Upstreams = append(c.Upstreams, identity.Rule{Match: r.Match, Mode: identity.Mode(r.Mode), Audience: r.Audience, Client: r.OAuthClient})
 	}
 	if s := u.Signing; s != nil {
 		c.Signing = &identity.SigningConfig{Issuer: s.Issuer, KeyFiles: s.KeyFiles, TTL: time.Duration(s.TTL)}
@@ -207,6 +230,16 @@ func (f *policyFile) identityConfig() identity.Config {
 	if x := u.TokenExchange; x != nil {
 		c.Exchange = &identity.ExchangeConfig{TokenURL: x.TokenURL, ClientID: x.ClientID, ClientSecretFile: x.ClientSecretFile,
 			Timeout: time.Duration(x.Timeout), MaxCached: x.MaxCached, RefreshBefore: time.Duration(x.RefreshBefore)}
+	}
+	if uc := u.UserConsent; uc != nil {
+		k := &identity.ConsentConfig{RedirectURL: uc.RedirectURL, KeyFiles: uc.KeyFiles, StateTTL: time.Duration(uc.StateTTL),
+			RefreshBefore: time.Duration(uc.RefreshBefore), MaxTokens: uc.MaxTokens, Timeout: time.Duration(uc.Timeout),
+			BoltFile: uc.Store.BoltFile, Redis: uc.Store.Redis}
+		for _, cl := range uc.Clients {
+			k.Clients = append(k.Clients, identity.OAuthClient{Name: cl.Name, Issuer: cl.Issuer, AuthURL: cl.AuthURL, TokenURL: cl.TokenURL,
+				ClientID: cl.ClientID, ClientSecretFile: cl.ClientSecretFile, Scopes: cl.Scopes})
+		}
+		c.Consent = k
 	}
 	return c
 }

@@ -41,8 +41,14 @@ func policyHash(cfg *PolicyConfig) string {
 		exchange = *x
 		exchange.HTTPClient, exchange.Now = nil, nil
 	}
-	c.UpstreamIdentity.Signing, c.UpstreamIdentity.Exchange = nil, nil
-	sum := sha256.Sum256(fmt.Appendf(nil, "%+v|%t %+v|%t %+v|%+v %+v", c, cfg.Auth.JWT != nil, jwt, cfg.Auth.MTLS != nil, mtls, signing, exchange))
+	var consent identity.ConsentConfig
+	if k := c.UpstreamIdentity.Consent; k != nil {
+		consent = *k
+		consent.Store, consent.HTTPClient, consent.Now = nil, nil, nil
+	}
+	c.UpstreamIdentity.Signing, c.UpstreamIdentity.Exchange, c.UpstreamIdentity.Consent = nil, nil, nil
+	sum := sha256.Sum256(fmt.Appendf(nil, "%+v|%t %+v|%t %+v|%+v %+v|%t %+v", c, cfg.Auth.JWT != nil, jwt, cfg.Auth.MTLS != nil, mtls, signing, exchange,
+		cfg.UpstreamIdentity.Consent != nil, consent))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -84,7 +90,11 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		if err := unswappable(cur, next); err != nil {
 			return applied, err
 		}
-		idr, err := identity.New(next.UpstreamIdentity)
+		ui, err := g.withConsentStore(next.UpstreamIdentity)
+		if err != nil {
+			return applied, fmt.Errorf("config: policy: %w", err)
+		}
+		idr, err := identity.New(ui)
 		if err != nil {
 			return applied, fmt.Errorf("config: policy: %w", err)
 		}

@@ -26,7 +26,7 @@ type command struct {
 }
 
 // commands is every subcommand, by name.
-var commands = commandTable(applyCommand, bundlesCommand, completionCommand, hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand)
+var commands = commandTable(applyCommand, bundlesCommand, completionCommand, hashKeyCommand, healthCommand, invokeCommand, normalizeCommand, toolsCommand, userTokensCommand)
 
 func commandTable(cs ...*command) map[string]*command {
 	m := make(map[string]*command, len(cs))

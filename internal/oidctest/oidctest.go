@@ -3,8 +3,11 @@
 // exchange, JWKS and discovery) over a minimal in-memory storage. Callers
 // get JWT access tokens by client credentials (each client is a subject
 // with roles; "aud:X" scopes choose the audiences); the gateway exchanges
-// them as a confidential client. Only the grants tests use are served:
-// no authorization code, no refresh tokens.
+// them as a confidential client. A client with RedirectURIs is an
+// authorization-code client (PKCE S256, refresh tokens with
+// offline_access): its login page approves, without asking, the user a
+// test's browser names in a cookie (Browser), so the whole flow runs
+// non-interactively.
 package oidctest
 
 import (
@@ -20,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"sync"
@@ -38,6 +42,9 @@ type Client struct {
 	ID, Secret string
 	// Roles go into the subject's tokens' "roles" claim.
 	Roles []string
+	// RedirectURIs make it an authorization-code client (plain http is
+	// accepted: the provider is on loopback).
+	RedirectURIs []string
 }
 
 // Options configure a Provider.
@@ -50,9 +57,9 @@ type Options struct {
 
 // Provider is a running OpenID provider.
 type Provider struct {
-	// Issuer is its issuer URL (http on loopback); TokenURL and JWKSURL
-	// its endpoints.
-	Issuer, TokenURL, JWKSURL string
+	// Issuer is its issuer URL (http on loopback); TokenURL, JWKSURL and
+	// AuthURL its endpoints.
+	Issuer, TokenURL, JWKSURL, AuthURL string
 
 	srv   *http.Server
 	lis   net.Listener
@@ -71,13 +78,16 @@ func Start(t testing.TB, o Options) *Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &op.Config{CryptoKey: sha256.Sum256([]byte("oidctest")), CodeMethodS256: true, AuthMethodPost: true}
+	cfg := &op.Config{CryptoKey: sha256.Sum256([]byte("oidctest")), CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true}
 	prov, err := op.NewProvider(cfg, s, op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Provider{Issuer: issuer, TokenURL: issuer + "/oauth/token", JWKSURL: issuer + "/keys", lis: lis, store: s}
-	p.srv = &http.Server{Handler: prov, ReadHeaderTimeout: 10 * time.Second}
+	p := &Provider{Issuer: issuer, TokenURL: issuer + "/oauth/token", JWKSURL: issuer + "/keys", AuthURL: issuer + "/authorize", lis: lis, store: s}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/login", s.login(issuer))
+	mux.Handle("/", prov)
+	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go p.srv.Serve(lis)
 	t.Cleanup(func() { p.Stop() })
 	return p
@@ -89,6 +99,32 @@ func (p *Provider) Stop() {
 	defer cancel()
 	_ = p.srv.Shutdown(ctx)
 }
+
+// UserCookie is the cookie that names the logged-in user to the login page.
+const UserCookie = "oidctest_user"
+
+// Browser is an HTTP client that follows redirects and keeps cookies, as
+// a browser does, and is logged in to the provider as user.
+func (p *Provider) Browser(t testing.TB, user string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p.Issuer)
+	jar.SetCookies(u, []*http.Cookie{{Name: UserCookie, Value: user, Path: "/"}})
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
+}
+
+// SetAccessTTL changes the lifetime of the access tokens issued from now
+// on (client credentials and authorization code).
+func (p *Provider) SetAccessTTL(d time.Duration) { p.store.accessTTL.Store(int64(d)) }
+
+// Refreshes is how many refresh-token grants the provider answered.
+func (p *Provider) Refreshes() int64 { return p.store.refreshes.Load() }
+
+// CodeExchanges is how many authorization codes were exchanged for tokens.
+func (p *Provider) CodeExchanges() int64 { return p.store.codeExchanges.Load() }
 
 // SetExchangeTTL changes the lifetime of the tokens exchanged from now on.
 func (p *Provider) SetExchangeTTL(d time.Duration) { p.store.exchangeTTL.Store(int64(d)) }
@@ -137,8 +173,15 @@ type storage struct {
 	mu        sync.Mutex
 	tokens    map[string]token
 	exchanges atomic.Int64
-	// exchangeTTL is the exchanged tokens' lifetime (SetExchangeTTL).
-	exchangeTTL atomic.Int64
+	// exchangeTTL is the exchanged tokens' lifetime (SetExchangeTTL);
+	// accessTTL the others' (SetAccessTTL).
+	exchangeTTL, accessTTL atomic.Int64
+	// The authorization-code flow's requests, codes and refresh tokens.
+	authRequests  map[string]*authRequest
+	codes         map[string]string
+	refreshTokens map[string]refreshToken
+	refreshes     atomic.Int64
+	codeExchanges atomic.Int64
 }
 
 type token struct {
@@ -156,7 +199,8 @@ func newStorage(o Options) (*storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &storage{opts: o, key: key, kid: base64.RawURLEncoding.EncodeToString(thumb), clients: map[string]Client{}, tokens: map[string]token{}}
+	s := &storage{opts: o, key: key, kid: base64.RawURLEncoding.EncodeToString(thumb), clients: map[string]Client{}, tokens: map[string]token{},
+		authRequests: map[string]*authRequest{}, codes: map[string]string{}, refreshTokens: map[string]refreshToken{}}
 	for _, c := range o.Clients {
 		s.clients[c.ID] = c
 	}
@@ -167,6 +211,7 @@ func newStorage(o Options) (*storage, error) {
 		s.opts.ExchangeTTL = time.Hour
 	}
 	s.exchangeTTL.Store(int64(s.opts.ExchangeTTL))
+	s.accessTTL.Store(int64(s.opts.AccessTTL))
 	return s, nil
 }
 
@@ -232,7 +277,7 @@ func (s *storage) ClientCredentialsTokenRequest(_ context.Context, id string, sc
 // Tokens.
 
 func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (string, time.Time, error) {
-	ttl := s.opts.AccessTTL
+	ttl := time.Duration(s.accessTTL.Load())
 	if _, ok := r.(op.TokenExchangeRequest); ok {
 		ttl = time.Duration(s.exchangeTTL.Load())
 		s.exchanges.Add(1)
@@ -245,10 +290,6 @@ func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 	s.tokens[tid] = token{subject: r.GetSubject(), audience: r.GetAudience(), expiry: exp}
 	s.mu.Unlock()
 	return tid, exp, nil
-}
-
-func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
-	return "", "", time.Time{}, errUnsupported
 }
 
 func (s *storage) roles(subject string) map[string]any {
@@ -294,25 +335,16 @@ func (s *storage) SetUserinfoFromTokenExchangeRequest(context.Context, *oidc.Use
 
 // What the op needs besides, none of which the tests use.
 
-func (s *storage) CreateAuthRequest(context.Context, *oidc.AuthRequest, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) AuthRequestByID(context.Context, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) AuthRequestByCode(context.Context, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) SaveAuthCode(context.Context, string, string) error { return errUnsupported }
-func (s *storage) DeleteAuthRequest(context.Context, string) error    { return nil }
-func (s *storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, op.ErrInvalidRefreshToken
-}
 func (s *storage) TerminateSession(context.Context, string, string) error { return nil }
 func (s *storage) RevokeToken(context.Context, string, string, string) *oidc.Error {
 	return oidc.ErrUnsupportedGrantType()
 }
-func (s *storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
+func (s *storage) GetRefreshTokenInfo(_ context.Context, _ string, tok string) (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rt, ok := s.refreshTokens[tok]; ok {
+		return rt.subject, tok, nil
+	}
 	return "", "", op.ErrInvalidRefreshToken
 }
 func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
@@ -337,18 +369,27 @@ func (s *storage) Health(context.Context) error { return nil }
 type client struct{ c Client }
 
 func (c client) GetID() string                       { return c.c.ID }
-func (c client) RedirectURIs() []string              { return nil }
+func (c client) RedirectURIs() []string              { return c.c.RedirectURIs }
 func (c client) PostLogoutRedirectURIs() []string    { return nil }
 func (c client) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
 func (c client) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
-func (c client) ResponseTypes() []oidc.ResponseType  { return nil }
-func (c client) GrantTypes() []oidc.GrantType {
-	return []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
+func (c client) ResponseTypes() []oidc.ResponseType {
+	if len(c.c.RedirectURIs) > 0 {
+		return []oidc.ResponseType{oidc.ResponseTypeCode}
+	}
+	return nil
 }
-func (c client) LoginURL(string) string               { return "" }
+func (c client) GrantTypes() []oidc.GrantType {
+	g := []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeTokenExchange}
+	if len(c.c.RedirectURIs) > 0 {
+		g = append(g, oidc.GrantTypeCode, oidc.GrantTypeRefreshToken)
+	}
+	return g
+}
+func (c client) LoginURL(id string) string            { return "/login?id=" + url.QueryEscape(id) }
 func (c client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
 func (c client) IDTokenLifetime() time.Duration       { return time.Hour }
-func (c client) DevMode() bool                        { return false }
+func (c client) DevMode() bool                        { return len(c.c.RedirectURIs) > 0 } // http redirect URIs on loopback
 func (c client) IsScopeAllowed(string) bool           { return true }
 func (c client) IDTokenUserinfoClaimsAssertion() bool { return false }
 func (c client) ClockSkew() time.Duration             { return 0 }

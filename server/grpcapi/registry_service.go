@@ -14,6 +14,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/search"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/repairstats"
 	"google.golang.org/grpc"
@@ -88,6 +89,8 @@ type registryService struct {
 	dropsNulls   func(ctx context.Context, tool string) bool
 	stats        *repairstats.Stats
 	search       *search.Index
+	// userTokens is the user-consent mode in force (registry_usertokens.go).
+	userTokens func() *identity.Consent
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once

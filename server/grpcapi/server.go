@@ -15,6 +15,7 @@ import (
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/lint"
 	"github.com/flowdrop/gateway/registry/search"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/rawcodec"
@@ -49,6 +50,9 @@ type Config struct {
 	RepairStats *repairstats.Stats
 	// Search serves SearchTools (search_service.go); nil: Unimplemented.
 	Search *search.Index
+	// UserTokens is the user-consent identity mode in force (nil, or
+	// returning nil: not configured), listed and revoked by the admin.
+	UserTokens func() *identity.Consent
 }
 
 // Server is the gateway's gRPC server: ToolGatewayService (raw InvokeTool
@@ -81,7 +85,7 @@ func New(cfg Config) *Server {
 	gs.RegisterService(&rawGatewayServiceDesc, s.gateway)
 	s.registry = registerRegistryService(gs, cfg.Registry, WithStrictLint(cfg.StrictLint), WithLintProfiles(cfg.LintProfiles...), WithToolFilter(cfg.Pipeline.Visible),
 		WithBackendFilter(cfg.Pipeline.SeesBackends), WithOptionalNulls(cfg.Pipeline.DropsOptionalNulls), WithRepairStats(cfg.RepairStats),
-		WithSearch(cfg.Search))
+		WithSearch(cfg.Search), WithUserTokens(cfg.UserTokens))
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(gatewayv1.ToolGatewayService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -111,9 +111,13 @@ func Status(e *pipeline.Error) *status.Status {
 		return withDetails(status.New(code, e.Message), details...)
 	case strings.HasPrefix(reason, "identity-"):
 		// The identity the tool's upstream takes could not be sent: the
-		// reason and the tool, never a token or the STS's answer (Cause).
-		return withDetails(status.New(code, e.Message), &errdetails.ErrorInfo{Reason: errorInfoReason(reason), Domain: ErrorDomain,
-			Metadata: map[string]string{"tool": e.Tool}})
+		// reason and the tool, never a token or the STS's answer (Cause);
+		// user-consent's refusal adds where the caller authorizes.
+		md := map[string]string{"tool": e.Tool}
+		if e.AuthorizationURL != "" {
+			md["authorization_url"] = e.AuthorizationURL
+		}
+		return withDetails(status.New(code, e.Message), &errdetails.ErrorInfo{Reason: errorInfoReason(reason), Domain: ErrorDomain, Metadata: md})
 	case strings.HasPrefix(reason, "backend-") && e.Cause != nil:
 		p := status.Convert(e.Cause).Proto()
 		p.Code, p.Message = int32(code), e.Message

@@ -140,7 +140,7 @@ func TestResolveChoosesMode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mode, aud := r.rule(tc.t)
+			mode, aud, _ := r.rule(tc.t)
 			if mode != tc.mode || aud != tc.aud {
 				t.Fatalf("rule = %s %q, want %s %q (%s)", mode, aud, tc.mode, tc.aud, tc.reason)
 			}

@@ -22,6 +22,10 @@ const (
 	Passthrough   Mode = "passthrough"
 	GatewaySigned Mode = "gateway-signed"
 	TokenExchange Mode = "token-exchange"
+	// UserConsent sends the caller's own token at the upstream's OAuth
+	// authorization server, got once by the authorization-code flow the
+	// caller is sent through (consent.go).
+	UserConsent Mode = "user-consent"
 )
 
 // Config is the policy file's upstream_identity section.
@@ -39,6 +43,8 @@ type Config struct {
 	Signing *SigningConfig
 	// Exchange is the token-exchange mode's security token service.
 	Exchange *ExchangeConfig
+	// Consent is the user-consent mode's OAuth clients and token store.
+	Consent *ConsentConfig
 }
 
 // Rule is one mode choice.
@@ -50,6 +56,9 @@ type Rule struct {
 	// token-exchange: the audience and resource asked for). "": the
 	// upstream's origin (http and https), else its gRPC target.
 	Audience string
+	// Client is the user-consent mode's OAuth client (ConsentConfig.Clients
+	// by name); no other mode takes one.
+	Client string
 }
 
 // Target is the call's backend as the resolver sees it.
@@ -87,6 +96,7 @@ type Resolver struct {
 	upstreams []Rule
 	signer    *Signer
 	exchange  *Exchanger
+	consent   *Consent
 }
 
 // New checks cfg and loads what its modes need (the signing keys, the
@@ -118,6 +128,9 @@ func build(cfg Config, load bool) (*Resolver, error) {
 		if err := check(t.Mode); err != nil {
 			return nil, fmt.Errorf("upstream_identity.tools[%d].mode: %w", i, err)
 		}
+		if err := checkClient(t, cfg.Consent); err != nil {
+			return nil, fmt.Errorf("upstream_identity.tools[%d].oauth_client: %w", i, err)
+		}
 		uses[t.Mode] = true
 	}
 	for i, u := range r.upstreams {
@@ -130,6 +143,9 @@ func build(cfg Config, load bool) (*Resolver, error) {
 		if err := check(u.Mode); err != nil {
 			return nil, fmt.Errorf("upstream_identity.upstreams[%d].mode: %w", i, err)
 		}
+		if err := checkClient(u, cfg.Consent); err != nil {
+			return nil, fmt.Errorf("upstream_identity.upstreams[%d].oauth_client: %w", i, err)
+		}
 		uses[u.Mode] = true
 	}
 	var err error
@@ -138,6 +154,18 @@ func build(cfg Config, load bool) (*Resolver, error) {
 		return nil, errors.New("upstream_identity.signing: the gateway-signed mode needs an issuer and key_files")
 	case uses[TokenExchange] && cfg.Exchange == nil:
 		return nil, errors.New("upstream_identity.token_exchange: the token-exchange mode needs a token_url and client")
+	case r.def == UserConsent:
+		return nil, errors.New("upstream_identity.default: user-consent names an OAuth client, so it is chosen per tool or upstream, not as the default")
+	}
+	if cfg.Consent != nil {
+		if err := checkConsent(*cfg.Consent); err != nil {
+			return nil, fmt.Errorf("upstream_identity.user_consent: %w", err)
+		}
+		if load {
+			if r.consent, err = NewConsent(*cfg.Consent); err != nil {
+				return nil, fmt.Errorf("upstream_identity.user_consent: %w", err)
+			}
+		}
 	}
 	if cfg.Signing != nil {
 		if err := checkSigning(*cfg.Signing); err != nil {
@@ -165,10 +193,38 @@ func build(cfg Config, load bool) (*Resolver, error) {
 // check reports whether m is a mode this build knows.
 func check(m Mode) error {
 	switch m {
-	case Static, Passthrough, GatewaySigned, TokenExchange:
+	case Static, Passthrough, GatewaySigned, TokenExchange, UserConsent:
 		return nil
 	}
-	return fmt.Errorf("%q is not an identity mode (static, passthrough, gateway-signed, token-exchange)", policy.Bound(string(m)))
+	return fmt.Errorf("%q is not an identity mode (static, passthrough, gateway-signed, token-exchange, user-consent)", policy.Bound(string(m)))
+}
+
+// checkClient holds a rule's OAuth client to its mode: user-consent names
+// one that user_consent configures, no other mode names any.
+func checkClient(rl Rule, c *ConsentConfig) error {
+	switch {
+	case rl.Mode != UserConsent && rl.Client != "":
+		return fmt.Errorf("only the user-consent mode takes an OAuth client (this rule's mode is %q)", policy.Bound(string(rl.Mode)))
+	case rl.Mode != UserConsent:
+		return nil
+	case c == nil:
+		return errors.New("the user-consent mode needs the user_consent section (its OAuth clients and token store)")
+	}
+	for _, cl := range c.Clients {
+		if cl.Name == rl.Client {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of user_consent.clients", policy.Bound(rl.Client))
+}
+
+// Consent is the user-consent mode (nil when not configured): the
+// gateway serves its endpoints and lists and revokes its tokens.
+func (r *Resolver) Consent() *Consent {
+	if r == nil {
+		return nil
+	}
+	return r.consent
 }
 
 // Signer is the gateway-signed mode's signer (nil when not configured):
@@ -180,23 +236,23 @@ func (r *Resolver) Signer() *Signer {
 	return r.signer
 }
 
-// rule is the mode and audience of t: its tool's rule, else its
-// upstream's, else the default.
-func (r *Resolver) rule(t Target) (Mode, string) {
+// rule is the mode, audience and OAuth client of t: its tool's rule,
+// else its upstream's, else the default.
+func (r *Resolver) rule(t Target) (Mode, string, string) {
 	for _, rl := range r.tools {
 		if ok, _ := path.Match(rl.Match, t.Tool); ok {
-			return rl.Mode, r.audience(rl, t)
+			return rl.Mode, r.audience(rl, t), rl.Client
 		}
 	}
 	if len(r.upstreams) > 0 {
 		up := upstreamName(t.Upstream)
 		for _, rl := range r.upstreams {
 			if rl.Match == up {
-				return rl.Mode, r.audience(rl, t)
+				return rl.Mode, r.audience(rl, t), rl.Client
 			}
 		}
 	}
-	return r.def, upstreamName(t.Upstream)
+	return r.def, upstreamName(t.Upstream), ""
 }
 
 func (r *Resolver) audience(rl Rule, t Target) string {
@@ -221,7 +277,7 @@ func (r *Resolver) Resolve(ctx context.Context, caller policy.Caller, t Target) 
 	if r == nil {
 		return Credential{Mode: Static, Subject: caller.Subject}, nil
 	}
-	mode, aud := r.rule(t)
+	mode, aud, client := r.rule(t)
 	switch mode {
 	case Static:
 		return Credential{Mode: Static, Subject: caller.Subject}, nil
@@ -240,6 +296,12 @@ func (r *Resolver) Resolve(ctx context.Context, caller policy.Caller, t Target) 
 			return Credential{}, err
 		}
 		return Credential{Mode: TokenExchange, Subject: caller.Subject, token: tok}, nil
+	case UserConsent:
+		tok, err := r.consent.Token(ctx, caller, client, t.Tool)
+		if err != nil {
+			return Credential{}, err
+		}
+		return Credential{Mode: UserConsent, Subject: caller.Subject, token: tok}, nil
 	}
 	return Credential{}, &pipeline.Error{Code: pipeline.Internal, Reason: pipeline.ReasonInternal, Tool: t.Tool,
 		Cause:   fmt.Errorf("identity mode %q has no case in Resolve", mode),

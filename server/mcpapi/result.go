@@ -98,6 +98,15 @@ func (m *Server) callError(ctx context.Context, e *pipeline.Error, report normal
 		return nil, missingCapability(e)
 	case pipeline.MCPToolError:
 		return toolError(e, report), nil
+	case pipeline.MCPURLElicitation:
+		if e.AuthorizationURL != "" && urlElicitationFrom(ctx) {
+			return nil, urlElicitationRequired(e)
+		}
+		// A caller that cannot be sent a URL elicitation reads the URL in
+		// the message; _meta has it for a client that looks.
+		r := toolError(e, report)
+		r.Meta[MCPMetaAuthorizationURL] = e.AuthorizationURL
+		return r, nil
 	}
 	m.log.ErrorContext(ctx, "MCP tools/call failed", "tool", policy.Bound(e.Tool), "error", e.Error())
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}

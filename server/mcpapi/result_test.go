@@ -2,6 +2,7 @@ package mcpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
@@ -33,6 +34,9 @@ func reasonError(r pipeline.Reason, s pipeline.ReasonSpec) *pipeline.Error {
 		// As a 2026-07-28 caller's round gets it: naming the capability.
 		e.Required = []string{pipeline.InputElicitation}
 	}
+	if r == pipeline.ReasonIdentityConsentRequired {
+		e.AuthorizationURL = "https://gw.example/oauth/upstream/start?s=x"
+	}
 	return e
 }
 
@@ -56,6 +60,8 @@ func mcpOutcome(t *testing.T, r pipeline.Reason, res *callResult, err error) pip
 		return pipeline.MCPPermissionDenied
 	case errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities:
 		return pipeline.MCPMissingCapability
+	case errors.As(err, &rpc) && rpc.Code == mcp.CodeURLElicitationRequired:
+		return pipeline.MCPURLElicitation
 	case errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInternalError:
 		return pipeline.MCPInternalError
 	}
@@ -70,9 +76,11 @@ func mcpOutcome(t *testing.T, r pipeline.Reason, res *callResult, err error) pip
 func TestCallErrorFollowsReasonTable(t *testing.T) {
 	t.Parallel()
 	m := &Server{log: slog.New(slog.DiscardHandler)}
+	// A caller that can be sent a URL elicitation (urlelicitation.go).
+	ctx := withURLElicitation(t.Context(), RevisionURLElicitation, nil)
 	for _, r := range pipeline.Reasons() {
 		s, _ := pipeline.SpecOf(r)
-		res, err := m.callError(t.Context(), reasonError(r, s), normalize.Report{})
+		res, err := m.callError(ctx, reasonError(r, s), normalize.Report{})
 		if got := mcpOutcome(t, r, res, err); got != s.MCP {
 			t.Errorf("%s: MCP outcome %d, row %d", r, got, s.MCP)
 		}
@@ -100,6 +108,47 @@ func TestCallErrorRetryWait(t *testing.T) {
 		}
 		if got := res.Content[0].(*mcp.TextContent).Text; got != tc.want {
 			t.Errorf("%s: text %q, want %q (%s)", tc.reason, got, tc.want, tc.why)
+		}
+	}
+}
+
+// TestCallErrorURLElicitation: identity-consent-required is -32042 with a
+// URL-mode elicitation of the link for a caller that can be sent one, by
+// revision and declared capability, else an isError result naming it.
+func TestCallErrorURLElicitation(t *testing.T) {
+	t.Parallel()
+	m := &Server{log: slog.New(slog.DiscardHandler)}
+	urlCaps := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}}
+	formCaps := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}
+	for _, tc := range []struct {
+		rev    string
+		meta   mcp.Meta
+		want   bool
+		reason string
+	}{
+		{"2025-06-18", urlCaps, false, "the revision has no URL elicitation"},
+		{"", nil, false, "no revision known"},
+		{"2025-11-25", nil, true, "a stateless face cannot know a 2025-11-25 caller's capabilities"},
+		{"2026-07-28", urlCaps, true, "declared elicitation.url in the request"},
+		{"2026-07-28", formCaps, false, "declared form elicitation only"},
+		{"2026-07-28", nil, false, "declared nothing"},
+	} {
+		s, _ := pipeline.SpecOf(pipeline.ReasonIdentityConsentRequired)
+		e := reasonError(pipeline.ReasonIdentityConsentRequired, s)
+		res, err := m.callError(withURLElicitation(t.Context(), tc.rev, tc.meta), e, normalize.Report{})
+		var rpc *jsonrpc.Error
+		if tc.want {
+			var data struct {
+				Elicitations []mcp.ElicitParams `json:"elicitations"`
+			}
+			if !errors.As(err, &rpc) || rpc.Code != mcp.CodeURLElicitationRequired || json.Unmarshal(rpc.Data, &data) != nil ||
+				len(data.Elicitations) != 1 || data.Elicitations[0].Mode != "url" || data.Elicitations[0].URL != e.AuthorizationURL || data.Elicitations[0].ElicitationID == "" {
+				t.Errorf("%s %v: %v; want -32042 with one url elicitation of the link (%s)", tc.rev, tc.meta, err, tc.reason)
+			}
+			continue
+		}
+		if err != nil || res == nil || !res.IsError || res.Meta[MCPMetaAuthorizationURL] != e.AuthorizationURL {
+			t.Errorf("%s %v: %+v, %v; want an isError result with the link (%s)", tc.rev, tc.meta, res, err, tc.reason)
 		}
 	}
 }

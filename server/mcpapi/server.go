@@ -150,6 +150,12 @@ type Config struct {
 	// CancelFleet, when set, carries an older caller's
 	// notifications/cancelled to the replica running its call (cancel.go).
 	CancelFleet CancelFleet
+	// Browser are endpoints served beside the MCP endpoint for a person's
+	// browser (the upstream authorization flow's start and callback):
+	// ServeMux pattern → handler. They authenticate nothing of MCP's and
+	// are not access-logged here (their query strings carry codes); each
+	// logs its own outcome.
+	Browser map[string]http.Handler
 }
 
 // countedMethods are the MCP methods counted by name (a client can send
@@ -302,6 +308,9 @@ func New(cfg Config) (*Server, error) {
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
+	for pattern, bh := range cfg.Browser {
+		mux.Handle(pattern, bh)
+	}
 	// No ReadTimeout or WriteTimeout here: httplimits.go sets them per
 	// request, and says why.
 	m.hs = &http.Server{Handler: m.writeDeadlines(mux),
@@ -606,6 +615,7 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 	c.SetClient(clientName(req))
 	c.Input = round
 	out, perr := m.pipe.Invoke(ctx, c)
+	ctx = withURLElicitation(ctx, rev, p.Meta)
 	if perr != nil {
 		if c.Entry != nil && pipeline.IsBackendFailure(perr) && perr.Reason != pipeline.ReasonBackendCanceled {
 			// The result names neither the target nor the cause; the log does.

@@ -117,6 +117,11 @@ const (
 	// not be made (the security token service unreachable or answering
 	// nonsense, no signing key); the call was not sent.
 	ReasonIdentityUnavailable Reason = "identity-unavailable"
+	// ReasonIdentityConsentRequired: the tool's identity mode is
+	// user-consent and the gateway holds no token of the caller's own for
+	// its upstream (never authorized, lapsed or revoked): the error names
+	// the URL that authorizes (Error.AuthorizationURL); the call was not sent.
+	ReasonIdentityConsentRequired Reason = "identity-consent-required"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure
@@ -140,6 +145,10 @@ type Error struct {
 	// Required are the kinds of input (InputElicitation, …) the caller
 	// must be able to answer (ReasonInputUnsupported).
 	Required []string
+	// AuthorizationURL is where the caller authorizes the gateway to act
+	// for it at the tool's upstream (ReasonIdentityConsentRequired): a
+	// link to the gateway's own start endpoint, never a token.
+	AuthorizationURL string
 
 	// Backend failures: the budget the call had and where it came from.
 	Timeout        time.Duration

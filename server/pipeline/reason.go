@@ -41,6 +41,11 @@ const (
 	// MCPMissingCapability: JSON-RPC -32021 (MCP 2026-07-28, SEP-2575)
 	// naming the client capabilities the call needs (Error.Required).
 	MCPMissingCapability
+	// MCPURLElicitation: JSON-RPC -32042 (URLElicitationRequiredError,
+	// MCP 2025-11-25) carrying Error.AuthorizationURL as a URL-mode
+	// elicitation, to a caller that declared it can open URLs; an isError
+	// result naming the URL to any other.
+	MCPURLElicitation
 )
 
 // RetryHint says whether sending the same call again can succeed.
@@ -120,6 +125,10 @@ var reasons = map[Reason]ReasonSpec{
 	ReasonIdentityAudience:    {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
 	ReasonIdentityRefused:     {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
 	ReasonIdentityUnavailable: {Unavailable, MCPToolError, policy.DecisionError, RetryLater},
+	// The caller (a person behind it) must authorize at the URL, then the
+	// same call succeeds; MCP callers that can open URLs get the protocol's
+	// URL elicitation (mcpapi/result.go).
+	ReasonIdentityConsentRequired: {FailedPrecondition, MCPURLElicitation, policy.DecisionDeny, RetryNo},
 
 	// Policy: authentication. MCP answers these as a protocol error.
 	policy.ReasonCredentialsMissing:   {Unauthenticated, MCPPermissionDenied, policy.DecisionDeny, RetryNo},

@@ -150,7 +150,7 @@ func TestReasonRowsAreWellFormed(t *testing.T) {
 		if s.Code == OK || (s.Code > Unauthenticated && s.Code != CodeOfError) {
 			t.Errorf("%q: code %v is not a failure code", r, s.Code)
 		}
-		if s.MCP > MCPMissingCapability {
+		if s.MCP > MCPURLElicitation {
 			t.Errorf("%q: MCP outcome %d is unknown", r, s.MCP)
 		}
 		if s.Decision != policy.DecisionDeny && s.Decision != policy.DecisionError {

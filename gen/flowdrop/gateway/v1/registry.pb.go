@@ -68,7 +68,266 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{37, 0}
+}
+
+type ListUserTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this subject's ("": every subject's).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// Only at this OAuth client ("": at every client).
+	Client        string `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUserTokensRequest) Reset() {
+	*x = ListUserTokensRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUserTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUserTokensRequest) ProtoMessage() {}
+
+func (x *ListUserTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUserTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListUserTokensRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListUserTokensRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *ListUserTokensRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+// UserToken names a stored per-user token: whose, at which OAuth client.
+type UserToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Subject       string                 `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserToken) Reset() {
+	*x = UserToken{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserToken) ProtoMessage() {}
+
+func (x *UserToken) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
+func (*UserToken) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UserToken) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *UserToken) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type ListUserTokensResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tokens []*UserToken           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The store holds more than one listing returns (100000).
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUserTokensResponse) Reset() {
+	*x = ListUserTokensResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUserTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUserTokensResponse) ProtoMessage() {}
+
+func (x *ListUserTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUserTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListUserTokensResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListUserTokensResponse) GetTokens() []*UserToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *ListUserTokensResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type RevokeUserTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whose tokens (required).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// At which OAuth client ("": at every one).
+	Client        string `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensRequest) Reset() {
+	*x = RevokeUserTokensRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensRequest) ProtoMessage() {}
+
+func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RevokeUserTokensRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *RevokeUserTokensRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type RevokeUserTokensResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many stored tokens were removed.
+	Revoked       int32 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensResponse) Reset() {
+	*x = RevokeUserTokensResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensResponse) ProtoMessage() {}
+
+func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RevokeUserTokensResponse) GetRevoked() int32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
 }
 
 // Bundle is a named selection of the registry's tools. A tool is in it when
@@ -103,7 +362,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -115,7 +374,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -128,7 +387,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Bundle) GetName() string {
@@ -192,7 +451,7 @@ type PutBundleRequest struct {
 
 func (x *PutBundleRequest) Reset() {
 	*x = PutBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +463,7 @@ func (x *PutBundleRequest) String() string {
 func (*PutBundleRequest) ProtoMessage() {}
 
 func (x *PutBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +476,7 @@ func (x *PutBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBundleRequest.ProtoReflect.Descriptor instead.
 func (*PutBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutBundleRequest) GetBundle() *Bundle {
@@ -244,7 +503,7 @@ type PutBundleResponse struct {
 
 func (x *PutBundleResponse) Reset() {
 	*x = PutBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +515,7 @@ func (x *PutBundleResponse) String() string {
 func (*PutBundleResponse) ProtoMessage() {}
 
 func (x *PutBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +528,7 @@ func (x *PutBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBundleResponse.ProtoReflect.Descriptor instead.
 func (*PutBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutBundleResponse) GetBundle() *Bundle {
@@ -295,7 +554,7 @@ type GetBundleRequest struct {
 
 func (x *GetBundleRequest) Reset() {
 	*x = GetBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +566,7 @@ func (x *GetBundleRequest) String() string {
 func (*GetBundleRequest) ProtoMessage() {}
 
 func (x *GetBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +579,7 @@ func (x *GetBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBundleRequest.ProtoReflect.Descriptor instead.
 func (*GetBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetBundleRequest) GetName() string {
@@ -339,7 +598,7 @@ type GetBundleResponse struct {
 
 func (x *GetBundleResponse) Reset() {
 	*x = GetBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +610,7 @@ func (x *GetBundleResponse) String() string {
 func (*GetBundleResponse) ProtoMessage() {}
 
 func (x *GetBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +623,7 @@ func (x *GetBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBundleResponse.ProtoReflect.Descriptor instead.
 func (*GetBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetBundleResponse) GetBundle() *Bundle {
@@ -382,7 +641,7 @@ type ListBundlesRequest struct {
 
 func (x *ListBundlesRequest) Reset() {
 	*x = ListBundlesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +653,7 @@ func (x *ListBundlesRequest) String() string {
 func (*ListBundlesRequest) ProtoMessage() {}
 
 func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +666,7 @@ func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesRequest.ProtoReflect.Descriptor instead.
 func (*ListBundlesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 type ListBundlesResponse struct {
@@ -419,7 +678,7 @@ type ListBundlesResponse struct {
 
 func (x *ListBundlesResponse) Reset() {
 	*x = ListBundlesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +690,7 @@ func (x *ListBundlesResponse) String() string {
 func (*ListBundlesResponse) ProtoMessage() {}
 
 func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +703,7 @@ func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesResponse.ProtoReflect.Descriptor instead.
 func (*ListBundlesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListBundlesResponse) GetBundles() []*Bundle {
@@ -464,7 +723,7 @@ type DeleteBundleRequest struct {
 
 func (x *DeleteBundleRequest) Reset() {
 	*x = DeleteBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +735,7 @@ func (x *DeleteBundleRequest) String() string {
 func (*DeleteBundleRequest) ProtoMessage() {}
 
 func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +748,7 @@ func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteBundleRequest) GetName() string {
@@ -514,7 +773,7 @@ type DeleteBundleResponse struct {
 
 func (x *DeleteBundleResponse) Reset() {
 	*x = DeleteBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +785,7 @@ func (x *DeleteBundleResponse) String() string {
 func (*DeleteBundleResponse) ProtoMessage() {}
 
 func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +798,7 @@ func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 type ListPendingChangesRequest struct {
@@ -556,7 +815,7 @@ type ListPendingChangesRequest struct {
 
 func (x *ListPendingChangesRequest) Reset() {
 	*x = ListPendingChangesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +827,7 @@ func (x *ListPendingChangesRequest) String() string {
 func (*ListPendingChangesRequest) ProtoMessage() {}
 
 func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +840,7 @@ func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListPendingChangesRequest) GetNamePrefix() string {
@@ -615,7 +874,7 @@ type ListPendingChangesResponse struct {
 
 func (x *ListPendingChangesResponse) Reset() {
 	*x = ListPendingChangesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +886,7 @@ func (x *ListPendingChangesResponse) String() string {
 func (*ListPendingChangesResponse) ProtoMessage() {}
 
 func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +899,7 @@ func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListPendingChangesResponse) GetChanges() []*PendingChange {
@@ -685,7 +944,7 @@ type PendingChange struct {
 
 func (x *PendingChange) Reset() {
 	*x = PendingChange{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +956,7 @@ func (x *PendingChange) String() string {
 func (*PendingChange) ProtoMessage() {}
 
 func (x *PendingChange) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +969,7 @@ func (x *PendingChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
 func (*PendingChange) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PendingChange) GetTool() *Tool {
@@ -764,7 +1023,7 @@ type GetPendingChangeRequest struct {
 
 func (x *GetPendingChangeRequest) Reset() {
 	*x = GetPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +1035,7 @@ func (x *GetPendingChangeRequest) String() string {
 func (*GetPendingChangeRequest) ProtoMessage() {}
 
 func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +1048,7 @@ func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPendingChangeRequest) GetName() string {
@@ -808,7 +1067,7 @@ type GetPendingChangeResponse struct {
 
 func (x *GetPendingChangeResponse) Reset() {
 	*x = GetPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +1079,7 @@ func (x *GetPendingChangeResponse) String() string {
 func (*GetPendingChangeResponse) ProtoMessage() {}
 
 func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +1092,7 @@ func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetPendingChangeResponse) GetChange() *PendingChange {
@@ -855,7 +1114,7 @@ type ApprovePendingChangeRequest struct {
 
 func (x *ApprovePendingChangeRequest) Reset() {
 	*x = ApprovePendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1126,7 @@ func (x *ApprovePendingChangeRequest) String() string {
 func (*ApprovePendingChangeRequest) ProtoMessage() {}
 
 func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1139,7 @@ func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApprovePendingChangeRequest) GetName() string {
@@ -911,7 +1170,7 @@ type ApprovePendingChangeResponse struct {
 
 func (x *ApprovePendingChangeResponse) Reset() {
 	*x = ApprovePendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1182,7 @@ func (x *ApprovePendingChangeResponse) String() string {
 func (*ApprovePendingChangeResponse) ProtoMessage() {}
 
 func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1195,7 @@ func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ApprovePendingChangeResponse) GetTool() *Tool {
@@ -978,7 +1237,7 @@ type RejectPendingChangeRequest struct {
 
 func (x *RejectPendingChangeRequest) Reset() {
 	*x = RejectPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1249,7 @@ func (x *RejectPendingChangeRequest) String() string {
 func (*RejectPendingChangeRequest) ProtoMessage() {}
 
 func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1262,7 @@ func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RejectPendingChangeRequest) GetName() string {
@@ -1030,7 +1289,7 @@ type RejectPendingChangeResponse struct {
 
 func (x *RejectPendingChangeResponse) Reset() {
 	*x = RejectPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1301,7 @@ func (x *RejectPendingChangeResponse) String() string {
 func (*RejectPendingChangeResponse) ProtoMessage() {}
 
 func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1314,7 @@ func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RejectPendingChangeResponse) GetTool() *Tool {
@@ -1084,7 +1343,7 @@ type ExportToolsRequest struct {
 
 func (x *ExportToolsRequest) Reset() {
 	*x = ExportToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1355,7 @@ func (x *ExportToolsRequest) String() string {
 func (*ExportToolsRequest) ProtoMessage() {}
 
 func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1368,7 @@ func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExportToolsRequest) GetFormat() string {
@@ -1165,7 +1424,7 @@ type ExportToolsResponse struct {
 
 func (x *ExportToolsResponse) Reset() {
 	*x = ExportToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1436,7 @@ func (x *ExportToolsResponse) String() string {
 func (*ExportToolsResponse) ProtoMessage() {}
 
 func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1449,7 @@ func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExportToolsResponse) GetToolsJson() string {
@@ -1231,7 +1490,7 @@ type LeftOutTool struct {
 
 func (x *LeftOutTool) Reset() {
 	*x = LeftOutTool{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1502,7 @@ func (x *LeftOutTool) String() string {
 func (*LeftOutTool) ProtoMessage() {}
 
 func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1515,7 @@ func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
 func (*LeftOutTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LeftOutTool) GetName() string {
@@ -1289,7 +1548,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1560,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1573,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -1359,7 +1618,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1630,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1643,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -1424,7 +1683,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1695,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1708,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -1492,7 +1751,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1763,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1776,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1557,7 +1816,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1828,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1841,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1601,7 +1860,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1872,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1885,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1651,7 +1910,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1922,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1935,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -1724,7 +1983,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1995,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +2008,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -1776,7 +2035,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +2047,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +2060,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -1826,7 +2085,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +2097,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +2110,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 type WatchToolsRequest struct {
@@ -1864,7 +2123,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2135,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2148,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -1911,7 +2170,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2182,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2195,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -1964,7 +2223,21 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
+	"\x15ListUserTokensRequest\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"=\n" +
+	"\tUserToken\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"n\n" +
+	"\x16ListUserTokensResponse\x126\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x1e.flowdrop.gateway.v1.UserTokenR\x06tokens\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"K\n" +
+	"\x17RevokeUserTokensRequest\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"4\n" +
+	"\x18RevokeUserTokensResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\x05R\arevoked\"\xcd\x01\n" +
 	"\x06Bundle\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
@@ -2096,7 +2369,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xf9\f\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xd5\x0e\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -2115,7 +2388,9 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tPutBundle\x12%.flowdrop.gateway.v1.PutBundleRequest\x1a&.flowdrop.gateway.v1.PutBundleResponse\x12Z\n" +
 	"\tGetBundle\x12%.flowdrop.gateway.v1.GetBundleRequest\x1a&.flowdrop.gateway.v1.GetBundleResponse\x12`\n" +
 	"\vListBundles\x12'.flowdrop.gateway.v1.ListBundlesRequest\x1a(.flowdrop.gateway.v1.ListBundlesResponse\x12c\n" +
-	"\fDeleteBundle\x12(.flowdrop.gateway.v1.DeleteBundleRequest\x1a).flowdrop.gateway.v1.DeleteBundleResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\fDeleteBundle\x12(.flowdrop.gateway.v1.DeleteBundleRequest\x1a).flowdrop.gateway.v1.DeleteBundleResponse\x12i\n" +
+	"\x0eListUserTokens\x12*.flowdrop.gateway.v1.ListUserTokensRequest\x1a+.flowdrop.gateway.v1.ListUserTokensResponse\x12o\n" +
+	"\x10RevokeUserTokens\x12,.flowdrop.gateway.v1.RevokeUserTokensRequest\x1a-.flowdrop.gateway.v1.RevokeUserTokensResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -2130,113 +2405,123 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(WatchToolsResponse_EventType)(0),    // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*Bundle)(nil),                       // 1: flowdrop.gateway.v1.Bundle
-	(*PutBundleRequest)(nil),             // 2: flowdrop.gateway.v1.PutBundleRequest
-	(*PutBundleResponse)(nil),            // 3: flowdrop.gateway.v1.PutBundleResponse
-	(*GetBundleRequest)(nil),             // 4: flowdrop.gateway.v1.GetBundleRequest
-	(*GetBundleResponse)(nil),            // 5: flowdrop.gateway.v1.GetBundleResponse
-	(*ListBundlesRequest)(nil),           // 6: flowdrop.gateway.v1.ListBundlesRequest
-	(*ListBundlesResponse)(nil),          // 7: flowdrop.gateway.v1.ListBundlesResponse
-	(*DeleteBundleRequest)(nil),          // 8: flowdrop.gateway.v1.DeleteBundleRequest
-	(*DeleteBundleResponse)(nil),         // 9: flowdrop.gateway.v1.DeleteBundleResponse
-	(*ListPendingChangesRequest)(nil),    // 10: flowdrop.gateway.v1.ListPendingChangesRequest
-	(*ListPendingChangesResponse)(nil),   // 11: flowdrop.gateway.v1.ListPendingChangesResponse
-	(*PendingChange)(nil),                // 12: flowdrop.gateway.v1.PendingChange
-	(*GetPendingChangeRequest)(nil),      // 13: flowdrop.gateway.v1.GetPendingChangeRequest
-	(*GetPendingChangeResponse)(nil),     // 14: flowdrop.gateway.v1.GetPendingChangeResponse
-	(*ApprovePendingChangeRequest)(nil),  // 15: flowdrop.gateway.v1.ApprovePendingChangeRequest
-	(*ApprovePendingChangeResponse)(nil), // 16: flowdrop.gateway.v1.ApprovePendingChangeResponse
-	(*RejectPendingChangeRequest)(nil),   // 17: flowdrop.gateway.v1.RejectPendingChangeRequest
-	(*RejectPendingChangeResponse)(nil),  // 18: flowdrop.gateway.v1.RejectPendingChangeResponse
-	(*ExportToolsRequest)(nil),           // 19: flowdrop.gateway.v1.ExportToolsRequest
-	(*ExportToolsResponse)(nil),          // 20: flowdrop.gateway.v1.ExportToolsResponse
-	(*LeftOutTool)(nil),                  // 21: flowdrop.gateway.v1.LeftOutTool
-	(*RegisterToolRequest)(nil),          // 22: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),            // 23: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),                  // 24: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),         // 25: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),               // 26: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),              // 27: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),             // 28: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),            // 29: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),            // 30: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),           // 31: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),            // 32: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),           // 33: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                                  // 34: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                         // 35: flowdrop.gateway.v1.Tool
-	(*timestamppb.Timestamp)(nil),        // 36: google.protobuf.Timestamp
-	(*GetRepairStatsRequest)(nil),        // 37: flowdrop.gateway.v1.GetRepairStatsRequest
-	(*SearchToolsRequest)(nil),           // 38: flowdrop.gateway.v1.SearchToolsRequest
-	(*GetRepairStatsResponse)(nil),       // 39: flowdrop.gateway.v1.GetRepairStatsResponse
-	(*SearchToolsResponse)(nil),          // 40: flowdrop.gateway.v1.SearchToolsResponse
+	(*ListUserTokensRequest)(nil),        // 1: flowdrop.gateway.v1.ListUserTokensRequest
+	(*UserToken)(nil),                    // 2: flowdrop.gateway.v1.UserToken
+	(*ListUserTokensResponse)(nil),       // 3: flowdrop.gateway.v1.ListUserTokensResponse
+	(*RevokeUserTokensRequest)(nil),      // 4: flowdrop.gateway.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),     // 5: flowdrop.gateway.v1.RevokeUserTokensResponse
+	(*Bundle)(nil),                       // 6: flowdrop.gateway.v1.Bundle
+	(*PutBundleRequest)(nil),             // 7: flowdrop.gateway.v1.PutBundleRequest
+	(*PutBundleResponse)(nil),            // 8: flowdrop.gateway.v1.PutBundleResponse
+	(*GetBundleRequest)(nil),             // 9: flowdrop.gateway.v1.GetBundleRequest
+	(*GetBundleResponse)(nil),            // 10: flowdrop.gateway.v1.GetBundleResponse
+	(*ListBundlesRequest)(nil),           // 11: flowdrop.gateway.v1.ListBundlesRequest
+	(*ListBundlesResponse)(nil),          // 12: flowdrop.gateway.v1.ListBundlesResponse
+	(*DeleteBundleRequest)(nil),          // 13: flowdrop.gateway.v1.DeleteBundleRequest
+	(*DeleteBundleResponse)(nil),         // 14: flowdrop.gateway.v1.DeleteBundleResponse
+	(*ListPendingChangesRequest)(nil),    // 15: flowdrop.gateway.v1.ListPendingChangesRequest
+	(*ListPendingChangesResponse)(nil),   // 16: flowdrop.gateway.v1.ListPendingChangesResponse
+	(*PendingChange)(nil),                // 17: flowdrop.gateway.v1.PendingChange
+	(*GetPendingChangeRequest)(nil),      // 18: flowdrop.gateway.v1.GetPendingChangeRequest
+	(*GetPendingChangeResponse)(nil),     // 19: flowdrop.gateway.v1.GetPendingChangeResponse
+	(*ApprovePendingChangeRequest)(nil),  // 20: flowdrop.gateway.v1.ApprovePendingChangeRequest
+	(*ApprovePendingChangeResponse)(nil), // 21: flowdrop.gateway.v1.ApprovePendingChangeResponse
+	(*RejectPendingChangeRequest)(nil),   // 22: flowdrop.gateway.v1.RejectPendingChangeRequest
+	(*RejectPendingChangeResponse)(nil),  // 23: flowdrop.gateway.v1.RejectPendingChangeResponse
+	(*ExportToolsRequest)(nil),           // 24: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),          // 25: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),                  // 26: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),          // 27: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),            // 28: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),                  // 29: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),         // 30: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),               // 31: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),              // 32: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),             // 33: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),            // 34: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),            // 35: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),           // 36: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),            // 37: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),           // 38: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                                  // 39: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*Tool)(nil),                         // 40: flowdrop.gateway.v1.Tool
+	(*timestamppb.Timestamp)(nil),        // 41: google.protobuf.Timestamp
+	(*GetRepairStatsRequest)(nil),        // 42: flowdrop.gateway.v1.GetRepairStatsRequest
+	(*SearchToolsRequest)(nil),           // 43: flowdrop.gateway.v1.SearchToolsRequest
+	(*GetRepairStatsResponse)(nil),       // 44: flowdrop.gateway.v1.GetRepairStatsResponse
+	(*SearchToolsResponse)(nil),          // 45: flowdrop.gateway.v1.SearchToolsResponse
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	1,  // 0: flowdrop.gateway.v1.PutBundleRequest.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	1,  // 1: flowdrop.gateway.v1.PutBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	1,  // 2: flowdrop.gateway.v1.GetBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	1,  // 3: flowdrop.gateway.v1.ListBundlesResponse.bundles:type_name -> flowdrop.gateway.v1.Bundle
-	12, // 4: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
-	35, // 5: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
-	35, // 6: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
-	23, // 7: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	36, // 8: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
-	12, // 9: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
-	35, // 10: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	23, // 11: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	24, // 12: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	35, // 13: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	21, // 14: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
-	24, // 15: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
-	35, // 16: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	35, // 17: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	23, // 18: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	24, // 19: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	35, // 20: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	34, // 21: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	35, // 22: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 23: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	35, // 24: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	22, // 25: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	26, // 26: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	28, // 27: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	30, // 28: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	32, // 29: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	19, // 30: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
-	10, // 31: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
-	13, // 32: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
-	15, // 33: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
-	17, // 34: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
-	37, // 35: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
-	38, // 36: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
-	2,  // 37: flowdrop.gateway.v1.ToolRegistryService.PutBundle:input_type -> flowdrop.gateway.v1.PutBundleRequest
-	4,  // 38: flowdrop.gateway.v1.ToolRegistryService.GetBundle:input_type -> flowdrop.gateway.v1.GetBundleRequest
-	6,  // 39: flowdrop.gateway.v1.ToolRegistryService.ListBundles:input_type -> flowdrop.gateway.v1.ListBundlesRequest
-	8,  // 40: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:input_type -> flowdrop.gateway.v1.DeleteBundleRequest
-	25, // 41: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	27, // 42: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	29, // 43: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	31, // 44: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	33, // 45: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	20, // 46: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	11, // 47: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
-	14, // 48: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
-	16, // 49: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
-	18, // 50: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
-	39, // 51: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
-	40, // 52: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
-	3,  // 53: flowdrop.gateway.v1.ToolRegistryService.PutBundle:output_type -> flowdrop.gateway.v1.PutBundleResponse
-	5,  // 54: flowdrop.gateway.v1.ToolRegistryService.GetBundle:output_type -> flowdrop.gateway.v1.GetBundleResponse
-	7,  // 55: flowdrop.gateway.v1.ToolRegistryService.ListBundles:output_type -> flowdrop.gateway.v1.ListBundlesResponse
-	9,  // 56: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:output_type -> flowdrop.gateway.v1.DeleteBundleResponse
-	41, // [41:57] is the sub-list for method output_type
-	25, // [25:41] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	2,  // 0: flowdrop.gateway.v1.ListUserTokensResponse.tokens:type_name -> flowdrop.gateway.v1.UserToken
+	6,  // 1: flowdrop.gateway.v1.PutBundleRequest.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	6,  // 2: flowdrop.gateway.v1.PutBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	6,  // 3: flowdrop.gateway.v1.GetBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	6,  // 4: flowdrop.gateway.v1.ListBundlesResponse.bundles:type_name -> flowdrop.gateway.v1.Bundle
+	17, // 5: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
+	40, // 6: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
+	40, // 7: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
+	28, // 8: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	41, // 9: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
+	17, // 10: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
+	40, // 11: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	28, // 12: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	29, // 13: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	40, // 14: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	26, // 15: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	29, // 16: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	40, // 17: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	40, // 18: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	28, // 19: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	29, // 20: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	40, // 21: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	39, // 22: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	40, // 23: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 24: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	40, // 25: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	27, // 26: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	31, // 27: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	33, // 28: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	35, // 29: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	37, // 30: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	24, // 31: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	15, // 32: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
+	18, // 33: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
+	20, // 34: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
+	22, // 35: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
+	42, // 36: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
+	43, // 37: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
+	7,  // 38: flowdrop.gateway.v1.ToolRegistryService.PutBundle:input_type -> flowdrop.gateway.v1.PutBundleRequest
+	9,  // 39: flowdrop.gateway.v1.ToolRegistryService.GetBundle:input_type -> flowdrop.gateway.v1.GetBundleRequest
+	11, // 40: flowdrop.gateway.v1.ToolRegistryService.ListBundles:input_type -> flowdrop.gateway.v1.ListBundlesRequest
+	13, // 41: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:input_type -> flowdrop.gateway.v1.DeleteBundleRequest
+	1,  // 42: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:input_type -> flowdrop.gateway.v1.ListUserTokensRequest
+	4,  // 43: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:input_type -> flowdrop.gateway.v1.RevokeUserTokensRequest
+	30, // 44: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	32, // 45: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	34, // 46: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	36, // 47: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	38, // 48: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	25, // 49: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	16, // 50: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	19, // 51: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	21, // 52: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	23, // 53: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	44, // 54: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
+	45, // 55: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
+	8,  // 56: flowdrop.gateway.v1.ToolRegistryService.PutBundle:output_type -> flowdrop.gateway.v1.PutBundleResponse
+	10, // 57: flowdrop.gateway.v1.ToolRegistryService.GetBundle:output_type -> flowdrop.gateway.v1.GetBundleResponse
+	12, // 58: flowdrop.gateway.v1.ToolRegistryService.ListBundles:output_type -> flowdrop.gateway.v1.ListBundlesResponse
+	14, // 59: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:output_type -> flowdrop.gateway.v1.DeleteBundleResponse
+	3,  // 60: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:output_type -> flowdrop.gateway.v1.ListUserTokensResponse
+	5,  // 61: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:output_type -> flowdrop.gateway.v1.RevokeUserTokensResponse
+	44, // [44:62] is the sub-list for method output_type
+	26, // [26:44] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -2247,19 +2532,19 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 	file_flowdrop_gateway_v1_repair_stats_proto_init()
 	file_flowdrop_gateway_v1_search_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[1].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[7].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[14].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[16].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[6].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[12].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[19].OneofWrappers = []any{}
 	file_flowdrop_gateway_v1_registry_proto_msgTypes[21].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[29].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[26].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

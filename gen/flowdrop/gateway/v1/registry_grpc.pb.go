@@ -35,6 +35,8 @@ const (
 	ToolRegistryService_GetBundle_FullMethodName            = "/flowdrop.gateway.v1.ToolRegistryService/GetBundle"
 	ToolRegistryService_ListBundles_FullMethodName          = "/flowdrop.gateway.v1.ToolRegistryService/ListBundles"
 	ToolRegistryService_DeleteBundle_FullMethodName         = "/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle"
+	ToolRegistryService_ListUserTokens_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/ListUserTokens"
+	ToolRegistryService_RevokeUserTokens_FullMethodName     = "/flowdrop.gateway.v1.ToolRegistryService/RevokeUserTokens"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -82,6 +84,13 @@ type ToolRegistryServiceClient interface {
 	ListBundles(ctx context.Context, in *ListBundlesRequest, opts ...grpc.CallOption) (*ListBundlesResponse, error)
 	// Deletes a bundle (its endpoint then answers 404); its tools stay.
 	DeleteBundle(ctx context.Context, in *DeleteBundleRequest, opts ...grpc.CallOption) (*DeleteBundleResponse, error)
+	// Lists who holds a stored per-user token at which OAuth client
+	// (upstream_identity mode user-consent): subjects and clients, never a
+	// token. FailedPrecondition when user_consent is not configured.
+	ListUserTokens(ctx context.Context, in *ListUserTokensRequest, opts ...grpc.CallOption) (*ListUserTokensResponse, error)
+	// Revokes stored per-user tokens: a subject's at one OAuth client, or
+	// at every one; the subject's next call is asked to authorize again.
+	RevokeUserTokens(ctx context.Context, in *RevokeUserTokensRequest, opts ...grpc.CallOption) (*RevokeUserTokensResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -261,6 +270,26 @@ func (c *toolRegistryServiceClient) DeleteBundle(ctx context.Context, in *Delete
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) ListUserTokens(ctx context.Context, in *ListUserTokensRequest, opts ...grpc.CallOption) (*ListUserTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUserTokensResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_ListUserTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolRegistryServiceClient) RevokeUserTokens(ctx context.Context, in *RevokeUserTokensRequest, opts ...grpc.CallOption) (*RevokeUserTokensResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeUserTokensResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_RevokeUserTokens_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -306,6 +335,13 @@ type ToolRegistryServiceServer interface {
 	ListBundles(context.Context, *ListBundlesRequest) (*ListBundlesResponse, error)
 	// Deletes a bundle (its endpoint then answers 404); its tools stay.
 	DeleteBundle(context.Context, *DeleteBundleRequest) (*DeleteBundleResponse, error)
+	// Lists who holds a stored per-user token at which OAuth client
+	// (upstream_identity mode user-consent): subjects and clients, never a
+	// token. FailedPrecondition when user_consent is not configured.
+	ListUserTokens(context.Context, *ListUserTokensRequest) (*ListUserTokensResponse, error)
+	// Revokes stored per-user tokens: a subject's at one OAuth client, or
+	// at every one; the subject's next call is asked to authorize again.
+	RevokeUserTokens(context.Context, *RevokeUserTokensRequest) (*RevokeUserTokensResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -363,6 +399,12 @@ func (UnimplementedToolRegistryServiceServer) ListBundles(context.Context, *List
 }
 func (UnimplementedToolRegistryServiceServer) DeleteBundle(context.Context, *DeleteBundleRequest) (*DeleteBundleResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteBundle not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) ListUserTokens(context.Context, *ListUserTokensRequest) (*ListUserTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUserTokens not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) RevokeUserTokens(context.Context, *RevokeUserTokensRequest) (*RevokeUserTokensResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeUserTokens not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -666,6 +708,42 @@ func _ToolRegistryService_DeleteBundle_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_ListUserTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUserTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).ListUserTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_ListUserTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).ListUserTokens(ctx, req.(*ListUserTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolRegistryService_RevokeUserTokens_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeUserTokensRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).RevokeUserTokens(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_RevokeUserTokens_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).RevokeUserTokens(ctx, req.(*RevokeUserTokensRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -732,6 +810,14 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteBundle",
 			Handler:    _ToolRegistryService_DeleteBundle_Handler,
+		},
+		{
+			MethodName: "ListUserTokens",
+			Handler:    _ToolRegistryService_ListUserTokens_Handler,
+		},
+		{
+			MethodName: "RevokeUserTokens",
+			Handler:    _ToolRegistryService_RevokeUserTokens_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -219,6 +219,22 @@ class ListToolsResponse(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[_tool_pb2.Tool]
     def __init__(self, tools: _Optional[_Iterable[_Union[_tool_pb2.Tool, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListUserTokensRequest(_message.Message):
+    __slots__ = ["client", "subject"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    subject: str
+    def __init__(self, subject: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
+
+class ListUserTokensResponse(_message.Message):
+    __slots__ = ["tokens", "truncated"]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    tokens: _containers.RepeatedCompositeFieldContainer[UserToken]
+    truncated: bool
+    def __init__(self, tokens: _Optional[_Iterable[_Union[UserToken, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
+
 class PendingChange(_message.Message):
     __slots__ = ["compatibility_notes", "detected_at", "held_because", "kinds", "proposed", "tool"]
     COMPATIBILITY_NOTES_FIELD_NUMBER: _ClassVar[int]
@@ -288,6 +304,28 @@ class RejectPendingChangeResponse(_message.Message):
     TOOL_FIELD_NUMBER: _ClassVar[int]
     tool: _tool_pb2.Tool
     def __init__(self, tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ...) -> None: ...
+
+class RevokeUserTokensRequest(_message.Message):
+    __slots__ = ["client", "subject"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    subject: str
+    def __init__(self, subject: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
+
+class RevokeUserTokensResponse(_message.Message):
+    __slots__ = ["revoked"]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    revoked: int
+    def __init__(self, revoked: _Optional[int] = ...) -> None: ...
+
+class UserToken(_message.Message):
+    __slots__ = ["client", "subject"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    subject: str
+    def __init__(self, subject: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
 
 class WatchToolsRequest(_message.Message):
     __slots__ = ["start_revision"]

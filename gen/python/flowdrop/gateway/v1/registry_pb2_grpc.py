@@ -97,6 +97,16 @@ class ToolRegistryServiceStub(object):
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.FromString,
                 )
+        self.ListUserTokens = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/ListUserTokens',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensResponse.FromString,
+                )
+        self.RevokeUserTokens = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/RevokeUserTokens',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.FromString,
+                )
 
 
 class ToolRegistryServiceServicer(object):
@@ -222,6 +232,23 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListUserTokens(self, request, context):
+        """Lists who holds a stored per-user token at which OAuth client
+        (upstream_identity mode user-consent): subjects and clients, never a
+        token. FailedPrecondition when user_consent is not configured.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeUserTokens(self, request, context):
+        """Revokes stored per-user tokens: a subject's at one OAuth client, or
+        at every one; the subject's next call is asked to authorize again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -304,6 +331,16 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.DeleteBundle,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.SerializeToString,
+            ),
+            'ListUserTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUserTokens,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensResponse.SerializeToString,
+            ),
+            'RevokeUserTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeUserTokens,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -585,5 +622,39 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle',
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.DeleteBundleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListUserTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/ListUserTokens',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.ListUserTokensResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RevokeUserTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/RevokeUserTokens',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

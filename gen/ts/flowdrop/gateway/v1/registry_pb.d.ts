@@ -15,6 +15,120 @@ import type { SearchToolsRequestSchema, SearchToolsResponseSchema } from "./sear
 export declare const file_flowdrop_gateway_v1_registry: GenFile;
 
 /**
+ * @generated from message flowdrop.gateway.v1.ListUserTokensRequest
+ */
+export declare type ListUserTokensRequest = Message<"flowdrop.gateway.v1.ListUserTokensRequest"> & {
+  /**
+   * Only this subject's ("": every subject's).
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * Only at this OAuth client ("": at every client).
+   *
+   * @generated from field: string client = 2;
+   */
+  client: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListUserTokensRequest.
+ * Use `create(ListUserTokensRequestSchema)` to create a new message.
+ */
+export declare const ListUserTokensRequestSchema: GenMessage<ListUserTokensRequest>;
+
+/**
+ * UserToken names a stored per-user token: whose, at which OAuth client.
+ *
+ * @generated from message flowdrop.gateway.v1.UserToken
+ */
+export declare type UserToken = Message<"flowdrop.gateway.v1.UserToken"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string client = 2;
+   */
+  client: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.UserToken.
+ * Use `create(UserTokenSchema)` to create a new message.
+ */
+export declare const UserTokenSchema: GenMessage<UserToken>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.ListUserTokensResponse
+ */
+export declare type ListUserTokensResponse = Message<"flowdrop.gateway.v1.ListUserTokensResponse"> & {
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.UserToken tokens = 1;
+   */
+  tokens: UserToken[];
+
+  /**
+   * The store holds more than one listing returns (100000).
+   *
+   * @generated from field: bool truncated = 2;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ListUserTokensResponse.
+ * Use `create(ListUserTokensResponseSchema)` to create a new message.
+ */
+export declare const ListUserTokensResponseSchema: GenMessage<ListUserTokensResponse>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.RevokeUserTokensRequest
+ */
+export declare type RevokeUserTokensRequest = Message<"flowdrop.gateway.v1.RevokeUserTokensRequest"> & {
+  /**
+   * Whose tokens (required).
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * At which OAuth client ("": at every one).
+   *
+   * @generated from field: string client = 2;
+   */
+  client: string;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.RevokeUserTokensRequest.
+ * Use `create(RevokeUserTokensRequestSchema)` to create a new message.
+ */
+export declare const RevokeUserTokensRequestSchema: GenMessage<RevokeUserTokensRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.RevokeUserTokensResponse
+ */
+export declare type RevokeUserTokensResponse = Message<"flowdrop.gateway.v1.RevokeUserTokensResponse"> & {
+  /**
+   * How many stored tokens were removed.
+   *
+   * @generated from field: int32 revoked = 1;
+   */
+  revoked: number;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.RevokeUserTokensResponse.
+ * Use `create(RevokeUserTokensResponseSchema)` to create a new message.
+ */
+export declare const RevokeUserTokensResponseSchema: GenMessage<RevokeUserTokensResponse>;
+
+/**
  * Bundle is a named selection of the registry's tools. A tool is in it when
  * any one selection picks it: it is named in tools, its name matches one of
  * globs, or its labels meet one of label_selectors. Membership follows the
@@ -1086,6 +1200,29 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof DeleteBundleRequestSchema;
     output: typeof DeleteBundleResponseSchema;
+  },
+  /**
+   * Lists who holds a stored per-user token at which OAuth client
+   * (upstream_identity mode user-consent): subjects and clients, never a
+   * token. FailedPrecondition when user_consent is not configured.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.ListUserTokens
+   */
+  listUserTokens: {
+    methodKind: "unary";
+    input: typeof ListUserTokensRequestSchema;
+    output: typeof ListUserTokensResponseSchema;
+  },
+  /**
+   * Revokes stored per-user tokens: a subject's at one OAuth client, or
+   * at every one; the subject's next call is asked to authorize again.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens
+   */
+  revokeUserTokens: {
+    methodKind: "unary";
+    input: typeof RevokeUserTokensRequestSchema;
+    output: typeof RevokeUserTokensResponseSchema;
   },
 }>;
 
