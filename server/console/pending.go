@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flowdrop/gateway/internal/mcppin"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -45,9 +44,9 @@ func (c *Console) pending(w http.ResponseWriter, r *http.Request, ses session) {
 		p := *t.Pending
 		kinds, notes := registry.ChangeKinds(t, p)
 		pc := pendingChange{Name: t.Name, Revision: t.Revision, Kinds: kinds, Notes: notes, DetectedAt: p.DetectedAt,
-			HeldBecause: mcppin.HeldByPolicy, Removed: p.Removed, OldDescription: t.Description, OldSchema: prettyStruct(t.InputSchema)}
+			HeldBecause: "held by the policy (mcp_upstreams.auto_approve does not name every kind)", Removed: p.Removed, OldDescription: t.Description, OldSchema: prettyStruct(t.InputSchema)}
 		if t.Edited() {
-			pc.HeldBecause = mcppin.HeldEdited
+			pc.HeldBecause = "held: an admin edited the tool, so no change replaces it unreviewed"
 		}
 		if !p.Removed {
 			pc.NewDescription, pc.NewSchema = p.Definition.Description, prettyStruct(p.Definition.InputSchema)
