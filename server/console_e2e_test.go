@@ -523,3 +523,38 @@ func TestConsoleAuditTail(t *testing.T) {
 		}
 	}
 }
+
+// TestConsolePolicyInForce: a policy reload ends the sessions made under
+// the policy before (their roles may have changed); logged in again, the
+// overview names the new policy's hash, the reload, and what its
+// shadow-mode entry would have refused.
+func TestConsolePolicyInForce(t *testing.T) {
+	t.Parallel()
+	env, audit := consoleEnv(t)
+	u := newConsoleUser(t, env)
+	u.login(keyViewer)
+	before := env.Gateway.PolicySHA256()
+
+	next, _ := consolePolicy(t)
+	next.Audit.Path = audit // set at start: a reload cannot change it
+	next.Authz.Callers = map[string]policy.ToolAccess{"limited": {Allow: []string{"create_note"}, Mode: policy.ModeShadow}}
+	if err := env.Gateway.ReloadPolicy(next); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	after := env.Gateway.PolicySHA256()
+	if resp, _ := u.do(http.MethodGet, "/console/", nil, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login" {
+		t.Fatalf("after a reload the old session got %d %q, want 303 to the login page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	env.Client.InvokeTool(withKey(keyLimited), &gatewayv1.InvokeToolRequest{Tool: "apply_ops", Arguments: gatewaytest.Args(t, map[string]any{"ops": []any{}})})
+	u.login(keyViewer)
+	_, page := u.get("/console/")
+	for _, want := range []string{
+		"<code>" + after + "</code>",
+		`<span class="ok">swapped in</span></td><td><code>` + after[:12] + `</code> <small>(was <code>` + before[:12] + `</code>)`,
+		"<tr><td>apply_ops</td><td>tool-not-allowed</td><td class=\"num\">1</td></tr>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the overview lacks %q:\n%.6000s", want, page)
+		}
+	}
+}
