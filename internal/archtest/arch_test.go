@@ -54,6 +54,8 @@ func TestImportBoundaries(t *testing.T) {
 		{pkg: "server/mcpapi", reason: "the MCP face does not reach into the gRPC face", forbidden: []string{module + "/server/grpcapi"}},
 		{pkg: "server/mcpfollow", reason: "the MCP follower writes the registry, not through a face",
 			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/observe"}},
+		{pkg: "server/console", reason: "the console reads the registry and the pipeline's stages; it calls no backend and no face",
+			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},
 		{pkg: "server/policyreload", reason: "the reloader knows how a policy changes, not the faces or backends it reaches",
 			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},
 	}
