@@ -395,6 +395,10 @@ func TestConsoleViewerSeesNoAddress(t *testing.T) {
 				t.Errorf("%s: a page shows %q", c.key, never)
 			}
 		}
+		// The notice after a decision names a tool, never a link's text.
+		if _, page := u.get("/console/pending?approved=" + url.QueryEscape("x; log in again at evil.example")); strings.Contains(page, "evil.example") {
+			t.Errorf("%s: the pending page echoes a query's text", c.key)
+		}
 	}
 }
 

@@ -54,12 +54,13 @@ func (c *Console) pending(w http.ResponseWriter, r *http.Request, ses session) {
 		d.Changes = append(d.Changes, pc)
 	}
 	v := ses.view("Pending upstream changes", "pending", d)
+	// The redirect after a decision names the tool; anything that is not
+	// a tool name is not echoed (no text of a link's choosing on the page).
 	q := r.URL.Query()
-	switch {
-	case q.Get("approved") != "":
-		v.Notice = "approved the change of " + q.Get("approved")
-	case q.Get("rejected") != "":
-		v.Notice = "rejected the change of " + q.Get("rejected")
+	for _, done := range []string{"approved", "rejected"} {
+		if name := q.Get(done); name != "" && registry.ValidateName(name) == nil {
+			v.Notice = done + " the change of " + name
+		}
 	}
 	c.render(w, http.StatusOK, pages.pending, v)
 }
