@@ -98,7 +98,8 @@ func consoleBrowser(t *testing.T) (chromium, node string) {
 // hashes and latencies are masked (-update-console-golden rewrites them).
 // With FLOWDROP_CONSOLE_SCREENSHOTS=DIR it also writes PNG screenshots.
 func TestConsoleInABrowser(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a browser started beside the package's other tests
+	// (TestStatusPageInABrowser's among them) slows them on a small machine.
 	chromium, node := consoleBrowser(t)
 	env, _ := consoleEnv(t)
 	// A denial and a call, so the audit log has lines to filter out.
