@@ -27,7 +27,8 @@ func checkRoles(cfg *PolicyConfig, policyPath string) error {
 	if methods == nil {
 		methods = policy.DefaultMethodRoles()
 	}
-	known := map[string]bool{}
+	// viewer opens no gRPC method but the admin console (server/console).
+	known := map[string]bool{policy.RoleViewer: true}
 	for _, roles := range methods {
 		for _, r := range roles {
 			known[r] = true

@@ -333,6 +333,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		log.Info("MCP endpoint serving (streamable HTTP, stateless)", "url", g.MCPURL())
 		g.serve("MCP", func() error { return g.mcp.Serve(g.mcpLis) })
 	}
+	if g.admin != nil {
+		g.serveConsole(&cfg)
+	}
 	// Ready: the registry is loaded and gRPC serves; Close clears it.
 	g.notReady.Store(nil)
 	log.Info("gateway serving", "addr", g.grpcLis.Addr().String(), "tools", g.reg.Snapshot().Len())

@@ -44,6 +44,7 @@ admin:
 	deadRule := pol("rule.yaml", "[invoker]", `["*"]`, "rules:\n  - {name: guard, tools: [create_notes, create_*], expr: 'true'}\n")
 	closed := pol("closed.yaml", "[invoker]", `["delete_*"]`, "")
 	noInvoker := pol("admins.yaml", "[admin]", `["*"]`, "")
+	viewer := pol("viewer.yaml", "[invoker, viewer]", `["*"]`, "")
 	cases := []struct {
 		name, reason string
 		args         []string
@@ -55,6 +56,8 @@ admin:
 			args: []string{"--policy", good, "--tools", tools}, code: 0, stdout: "ok:"},
 		{name: "unknown-role", reason: "a misspelt role grants nothing: refused, naming the key and the known roles",
 			args: []string{"--policy", typoRole}, code: 1, stderr: []string{`auth.api_keys "agent" roles: role "invokr" opens no method`, "admin, invoker"}},
+		{name: "viewer-role", reason: "viewer opens no gRPC method but the admin console: a known role, not a typo",
+			args: []string{"--policy", viewer, "--tools", tools}, code: 0, stdout: "ok:"},
 		{name: "dead-rule-pattern", reason: "a rule pattern matching no tool of the tools file is refused; the one matching is not named",
 			args: []string{"--policy", deadRule, "--tools", tools}, code: 1, stderr: []string{`rule "guard": tool pattern "create_notes" matches no tool`}},
 		{name: "nothing-callable", reason: "no caller may call any tool of the tools file: a warning, still exit 0",

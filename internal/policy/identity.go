@@ -24,6 +24,11 @@ const (
 	RoleAdmin = "admin"
 	// RoleInvoker may call ToolGatewayService (invoke tools) and read the registry.
 	RoleInvoker = "invoker"
+	// RoleViewer may read the admin console (server/console): the catalog,
+	// pending changes, the audit tail, the policy and health, and try
+	// arguments offline; it changes nothing and calls no tool, and sees no
+	// backend address. It grants no gRPC method.
+	RoleViewer = "viewer"
 )
 
 // Caller is an authenticated identity.

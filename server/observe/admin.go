@@ -22,6 +22,7 @@ import (
 // liveness probe does not kill a replica that is waiting to recover.
 type Admin struct {
 	handler http.Handler
+	mux     *http.ServeMux
 	status  atomic.Pointer[func() Status] // the status page's source (status.go)
 	jwks    atomic.Pointer[func() []byte] // the gateway-signed mode's public keys (SetJWKS)
 
@@ -50,11 +51,15 @@ func NewAdmin(m *Metrics, ready func() error, about func() string) *Admin {
 		}
 		w.Write([]byte(body))
 	})
-	a := &Admin{handler: mux}
+	a := &Admin{handler: mux, mux: mux}
 	mux.HandleFunc("GET /{$}", a.serveStatus)
 	mux.HandleFunc("GET "+JWKSPath, a.serveJWKS)
 	return a
 }
+
+// Handle serves h for pattern beside the admin endpoints (the console,
+// server/console, which authenticates its own requests).
+func (a *Admin) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // JWKSPath is where the admin listener publishes the public keys of the
 // tokens the gateway signs for backends (upstream_identity.signing).

@@ -52,6 +52,7 @@ type Reloader[P any] struct {
 	hash    string
 	retired []*time.Timer // each runs its Retire; stopped at CloseRetired
 	retire  []func()      // by index of retired
+	history []Event       // history.go
 }
 
 // New is a reloader with cfg.Policy in force (named on cfg.Metrics).
@@ -87,6 +88,7 @@ func (r *Reloader[P]) Reload(next P, apply func(cur, next *P) (Applied, error)) 
 	}
 	prev := r.hash
 	r.cfg, r.hash = next, r.hashOf(&next)
+	r.recordLocked(Event{Time: time.Now(), OK: true, Hash: r.hash, Previous: prev})
 	if r.metrics != nil {
 		r.metrics.SetPolicy(r.hash)
 		r.metrics.CountReload(observe.ReloadOK)
@@ -104,6 +106,7 @@ func (r *Reloader[P]) Refuse(err error) error {
 }
 
 func (r *Reloader[P]) refuseLocked(err error) error {
+	r.recordLocked(Event{Time: time.Now(), Hash: r.hash})
 	if r.metrics != nil {
 		r.metrics.CountReload(observe.ReloadError)
 	}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/console"
+	"github.com/flowdrop/gateway/server/observe"
+	"github.com/flowdrop/gateway/server/pipeline"
+)
+
+// serveConsole mounts the operator's console (server/console) on the
+// admin listener, over the policy in force, the registry, the pipeline's
+// stages and the audit log.
+func (g *Gateway) serveConsole(cfg *Config) {
+	c := console.New(console.Config{
+		Registry: g.reg,
+		// The snapshot in force: a reload's authenticator from the next
+		// login on (and the sessions made before it end: PolicyHash).
+		Authenticate: func(ctx context.Context, cr policy.Credentials) (policy.Caller, error) {
+			return g.pipe.Policy().Auth.Authenticate(ctx, cr)
+		},
+		PolicyHash:    g.PolicySHA256,
+		ReloadHistory: g.reload.History,
+		Status:        g.status,
+		ShadowDenials: func() []observe.Series { return g.metrics.Series("flowdrop_policy_shadow_denials_total") },
+		Ejections:     g.tools.Ejections,
+		Preview:       g.pipe.Preview,
+		Approve: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
+			return g.consoleWrite(ctx, caller, "ApprovePendingChange", name, func() (int64, error) {
+				res, _, err := g.reg.ApprovePending(ctx, name, &rev, registry.RegisterOptions{StrictLint: cfg.StrictLint, LintProfiles: g.lintProfiles})
+				return res.Tool.Revision, err
+			})
+		},
+		Reject: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
+			return g.consoleWrite(ctx, caller, "RejectPendingChange", name, func() (int64, error) {
+				t, err := g.reg.RejectPending(ctx, name, &rev)
+				return t.Revision, err
+			})
+		},
+		AuditPath: cfg.Policy.Audit.Path,
+		Log:       g.log,
+	})
+	g.admin.Handle("/console/", c.Handler())
+	g.admin.Handle("/console", c.Handler())
+}
+
+// consoleWrite makes a registry write for a console user and records its
+// audit line as the gRPC registry's writes are (grpcapi's
+// registryWriteAudit): refused up front while fail-closed audit cannot
+// write; the line names the user, the write, its decision and revision.
+func (g *Gateway) consoleWrite(ctx context.Context, caller policy.Caller, op, tool string, write func() (int64, error)) error {
+	if e := g.auditor.BeginRegistryWrite(tool); e != nil {
+		return e
+	}
+	w := pipeline.RegistryWrite{Start: time.Now(), Caller: caller, HasCaller: true, Operation: op, Tool: tool, Decision: policy.DecisionAllow}
+	rev, err := write()
+	if err != nil {
+		w.Decision, w.Reason = policy.DecisionError, registryWriteReason(err)
+	} else {
+		w.Revision = rev
+	}
+	if e := g.auditor.RecordRegistryWrite(ctx, w); e != nil {
+		return e
+	}
+	return err
+}
+
+// registryWriteReason is a refused console write's audit reason, as the
+// gRPC registry's line gives the same refusal (its ErrorInfo reason, else
+// its code's name in lower case).
+func registryWriteReason(err error) string {
+	var (
+		rm *registry.RevisionMismatchError
+		np *registry.NoPendingChangeError
+		ie *registry.IncompatibleError
+		te *registry.ToolError
+		le *registry.LintRefusedError
+	)
+	switch {
+	case errors.As(err, &rm):
+		return "revision-mismatch"
+	case errors.As(err, &np), errors.As(err, &ie):
+		return "failed_precondition"
+	case errors.As(err, &te), errors.As(err, &le):
+		return "invalid_argument"
+	case errors.Is(err, registry.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, registry.ErrUnavailable), errors.Is(err, registry.ErrClosed):
+		return "unavailable"
+	}
+	return "internal"
+}

@@ -1,0 +1,245 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/observe"
+	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/policyreload"
+)
+
+// Config is what the console reads and changes, given by the gateway.
+type Config struct {
+	Registry *registry.Registry
+	// Authenticate identifies a login's credential with the authenticator
+	// in force.
+	Authenticate func(context.Context, policy.Credentials) (policy.Caller, error)
+	// PolicyHash is the policy in force's hash: a session ends when it
+	// changes.
+	PolicyHash func() string
+	// ReloadHistory lists the policy reloads (policyreload.Reloader.History).
+	ReloadHistory func() []policyreload.Event
+	// Status is the status page's content (readiness, store, tools with
+	// their counters and last errors).
+	Status func() observe.Status
+	// ShadowDenials are flowdrop_policy_shadow_denials_total's series.
+	ShadowDenials func() []observe.Series
+	// Ejections reports a tool's balanced backend's ejections (ok: it has
+	// a balanced connection open).
+	Ejections func(*registry.Tool) (total uint64, ejected int, ok bool)
+	// Preview runs the normalize and validate stages offline
+	// (pipeline.Pipeline.Preview).
+	Preview func(context.Context, *registry.Entry, string) pipeline.Preview
+	// Approve and Reject apply a tool's pending upstream change at the
+	// revision the admin reviewed, recording the audit line as caller.
+	Approve, Reject func(ctx context.Context, caller policy.Caller, tool string, revision int64) error
+	// AuditPath is the audit log file ("" or "-": not a file, no tail).
+	AuditPath string
+	Log       *slog.Logger
+}
+
+// Console serves the console's pages; Handler mounts them.
+type Console struct {
+	cfg      Config
+	sessions sessions
+	// failedLogins bounds the credential checks failed logins may cost
+	// (JWT verification, key hashing) and slows guessing: past it a login
+	// is answered 429 until the bucket refills.
+	failedLogins *rate.Limiter
+	now          func() time.Time
+}
+
+// New is a console over cfg.
+func New(cfg Config) *Console {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Console{cfg: cfg, failedLogins: rate.NewLimiter(rate.Every(time.Second), 20), now: time.Now}
+}
+
+// maxFormBytes bounds a POST's body (the try-it panel's arguments are
+// bounded again by the policy's argument limits while they parse).
+const maxFormBytes = 1 << 20
+
+// csp allows the console's own stylesheet and nothing else: no script at
+// all, no frame, no form target but the console.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+//go:embed templates/*.html static/console.css
+var files embed.FS
+
+// Handler serves the console under /console/.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /console/static/console.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		b, _ := files.ReadFile("static/console.css")
+		w.Write(b)
+	})
+	mux.HandleFunc("GET /console/login", c.loginPage)
+	mux.HandleFunc("POST /console/login", c.login)
+	mux.HandleFunc("POST /console/logout", c.viewer(c.logout))
+	mux.HandleFunc("GET /console/{$}", c.viewer(c.overview))
+	mux.HandleFunc("GET /console/tools", c.viewer(c.catalog))
+	mux.HandleFunc("GET /console/tools/{name}", c.viewer(c.tool))
+	mux.HandleFunc("POST /console/tools/{name}/try", c.viewer(c.try))
+	mux.HandleFunc("GET /console/pending", c.viewer(c.pending))
+	mux.HandleFunc("POST /console/pending/{name}/approve", c.admin(c.decide(true)))
+	mux.HandleFunc("POST /console/pending/{name}/reject", c.admin(c.decide(false)))
+	mux.HandleFunc("GET /console/audit", c.viewer(c.audit))
+	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+	})
+	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a
+	// cross-site POST is refused before any handler, login included.
+	xo := http.NewCrossOriginProtection()
+	protected := xo.Handler(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// handler is a page handler given the request's session.
+type handler func(http.ResponseWriter, *http.Request, session)
+
+// viewer admits a live session (viewer or admin); a POST must carry its
+// CSRF token. Without a session a GET is sent to the login page.
+func (c *Console) viewer(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ses, ok := c.sessions.lookup(r, c.now(), c.cfg.PolicyHash())
+		if !ok {
+			http.SetCookie(w, cookie(r, nil))
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+				return
+			}
+			c.fail(w, r, nil, http.StatusUnauthorized, "not logged in (or the session ended): log in again")
+			return
+		}
+		if r.Method == http.MethodPost && !ses.csrfOK(r.PostFormValue("csrf")) {
+			c.fail(w, r, &ses, http.StatusForbidden, "the form's CSRF token is missing or not this session's: reload the page and try again")
+			return
+		}
+		h(w, r, ses)
+	}
+}
+
+// admin is viewer for the admin role only.
+func (c *Console) admin(h handler) http.HandlerFunc {
+	return c.viewer(func(w http.ResponseWriter, r *http.Request, ses session) {
+		if !ses.admin {
+			c.fail(w, r, &ses, http.StatusForbidden, "this needs the admin role; the session holds the viewer role (read-only)")
+			return
+		}
+		h(w, r, ses)
+	})
+}
+
+// view is what every page's layout shows besides its own content.
+type view struct {
+	Title   string
+	Nav     string
+	Subject string
+	Admin   bool
+	CSRF    string
+	Error   string
+	Notice  string
+	Data    any
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, t *template.Template, v view) {
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
+		c.cfg.Log.Error("console page failed to render", "page", v.Nav, "error", err.Error())
+		http.Error(w, "the page failed to render (see the gateway's log)", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte(b.String()))
+}
+
+func (ses *session) view(title, nav string, data any) view {
+	return view{Title: title, Nav: nav, Subject: ses.subject, Admin: ses.admin, CSRF: ses.csrf, Data: data}
+}
+
+// fail answers an error page (the layout, or the login page's without a
+// session).
+func (c *Console) fail(w http.ResponseWriter, _ *http.Request, ses *session, status int, msg string) {
+	v := view{Title: http.StatusText(status), Nav: "error", Error: msg}
+	if ses != nil {
+		v = ses.view(http.StatusText(status), "error", nil)
+		v.Error = msg
+	}
+	c.render(w, status, pages.errorPage, v)
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.sessions.lookup(r, c.now(), c.cfg.PolicyHash()); ok {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		return
+	}
+	c.render(w, http.StatusOK, pages.login, view{Title: "Log in", Nav: "login"})
+}
+
+// login authenticates the pasted credential as a bearer token (an API key
+// or a JWT, as the MCP face takes them) with the policy in force and
+// admits the admin and viewer roles.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	cred := strings.TrimSpace(r.PostFormValue("credential"))
+	refuse := func(status int, msg string) {
+		c.render(w, status, pages.login, view{Title: "Log in", Nav: "login", Error: msg})
+	}
+	if c.failedLogins.Tokens() < 1 {
+		refuse(http.StatusTooManyRequests, "too many failed logins: wait a few seconds")
+		return
+	}
+	caller, err := c.cfg.Authenticate(r.Context(), policy.Credentials{Bearer: cred})
+	if err != nil {
+		c.failedLogins.Allow()
+		msg := "the credential was not accepted"
+		var pe *policy.Error
+		if errors.As(err, &pe) {
+			msg += ": " + pe.Message // the policy's reason; it never echoes the credential
+		}
+		refuse(http.StatusUnauthorized, msg)
+		return
+	}
+	admin := caller.HasRole(policy.RoleAdmin)
+	if !admin && !caller.HasRole(policy.RoleViewer) {
+		c.failedLogins.Allow()
+		refuse(http.StatusForbidden, "this credential holds neither the admin nor the viewer role")
+		return
+	}
+	ses := c.sessions.create(caller, admin, c.cfg.PolicyHash(), c.now())
+	http.SetCookie(w, cookie(r, ses))
+	c.cfg.Log.Info("console login", "subject", caller.Subject, "method", caller.Method, "admin", admin)
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, ses session) {
+	c.sessions.end(ses.id)
+	http.SetCookie(w, cookie(r, nil))
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}

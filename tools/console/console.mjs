@@ -1,0 +1,85 @@
+// Drives the gateway's admin console (server/console) in Debian's
+// Chromium with playwright-core, as an operator would: logs in as a viewer
+// and as an admin, browses and filters the catalog, tries arguments,
+// approves a held upstream change and filters the audit log. It prints one
+// JSON report: each step's ARIA snapshot (the structure the Go test
+// compares with its golden files) and what it read, or the error.
+//
+// Environment: FLOWDROP_CONSOLE_URL (the admin listener's base URL),
+// FLOWDROP_CONSOLE_ADMIN_KEY and FLOWDROP_CONSOLE_VIEWER_KEY (API keys:
+// passed in the environment, not argv), CHROMIUM (default
+// /usr/bin/chromium: no browser is downloaded), and optionally
+// FLOWDROP_CONSOLE_SCREENSHOTS, a directory for PNG screenshots.
+import { chromium } from 'playwright-core';
+
+const base = process.env.FLOWDROP_CONSOLE_URL;
+const adminKey = process.env.FLOWDROP_CONSOLE_ADMIN_KEY;
+const viewerKey = process.env.FLOWDROP_CONSOLE_VIEWER_KEY;
+const shots = process.env.FLOWDROP_CONSOLE_SCREENSHOTS;
+const report = { snapshots: {}, read: {}, error: null };
+
+async function snap(page, name, selector = 'main') {
+  report.snapshots[name] = await page.locator(selector).ariaSnapshot();
+  if (shots) await page.screenshot({ path: `${shots}/console-${name}.png`, fullPage: true });
+}
+
+async function login(page, key) {
+  await page.goto(base + '/console/');
+  if (!page.url().endsWith('/console/login')) throw new Error(`not sent to the login page: ${page.url()}`);
+  await page.getByLabel(/API key or bearer token/).fill(key);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL(base + '/console/');
+}
+
+let browser;
+try {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+  });
+  // The viewer: read-only pages, no approve button.
+  const viewer = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  await viewer.goto(base + '/console/');
+  await snap(viewer, 'login');
+  await login(viewer, viewerKey);
+  await viewer.getByRole('link', { name: 'Pending changes' }).click();
+  await snap(viewer, 'viewer-pending');
+  report.read.viewerApproveButtons = await viewer.getByRole('button', { name: /^Approve/ }).count();
+  await viewer.getByRole('button', { name: 'Log out' }).click();
+  await viewer.waitForURL(base + '/console/login');
+  report.read.afterLogout = new URL(viewer.url()).pathname;
+
+  // The admin.
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  await login(page, adminKey);
+  await snap(page, 'overview');
+  await page.getByRole('link', { name: 'Catalog' }).click();
+  await page.getByLabel('Filter by name or description').fill('note');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.waitForURL(/\/console\/tools\?q=note$/);
+  await snap(page, 'catalog-filtered', '#catalog');
+  await page.getByRole('link', { name: 'create_note', exact: true }).click();
+  await page.getByLabel(/^Arguments/).fill('{"title":"Tom &amp;amp; Jerry","tags":"[\\"cartoon\\",\\"classic\\"]"}');
+  await page.getByRole('button', { name: 'Normalize and validate' }).click();
+  await snap(page, 'try-result', '#result');
+  report.read.verdict = await page.locator('#verdict').innerText();
+  await page.getByRole('link', { name: 'Pending changes' }).click();
+  await snap(page, 'pending');
+  await page.getByRole('button', { name: 'Approve weather.forecast' }).click();
+  await page.waitForURL(/\/console\/pending\?approved=/);
+  await snap(page, 'approved');
+  report.read.notice = await page.getByRole('status').innerText();
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByLabel('tool').fill('weather.forecast');
+  await page.getByLabel('decision').selectOption('allow');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.waitForURL(/\/console\/audit\?/);
+  await snap(page, 'audit-filtered', '#audit');
+} catch (e) {
+  report.error = { name: e.name, message: String(e.message).slice(0, 4000) };
+} finally {
+  if (browser) await browser.close();
+}
+process.stdout.write(JSON.stringify(report) + '\n');
+process.exit(report.error ? 2 : 0);
