@@ -21,6 +21,9 @@ type Snapshot struct {
 	Revision int64
 	entries  map[string]*Entry
 	sorted   []*Entry
+	// exported maps provider-safe export names to their tools' names
+	// (exportname.go).
+	exported *ExportNames
 }
 
 // Lookup returns the compiled entry for a tool.
@@ -41,7 +44,7 @@ func newSnapshot(rev int64, entries map[string]*Entry) *Snapshot {
 		sorted = append(sorted, e)
 	}
 	slices.SortFunc(sorted, func(a, b *Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
-	return &Snapshot{Revision: rev, entries: entries, sorted: sorted}
+	return &Snapshot{Revision: rev, entries: entries, sorted: sorted, exported: exportIndex(entries)}
 }
 
 // Option configures a Registry.
@@ -655,7 +658,7 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 	}
 	if !ok {
 		if rev > cur.Revision {
-			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted})
+			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted, exported: cur.exported})
 		}
 		return
 	}

@@ -29,17 +29,20 @@ const (
 // AuditRecord is one JSON line per call. It has no field for headers or
 // credentials, so they cannot be logged by construction.
 type AuditRecord struct {
-	Time          time.Time     `json:"time"` // encoded RFC 3339 with nanoseconds
-	CallerSubject string        `json:"caller_subject"`
-	CallerMethod  string        `json:"caller_method"`
-	Tool          string        `json:"tool"`
-	CallID        string        `json:"call_id,omitempty"`
-	Decision      string        `json:"decision"`
-	Reason        string        `json:"reason,omitempty"`
-	Repairs       []AuditRepair `json:"repairs,omitempty"`
-	Validation    string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
-	Violations    []string      `json:"violations,omitempty"`
-	BackendCode   string        `json:"backend_code,omitempty"`
+	Time          time.Time `json:"time"` // encoded RFC 3339 with nanoseconds
+	CallerSubject string    `json:"caller_subject"`
+	CallerMethod  string    `json:"caller_method"`
+	Tool          string    `json:"tool"`
+	// Target is the tool an alias call went to (Tool is the alias called);
+	// empty for a call to a tool by its own name.
+	Target      string        `json:"target,omitempty"`
+	CallID      string        `json:"call_id,omitempty"`
+	Decision    string        `json:"decision"`
+	Reason      string        `json:"reason,omitempty"`
+	Repairs     []AuditRepair `json:"repairs,omitempty"`
+	Validation  string        `json:"validation,omitempty"` // "ok" | "failed" | "" (not reached)
+	Violations  []string      `json:"violations,omitempty"`
+	BackendCode string        `json:"backend_code,omitempty"`
 	// IdentityMode and IdentitySubject are the identity the backend was
 	// sent (server/identity: static, passthrough, gateway-signed,
 	// token-exchange) and the subject it names; never the token.

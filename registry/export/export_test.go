@@ -87,7 +87,7 @@ func TestExportGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.format), func(t *testing.T) {
-			res, err := export.Export(tc.format, tools)
+			res, err := export.Export(tc.format, tools, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func asList(v any) []any { l, _ := v.([]any); return l }
 // TestExportUnknownFormat: a format the package does not know is an error
 // naming the ones it does.
 func TestExportUnknownFormat(t *testing.T) {
-	_, err := export.Export("cohere", nil)
+	_, err := export.Export("cohere", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "openai, openai-strict, anthropic, gemini or mcp") {
 		t.Fatalf("error %v", err)
 	}
@@ -265,7 +265,7 @@ func TestExportNullableOptional(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := export.Export(tc.format, []registry.Tool{tc.tool})
+			res, err := export.Export(tc.format, []registry.Tool{tc.tool}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,14 +15,14 @@ import (
 func TestJoinEqualsOneExport(t *testing.T) {
 	tools := exportTools(t)
 	for _, f := range export.Formats() {
-		whole, err := export.Export(f, tools)
+		whole, err := export.Export(f, tools, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, size := range []int{1, 2, 3, len(tools)} {
 			var pages []json.RawMessage
 			for i := 0; i < len(tools); i += size {
-				p, err := export.Export(f, tools[i:min(i+size, len(tools))])
+				p, err := export.Export(f, tools[i:min(i+size, len(tools))], nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -36,7 +36,8 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 	if err != nil {
 		return nil, statusError(err)
 	}
-	entries := s.reg.Snapshot().List()
+	snap := s.reg.Snapshot()
+	entries := snap.List()
 	i := sort.Search(len(entries), func(i int) bool { return entries[i].Tool.Name > after })
 	var tools []registry.Tool
 	next := ""
@@ -51,7 +52,7 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 		}
 		tools = append(tools, t)
 	}
-	res, err := export.Export(f, tools)
+	res, err := export.Export(f, tools, snap)
 	if err != nil {
 		return nil, statusError(err)
 	}

@@ -22,6 +22,12 @@ type Lookup interface {
 	Lookup(name string) (*registry.Entry, bool)
 }
 
+// resolver is a Lookup that also knows the tools' provider-safe export
+// names (registry.Registry, registry.Snapshot).
+type resolver interface {
+	Resolve(name string) (*registry.Entry, bool)
+}
+
 // Config is what a Pipeline is built from. Every policy field may be
 // nil/zero: then that check is off.
 type Config struct {
