@@ -252,7 +252,8 @@ func CheckAlias(alias, target Tool) *ToolError {
 // AliasCallSchema is what a call through alias sends its target, as a
 // schema: the alias's schema with each fixed argument as its const and
 // each injected one as the target's property schema (any value the target
-// takes there), both required.
+// takes there), both required, and the target's root constraints the
+// alias does not restate.
 func AliasCallSchema(alias, target Tool) map[string]any {
 	a := alias.AliasOf()
 	s := schemaMap(alias.InputSchema)
@@ -273,5 +274,22 @@ func AliasCallSchema(alias, target Tool) map[string]any {
 		required = append(required, k)
 	}
 	s["properties"], s["required"] = props, required
+	// The target's other root constraints (a proto oneof's "not", its
+	// $defs) hold for every call through the alias, since the pipeline
+	// validates the whole against the target: an overlay that does not
+	// repeat them inherits them.
+	for k, v := range schemaMap(target.InputSchema) {
+		if _, set := s[k]; !set && !ownRootKeywords[k] {
+			s[k] = v
+		}
+	}
 	return s
+}
+
+// ownRootKeywords are the root keywords an alias's schema has of its own
+// (what its properties are) or that carry no constraint.
+var ownRootKeywords = map[string]bool{
+	"properties": true, "required": true, "additionalProperties": true, "patternProperties": true, "propertyNames": true,
+	"unevaluatedProperties": true, "minProperties": true, "maxProperties": true,
+	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true, "examples": true, "default": true,
 }

@@ -158,7 +158,7 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // bytes with every optional member a call line has) plus what varies.
 // An undersized buffer doubles once, a copy of the whole line per call.
 func (a *AuditRecord) lineSizeHint() int {
-	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) +
+	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.Target) + len(a.CallID) + len(a.Reason) +
 		len(a.BackendCode) + len(a.IdentityMode) + len(a.IdentitySubject) + len(a.IdempotencyKey) + len(a.Operation) +
 		len(a.ArgsSent) + len(a.ArgsRepaired)
 	for _, r := range a.Repairs {

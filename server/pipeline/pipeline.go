@@ -219,7 +219,7 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 	c.backend = code
 	c.backendTime = time.Since(start)
 	for _, r := range p.cfg.Recorders {
-		r.RecordBackend(c.Tool, code, c.backendTime)
+		r.RecordBackend(c.BackendTool(), code, c.backendTime)
 	}
 	if e == nil {
 		res = guardResultSize(c, res)
