@@ -239,14 +239,22 @@ func CheckAlias(alias, target Tool) *ToolError {
 	if len(fs) == 0 {
 		return nil
 	}
-	f := fs[0]
-	where := f.Path
-	if where == "" {
-		where = "(root)"
+	// The first few findings, each by pointer and keyword: enough to fix
+	// them, bounded whatever the schemas.
+	var parts []string
+	for i, f := range fs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-3))
+			break
+		}
+		where := f.Path
+		if where == "" {
+			where = "(root)"
+		}
+		parts = append(parts, fmt.Sprintf("%s, keyword %q at %s: %s", f.Kind, f.Keyword, where, f.Message))
 	}
-	return &ToolError{Tool: alias.Name, Field: "input_schema", Pointer: f.Path,
-		Reason: fmt.Sprintf("is wider than the target %q's schema (%s, keyword %q at %s: %s); an alias may only narrow it",
-			target.Name, f.Kind, f.Keyword, where, f.Message)}
+	return &ToolError{Tool: alias.Name, Field: "input_schema", Pointer: fs[0].Path,
+		Reason: fmt.Sprintf("is wider than the target %q's schema (%s); an alias may only narrow it", target.Name, strings.Join(parts, "; "))}
 }
 
 // AliasCallSchema is what a call through alias sends its target, as a

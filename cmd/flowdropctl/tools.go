@@ -32,6 +32,11 @@ commands:
   register -f FILE [--expected-revision N] [--require-compatible] [--strict-lint]
                    register (create or update) the tool(s) in FILE: one tool or a
                    tools: list, YAML or JSON ("-" reads stdin)
+  alias NAME --target TOOL [--description D] [--schema FILE] [--fixed P=JSON]...
+             [--inject P=subject|auth-method|claim:NAME]... [--expected-revision N]
+                   register NAME as an alias of TOOL: its own description and
+                   narrower schema (default: TOOL's less what the alias sets),
+                   arguments the gateway sets and the model never sees
   list [--prefix P] [--label k=v]... [--json]
                    list registered tools (every page)
   get NAME         print one tool as JSON
@@ -46,8 +51,9 @@ commands:
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
   export --format openai|openai-strict|anthropic|gemini|mcp
-                   print the tools you may invoke in a model API's tool format
-                   (tools the format cannot carry: on stderr with the reason)
+                   print the tools you may invoke in a model API's tool format,
+                   named by provider-safe names the gateway maps back (tools the
+                   format cannot carry: on stderr with the reason)
   import openapi --spec FILE|URL --base-url URL [--operation ID] [--prefix P]
                  [--dry-run] [--require-compatible]
                    register one HTTP-operation tool per operation of an OpenAPI 3
@@ -107,6 +113,8 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsImport(ctx, rest, stdout, stderr)
 	case "export":
 		return toolsExport(ctx, rest, stdout, stderr)
+	case "alias":
+		return toolsAlias(ctx, rest, stdout, stderr)
 	case "pending":
 		return toolsPending(ctx, rest, stdout, stderr)
 	case "diff":
@@ -116,7 +124,7 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "reject":
 		return toolsReject(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, pending, diff, approve, reject or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, alias, list, get, delete, watch, import, export, pending, diff, approve, reject or lint)\n", sub)
 	return 2
 }
 
