@@ -66,19 +66,22 @@ func ExportName(name string) string {
 // ExportNames is the export-name index of a set of tools (a Snapshot
 // keeps one of its tools): which export names it can serve.
 type ExportNames struct {
-	registered map[string]bool
+	registered func(name string) bool
 	// exported maps the export names that differ from their tool's name
 	// to the tool's name; "" marks a name two tools map to, or one a tool
-	// is registered under (ambiguous: served to neither).
+	// is registered under (ambiguous: served to neither). Only names that
+	// are not provider-safe have an entry: a snapshot of safe names
+	// allocates nothing for them.
 	exported map[string]string
 }
 
 // NewExportNames indexes the tools named names.
 func NewExportNames(names []string) *ExportNames {
-	x := &ExportNames{registered: make(map[string]bool, len(names))}
+	set := make(map[string]bool, len(names))
 	for _, n := range names {
-		x.registered[n] = true
+		set[n] = true
 	}
+	x := &ExportNames{registered: func(n string) bool { return set[n] }}
 	for _, n := range names {
 		x.add(n)
 	}
@@ -86,10 +89,7 @@ func NewExportNames(names []string) *ExportNames {
 }
 
 func exportIndex(entries map[string]*Entry) *ExportNames {
-	x := &ExportNames{registered: make(map[string]bool, len(entries))}
-	for n := range entries {
-		x.registered[n] = true
-	}
+	x := &ExportNames{registered: func(n string) bool { _, ok := entries[n]; return ok }}
 	for n := range entries {
 		x.add(n)
 	}
@@ -104,7 +104,7 @@ func (x *ExportNames) add(name string) {
 	if x.exported == nil {
 		x.exported = make(map[string]string)
 	}
-	if _, taken := x.exported[e]; taken || x.registered[e] {
+	if _, taken := x.exported[e]; taken || x.registered(e) {
 		x.exported[e] = ""
 		return
 	}
@@ -116,7 +116,7 @@ func (x *ExportNames) add(name string) {
 // the name has no safe form, or its export name is another tool's or
 // shared with one.
 func (x *ExportNames) ExportName(name string) (string, bool) {
-	if !x.registered[name] {
+	if !x.registered(name) {
 		return "", false
 	}
 	e := ExportName(name)
