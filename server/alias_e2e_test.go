@@ -7,6 +7,7 @@ package server_test
 // model API's arguments_json) and MCP tools/call.
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -279,5 +280,63 @@ func TestAliasEndToEnd(t *testing.T) {
 	}
 	if alias != len(faces) || exported != len(faces) {
 		t.Errorf("audit: %d allowed alias calls and %d by export name (under the registered name), want %d each", alias, exported, len(faces))
+	}
+}
+
+// TestExportNameReachesItsTool: a ToolBackendService tool registered as
+// team.echo, called by its export name team_echo on every path — gRPC
+// InvokeTool (whose received message otherwise heads the backend request
+// as it came, naming the tool as called), arguments_json, MCP tools/call —
+// reaches the backend as team.echo; a name two tools' export names share
+// reaches neither.
+func TestExportNameReachesItsTool(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	opts := []gatewaytest.Option{gatewaytest.WithMCP()}
+	for _, name := range []string{"team.echo", "a.b", "a_b"} {
+		opts = append(opts, gatewaytest.WithTool(gatewaytest.ObjectTool(name)),
+			gatewaytest.WithBackendHandler(name, func(context.Context, *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
+				return &gatewayv1.InvokeResponse{Result: structpb.NewStringValue("ok")}, nil
+			}))
+	}
+	env := gatewaytest.Start(t, opts...)
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{})
+	calls := []struct {
+		name string
+		call func(tool string) error
+	}{
+		{"grpc", func(tool string) error {
+			_, err := env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: tool, Arguments: gatewaytest.Args(t, map[string]any{"x": "1"})})
+			return err
+		}},
+		{"grpc-arguments-json", func(tool string) error {
+			_, err := env.Client.InvokeTool(ctx, &gatewayv1.InvokeToolRequest{Tool: tool, ArgumentsJson: `{"x":"2"}`})
+			return err
+		}},
+		{"mcp", func(tool string) error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"x": "3"}})
+			if err == nil && res.IsError {
+				return status.Error(codes.Unknown, resultText(res))
+			}
+			return err
+		}},
+	}
+	for _, c := range calls {
+		if err := c.call("team_echo"); err != nil {
+			t.Errorf("%s: call by export name: %v", c.name, err)
+		}
+	}
+	if got, wrong := len(env.Backend.CallsFor("team.echo")), len(env.Backend.CallsFor("team_echo")); got != len(calls) || wrong != 0 {
+		t.Errorf("the backend received %d calls for team.echo and %d for team_echo, want %d and 0", got, wrong, len(calls))
+	}
+	// a_b is registered: its own name wins, a.b is never reached by it.
+	before := len(env.Backend.CallsFor("a.b"))
+	for _, c := range calls {
+		if err := c.call("a_b"); err != nil {
+			t.Errorf("%s: a_b: %v", c.name, err)
+		}
+	}
+	if n := len(env.Backend.CallsFor("a.b")); n != before {
+		t.Errorf("a call to a_b reached a.b (%d calls)", n-before)
 	}
 }
