@@ -12,6 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
@@ -24,6 +28,7 @@ import (
 	"github.com/flowdrop/gateway/internal/grpcimport"
 	"github.com/flowdrop/gateway/internal/notestest"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
 
@@ -338,5 +343,56 @@ func TestExportNameReachesItsTool(t *testing.T) {
 	}
 	if n := len(env.Backend.CallsFor("a.b")); n != before {
 		t.Errorf("a call to a_b reached a.b (%d calls)", n-before)
+	}
+}
+
+// TestAliasInjectsAJWTClaim: an alias injecting claim:tenant sends the
+// backend the tenant of the caller's verified JWT; a caller whose token
+// has no tenant claim is refused (PermissionDenied) and nothing is sent.
+func TestAliasInjectsAJWTClaim(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	signer := newJWTSigner(t)
+	echo := func(_ context.Context, req *gatewayv1.InvokeRequest) (*gatewayv1.InvokeResponse, error) {
+		return &gatewayv1.InvokeResponse{Result: structpb.NewStructValue(req.GetArguments())}, nil
+	}
+	env := gatewaytest.Start(t, gatewaytest.WithPolicy(testPolicy(signer)),
+		gatewaytest.WithTool(func(backend string) registry.Tool {
+			return registry.Tool{Name: "acct.search", Backend: backend, InputSchema: mustStructT(t, map[string]any{"type": "object",
+				"properties": map[string]any{"q": map[string]any{"type": "string"}, "tenant": map[string]any{"type": "string"}}})}
+		}), gatewaytest.WithBackendHandler("acct.search", echo))
+	rc := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	alias := &gatewayv1.Tool{Name: "search_mine", Description: "Search your tenant.",
+		InputSchema: mustStructT(t, map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}),
+		Spec: &gatewayv1.BackendSpec{Kind: &gatewayv1.BackendSpec_Alias{Alias: &gatewayv1.ToolAlias{Target: "acct.search",
+			InjectedArguments: map[string]string{"tenant": "claim:tenant"}}}}}
+	if _, err := rc.RegisterTool(withKeyCtx(ctx, keyAdmin), &gatewayv1.RegisterToolRequest{Tool: alias}); err != nil {
+		t.Fatal(err)
+	}
+	withTenant := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": jwtIssuer, "aud": jwtAud, "sub": "agent-jwt",
+		"exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Add(-time.Minute).Unix(), "roles": []string{policy.RoleInvoker}, "tenant": "acme"})
+	withTenant.Header["kid"] = "e2e"
+	signed, err := withTenant.SignedString(signer.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	resp, err := env.Client.InvokeTool(bearer(signed), &gatewayv1.InvokeToolRequest{Tool: "search_mine", Arguments: gatewaytest.Args(t, map[string]any{"q": "x"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetResult().GetStructValue().AsMap(); got["tenant"] != "acme" || got["q"] != "x" {
+		t.Errorf("the backend received %v, want q and the token's tenant", got)
+	}
+	before := len(env.Backend.CallsFor("acct.search"))
+	_, err = env.Client.InvokeTool(bearer(signer.token(t, jwtAud, time.Now().Add(time.Hour), policy.RoleInvoker)),
+		&gatewayv1.InvokeToolRequest{Tool: "search_mine", Arguments: gatewaytest.Args(t, map[string]any{"q": "x"})})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "claim:tenant") {
+		t.Errorf("a token without the claim: %v, want PermissionDenied naming it", err)
+	}
+	if n := len(env.Backend.CallsFor("acct.search")); n != before {
+		t.Errorf("a refused call reached the backend")
 	}
 }
