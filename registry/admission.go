@@ -100,6 +100,18 @@ func (a Admission) admit(ctx context.Context, t Tool, current func(context.Conte
 	if current == nil {
 		return res, nil
 	}
+	if a := t.AliasOf(); a != nil {
+		target, err := current(ctx, a.Target)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Admitted{}, &ToolError{Tool: t.Name, Field: "spec.alias.target", Reason: fmt.Sprintf("no tool %q is registered", a.Target)}
+		case err != nil:
+			return Admitted{}, err
+		}
+		if te := CheckAlias(t, target); te != nil {
+			return Admitted{}, te
+		}
+	}
 	old, err := current(ctx, t.Name)
 	switch {
 	case err == nil:

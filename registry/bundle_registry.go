@@ -152,7 +152,7 @@ func (r *Registry) replaceBundlesLocked(bundles []Bundle, rev int64) {
 			next[name] = e
 		}
 	}
-	r.publishLocked(&Snapshot{Revision: cur.Revision, entries: cur.entries, sorted: cur.sorted, bundles: next})
+	r.publishLocked(&Snapshot{Revision: cur.Revision, entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
 }
 
 // applyBundleLocked applies one bundle event; one no newer than what the
@@ -188,7 +188,7 @@ func (r *Registry) putBundleLocked(e *BundleEntry) {
 		next[k] = v
 	}
 	next[name] = e
-	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next})
+	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
 }
 
 // deleteBundleLocked removes name as of revision rev unless a newer entry
@@ -208,5 +208,5 @@ func (r *Registry) deleteBundleLocked(name string, rev int64) {
 			next[k] = v
 		}
 	}
-	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next})
+	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
 }

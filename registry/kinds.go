@@ -37,6 +37,7 @@ type BackendSpec struct {
 	GRPCMethod    *GRPCMethod    // grpc_method.go
 	HTTPOperation *HTTPOperation // http_operation.go
 	MCPTool       *MCPTool       // mcp_tool.go
+	Alias         *Alias         // alias.go
 	// TLS is transport security to the backend, whatever the kind
 	// (transport_security.go); nil: the gateway's per-target settings.
 	TLS *TransportSecurity
@@ -51,6 +52,7 @@ const (
 	KindGRPCMethod                         // grpc_method.go
 	KindHTTPOperation                      // http_operation.go
 	KindMCPTool                            // mcp_tool.go
+	KindAlias                              // alias.go
 )
 
 // backendKinds are the kinds, by Kind: each kind's behaviour behind one
@@ -60,6 +62,7 @@ var backendKinds = [...]backendKind{
 	KindGRPCMethod:         grpcMethodKind{},
 	KindHTTPOperation:      httpOperationKind{},
 	KindMCPTool:            mcpToolKind{},
+	KindAlias:              aliasKind{},
 }
 
 // KindOf is the kind of t's backend: KindToolBackendService without a
@@ -79,6 +82,9 @@ func KindOf(t *Tool) (Kind, error) {
 	}
 	if s.MCPTool != nil {
 		k, n = KindMCPTool, n+1
+	}
+	if s.Alias != nil {
+		k, n = KindAlias, n+1
 	}
 	switch n {
 	case 1:
@@ -271,7 +277,7 @@ func sameSpec(a, b *BackendSpec) bool {
 func EncodeSpecKind(s *BackendSpec) (string, any, error) {
 	k, err := KindOf(&Tool{Spec: s})
 	if err != nil {
-		if s.GRPCMethod == nil && s.HTTPOperation == nil && s.MCPTool == nil {
+		if s.GRPCMethod == nil && s.HTTPOperation == nil && s.MCPTool == nil && s.Alias == nil {
 			return "", nil, nil
 		}
 		return "", nil, err

@@ -67,6 +67,10 @@ func kindRows(t *testing.T) map[registry.Kind]kindRow {
 				CredentialFile: "/etc/flowdrop/weather.token"}, TLS: &registry.TransportSecurity{Require: true}}),
 			target: "https://mcp.internal/mcp?tenant=acme-7", title: "MCP tool forecast", operatorTarget: "https://mcp.internal/mcp",
 			secret: []string{"mcp.internal", "acme-7", "/etc/flowdrop/weather.token"}},
+		registry.KindAlias: {reason: "an alias with a fixed and an injected argument: no target of its own; an invoker learns neither its target nor what it sets",
+			tool: tool("k.alias", "", &registry.BackendSpec{Alias: &registry.Alias{Target: "k.tbs",
+				Fixed: map[string]any{"tenant_fixed": "acme-9"}, Injected: map[string]string{"owner": "claim:owner_id"}}}),
+			title: "alias of k.tbs", secret: []string{"k.tbs", "acme-9", "claim:owner_id"}},
 	}
 }
 

@@ -23,6 +23,9 @@ type Snapshot struct {
 	sorted   []*Entry
 	// bundles are the servable bundles (bundle_registry.go).
 	bundles map[string]*BundleEntry
+	// exported maps provider-safe export names to their tools' names
+	// (exportname.go).
+	exported *ExportNames
 }
 
 // Lookup returns the compiled entry for a tool.
@@ -43,7 +46,7 @@ func newSnapshot(rev int64, entries map[string]*Entry, bundles map[string]*Bundl
 		sorted = append(sorted, e)
 	}
 	slices.SortFunc(sorted, func(a, b *Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
-	return &Snapshot{Revision: rev, entries: entries, sorted: sorted, bundles: bundles}
+	return &Snapshot{Revision: rev, entries: entries, sorted: sorted, bundles: bundles, exported: exportIndex(entries)}
 }
 
 // Option configures a Registry.
@@ -666,7 +669,7 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 	}
 	if !ok {
 		if rev > cur.Revision {
-			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted, bundles: cur.bundles})
+			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted, bundles: cur.bundles, exported: cur.exported})
 		}
 		return
 	}

@@ -32,6 +32,11 @@ commands:
   register -f FILE [--expected-revision N] [--require-compatible] [--strict-lint]
                    register (create or update) the tool(s) in FILE: one tool or a
                    tools: list, YAML or JSON ("-" reads stdin)
+  alias NAME --target TOOL [--description D] [--schema FILE] [--fixed P=JSON]...
+             [--inject P=subject|auth-method|claim:NAME]... [--expected-revision N]
+                   register NAME as an alias of TOOL: its own description and
+                   narrower schema (default: TOOL's less what the alias sets),
+                   arguments the gateway sets and the model never sees
   list [--prefix P] [--label k=v]... [--bundle B] [--json]
                    list registered tools (every page; --bundle: a bundle's)
   get NAME         print one tool as JSON
@@ -46,8 +51,9 @@ commands:
                    descriptors from server reflection or a descriptor set file;
                    prints the names registered, one a line (skips on stderr)
   export --format openai|openai-strict|anthropic|gemini|mcp [--bundle B]
-                   print the tools you may invoke (of bundle B) in a model API's tool format
-                   (tools the format cannot carry: on stderr with the reason)
+                   print the tools you may invoke (of bundle B) in a model API's tool
+                   format, named by provider-safe names the gateway maps back (tools
+                   the format cannot carry: on stderr with the reason)
   search QUERY [--limit N]
                    rank the tools you may invoke against QUERY (quoted words):
                    names, descriptions and parameter names, best first
@@ -121,6 +127,8 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsExport(ctx, rest, stdout, stderr)
 	case "search":
 		return toolsSearch(ctx, rest, stdout, stderr)
+	case "alias":
+		return toolsAlias(ctx, rest, stdout, stderr)
 	case "pending":
 		return toolsPending(ctx, rest, stdout, stderr)
 	case "diff":
@@ -132,7 +140,7 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "stats":
 		return toolsStats(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, alias, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats or lint)\n", sub)
 	return 2
 }
 

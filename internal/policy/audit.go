@@ -37,9 +37,12 @@ type AuditRecord struct {
 	// (server/replay). At most maxAuditRoles, each bounded.
 	CallerRoles []string `json:"caller_roles,omitempty"`
 	Tool        string   `json:"tool"`
-	CallID      string   `json:"call_id,omitempty"`
-	Decision    string   `json:"decision"`
-	Reason      string   `json:"reason,omitempty"`
+	// Target is the tool an alias call went to (Tool is the alias called);
+	// empty for a call to a tool by its own name.
+	Target   string `json:"target,omitempty"`
+	CallID   string `json:"call_id,omitempty"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
 	// Rule names the CEL rule that refused the call (reasons rule-denied
 	// and rule-error): a rule's name is the policy file's, not a caller's.
 	Rule        string        `json:"rule,omitempty"`
@@ -178,7 +181,7 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // bytes with every optional member a call line has) plus what varies.
 // An undersized buffer doubles once, a copy of the whole line per call.
 func (a *AuditRecord) lineSizeHint() int {
-	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
+	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.Target) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
 		len(a.BackendCode) + len(a.IdentityMode) + len(a.IdentitySubject) + len(a.IdempotencyKey) + len(a.Operation) +
 		len(a.ArgsSent) + len(a.ArgsRepaired)
 	for _, r := range a.Repairs {

@@ -39,6 +39,7 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = str(b, "tool", a.Tool, false)
+	b = str(b, "target", a.Target, true)
 	b = str(b, "call_id", a.CallID, true)
 	b = str(b, "decision", a.Decision, false)
 	b = str(b, "reason", a.Reason, true)

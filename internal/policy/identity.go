@@ -2,8 +2,11 @@ package policy
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -71,6 +74,30 @@ func (b *Bearer) Raw() string {
 		return ""
 	}
 	return b.raw
+}
+
+// Claim is the verified token's top-level string claim name, and whether
+// it has one (what an alias injects). The payload is read when asked, not
+// kept per call: only calls through such an alias pay for it, and the
+// token was verified (and its size bounded) by authentication.
+func (b *Bearer) Claim(name string) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	parts := strings.Split(b.raw, ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", false
+	}
+	var claims map[string]any
+	if json.Unmarshal(payload, &claims) != nil {
+		return "", false
+	}
+	v, ok := claims[name].(string)
+	return v, ok
 }
 
 const redactedBearer = "[bearer token]"

@@ -3,6 +3,8 @@ package toolproto
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/registry"
 )
@@ -40,6 +42,12 @@ func SpecFromProto(p *gatewayv1.BackendSpec) *registry.BackendSpec {
 		m := k.McpTool
 		s.MCPTool = &registry.MCPTool{URL: m.GetUrl(), Tool: m.GetTool(), CredentialEnv: m.GetCredentialEnv(), CredentialFile: m.GetCredentialFile(),
 			Transport: MCPTransport(m.GetTransport())}
+	case *gatewayv1.BackendSpec_Alias:
+		a := k.Alias
+		s.Alias = &registry.Alias{Target: a.GetTarget(), Injected: a.GetInjectedArguments()}
+		if f := a.GetFixedArguments(); f != nil {
+			s.Alias.Fixed = f.AsMap()
+		}
 	}
 	return s
 }
@@ -77,6 +85,15 @@ func SpecProto(s *registry.BackendSpec) *gatewayv1.BackendSpec {
 		m := s.MCPTool
 		p.Kind = &gatewayv1.BackendSpec_McpTool{McpTool: &gatewayv1.McpTool{
 			Url: m.URL, Tool: m.Tool, CredentialEnv: m.CredentialEnv, CredentialFile: m.CredentialFile, Transport: MCPTransportProto(m.Transport)}}
+	case registry.KindAlias:
+		a := s.Alias
+		ap := &gatewayv1.ToolAlias{Target: a.Target, InjectedArguments: a.Injected}
+		if len(a.Fixed) > 0 {
+			// Stored values are JSON (decoded by encoding/json or AsMap), which
+			// always converts.
+			ap.FixedArguments, _ = structpb.NewStruct(a.Fixed)
+		}
+		p.Kind = &gatewayv1.BackendSpec_Alias{Alias: ap}
 	}
 	return p
 }

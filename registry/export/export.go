@@ -80,8 +80,19 @@ var profiles = map[Format]lint.Profile{
 	OpenAI: lint.OpenAI, OpenAIStrict: lint.OpenAIStrict, Anthropic: lint.Anthropic, Gemini: lint.Gemini,
 }
 
-// Export renders tools (in the order given) in format f.
-func Export(f Format, tools []registry.Tool) (Result, error) {
+// Namer says which provider-safe name a tool is exported under and
+// whether that name is its alone (registry.Snapshot, registry.ExportNames).
+type Namer interface {
+	ExportName(name string) (string, bool)
+}
+
+// Export renders tools (in the order given) in format f. The provider
+// formats name each tool by its export name (registry/exportname.go:
+// itself when provider-safe, e.g. an alias; else a deterministic safe
+// form, which the gateway maps back when called); names judges which
+// names are the tool's alone (nil: among tools). MCP takes the registered
+// names as they are.
+func Export(f Format, tools []registry.Tool, names Namer) (Result, error) {
 	if _, ok := ParseFormat(string(f)); !ok {
 		return Result{}, fmt.Errorf("unknown export format %q (want %s)", f, FormatNames())
 	}
@@ -89,6 +100,13 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 		res  Result
 		defs = []any{}
 	)
+	if names == nil {
+		all := make([]string, len(tools))
+		for i, t := range tools {
+			all[i] = t.Name
+		}
+		names = registry.NewExportNames(all)
+	}
 	for _, t := range tools {
 		schema := map[string]any{}
 		if t.InputSchema != nil {
@@ -96,11 +114,17 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 		}
 		nulled := false
 		if p, ok := profiles[f]; ok {
+			name, ok := names.ExportName(t.Name)
+			if !ok {
+				res.LeftOut = append(res.LeftOut, LeftOut{Name: t.Name, Findings: []lint.Finding{nameConflict(p, t.Name, name)}})
+				continue
+			}
 			nulled = lint.Fit(p, schema)
-			if errs := lintErrors(t.Name, schema, p); len(errs) > 0 {
+			if errs := lintErrors(name, schema, p); len(errs) > 0 {
 				res.LeftOut = append(res.LeftOut, LeftOut{Name: t.Name, Findings: errs})
 				continue
 			}
+			t.Name = name
 		}
 		defs = append(defs, definition(f, t, schema))
 		if nulled {
@@ -117,6 +141,16 @@ func Export(f Format, tools []registry.Tool) (Result, error) {
 	}
 	res.Document = b
 	return res, nil
+}
+
+// nameConflict is the finding of a tool whose export name another tool
+// has (or shares): exported, calls by it could reach either.
+func nameConflict(p lint.Profile, name, exported string) lint.Finding {
+	msg := "the tool name has no provider-safe form within 64 characters; register an alias"
+	if exported != "" {
+		msg = fmt.Sprintf("the tool's provider-safe name %q is another tool's name or shared with one; register an alias", exported)
+	}
+	return lint.Finding{Profile: p, Path: lint.NamePath, Rule: "name-conflict", Severity: lint.SeverityError, Message: msg}
 }
 
 // lintErrors are the error findings of the schema as it will be sent.

@@ -13,6 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/demotools"
+	"github.com/flowdrop/gateway/internal/grpcimport"
+	"github.com/flowdrop/gateway/internal/notestest"
+	"github.com/flowdrop/gateway/internal/toolproto"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/export"
 )
@@ -33,6 +36,23 @@ func exportTools(t *testing.T) []registry.Tool {
 			t.Fatal(err)
 		}
 		return s
+	}
+	// Imported from a real gRPC service's descriptors, as `flowdropctl
+	// tools import grpc` does: named <prefix><Service>.<Method>.
+	src, err := grpcimport.FromDescriptorSet(notestest.DescriptorSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, _, err := grpcimport.Tools(src, grpcimport.Options{Target: "127.0.0.1:1", Prefix: "notes."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range imported {
+		tl, err := toolproto.FromProto(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools = append(tools, tl)
 	}
 	return append(tools,
 		// Gemini: $schema, const, a [T, null] type list and
@@ -60,6 +80,20 @@ func exportTools(t *testing.T) []registry.Tool {
 				"blob":   map[string]any{"type": "string", "contentEncoding": "base64"},
 				"values": map[string]any{"type": "array", "items": map[string]any{}},
 			}})},
+		// An alias: its own name, description and narrower schema; what it
+		// sets (owner) is not in what the model sees.
+		registry.Tool{Name: "create_my_note", Description: "Create a note of your own.", InputSchema: schema(map[string]any{
+			"type": "object", "additionalProperties": false, "required": []any{"title"},
+			"properties": map[string]any{"title": map[string]any{"type": "string", "maxLength": 80}}}),
+			Spec: &registry.BackendSpec{Alias: &registry.Alias{Target: "create_note", Injected: map[string]string{"owner": "subject"}}}},
+		// A name with a digit first: Gemini wants a letter or '_'.
+		registry.Tool{Name: "2fa.Verify", Description: "Verify a code.", InputSchema: schema(map[string]any{
+			"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string"}}})},
+		// Two tools whose export names meet: neither is served under it,
+		// so the dotted one is left out of the provider formats (MCP keeps
+		// both names).
+		registry.Tool{Name: "clash.op", Description: "Dotted.", InputSchema: schema(map[string]any{"type": "object"})},
+		registry.Tool{Name: "clash_op", Description: "Underscored.", InputSchema: schema(map[string]any{"type": "object"})},
 		// allOf at the root: Anthropic and strict refuse it (no safe
 		// rewrite), plain OpenAI only warns.
 		registry.Tool{Name: "composed", Description: "Composed at the root.", InputSchema: schema(map[string]any{
@@ -79,15 +113,18 @@ func TestExportGolden(t *testing.T) {
 		reason  string
 		leftOut []string
 	}{
-		{export.OpenAI, "chat tools as they are; root allOf is only a warning", nil},
-		{export.OpenAIStrict, "the strict rewrite; a free-form object and root allOf have none", []string{"update_settings", "composed"}},
-		{export.Anthropic, "input_schema as registered; root allOf is refused by the API", []string{"composed"}},
-		{export.Gemini, "the Schema subset: annotations, const, type lists rewritten; exclusive bounds and allOf cannot be", []string{"positive", "composed"}},
+		{export.OpenAI, "chat tools as they are, imported ones by their provider-safe names; root allOf is only a warning; a name another tool's export name meets is left out",
+			[]string{"clash.op"}},
+		{export.OpenAIStrict, "the strict rewrite; free-form objects (a map field, an empty object) and root allOf or not have none",
+			[]string{"update_settings", "notes.NotesService.CreateNote", "clash.op", "clash_op", "composed"}},
+		{export.Anthropic, "input_schema as registered, names made safe; root allOf is refused by the API", []string{"clash.op", "composed"}},
+		{export.Gemini, "the Schema subset: annotations, const, type lists rewritten; exclusive bounds, allOf, not and $ref cannot be",
+			[]string{"notes.NotesService.CreateNote", "positive", "clash.op", "composed"}},
 		{export.MCP, "inputSchema as registered: MCP takes any JSON Schema object", nil},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.format), func(t *testing.T) {
-			res, err := export.Export(tc.format, tools)
+			res, err := export.Export(tc.format, tools, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +255,7 @@ func asList(v any) []any { l, _ := v.([]any); return l }
 // TestExportUnknownFormat: a format the package does not know is an error
 // naming the ones it does.
 func TestExportUnknownFormat(t *testing.T) {
-	_, err := export.Export("cohere", nil)
+	_, err := export.Export("cohere", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "openai, openai-strict, anthropic, gemini or mcp") {
 		t.Fatalf("error %v", err)
 	}
@@ -265,7 +302,7 @@ func TestExportNullableOptional(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := export.Export(tc.format, []registry.Tool{tc.tool})
+			res, err := export.Export(tc.format, []registry.Tool{tc.tool}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/export"
 )
 
@@ -14,15 +15,22 @@ import (
 // hands its API what an unpaged one would).
 func TestJoinEqualsOneExport(t *testing.T) {
 	tools := exportTools(t)
+	// Pages are judged by the whole registry's names (as ExportTools
+	// passes its snapshot): a page alone cannot see a name clash.
+	var all []string
+	for _, tl := range tools {
+		all = append(all, tl.Name)
+	}
+	names := registry.NewExportNames(all)
 	for _, f := range export.Formats() {
-		whole, err := export.Export(f, tools)
+		whole, err := export.Export(f, tools, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, size := range []int{1, 2, 3, len(tools)} {
 			var pages []json.RawMessage
 			for i := 0; i < len(tools); i += size {
-				p, err := export.Export(f, tools[i:min(i+size, len(tools))])
+				p, err := export.Export(f, tools[i:min(i+size, len(tools))], names)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,6 +44,8 @@ func (k *Kinds) newAdapter(kind registry.Kind) pipeline.Backend {
 		return retrying{k.HTTPOperation}
 	case registry.KindMCPTool:
 		return retrying{k.MCPUpstream}
+	case registry.KindAlias:
+		return unresolvedAlias{}
 	}
 	return nil
 }

@@ -178,7 +178,7 @@ func (t *ToolService) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 		// Encoded here, once: the size check reads its length, and the codec
 		// sends the bytes as they are (gRPC's would size the message again).
-		b, err := proto.Marshal(&gatewayv1.InvokeRequest{Tool: c.Tool, Arguments: args, CallId: c.CallID, Caller: callerProto(c)})
+		b, err := proto.Marshal(&gatewayv1.InvokeRequest{Tool: c.BackendTool(), Arguments: args, CallId: c.CallID, Caller: callerProto(c)})
 		if err != nil {
 			return pipeline.Result{}, fmt.Errorf("encoding the request: %w", err)
 		}

@@ -56,7 +56,7 @@ func (s *registryService) ExportTools(ctx context.Context, req *gatewayv1.Export
 		}
 		tools = append(tools, t)
 	}
-	res, err := export.Export(f, tools)
+	res, err := export.Export(f, tools, snap)
 	if err != nil {
 		return nil, statusError(err)
 	}

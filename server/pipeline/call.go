@@ -56,8 +56,12 @@ type Call struct {
 	// caller cannot, and a backend refuses such a request.
 	Input *InputRound
 
-	// Entry is the tool's registry entry, set by the normalize stage.
+	// Entry is the tool's registry entry, set by the normalize stage; for
+	// a call to an alias, its target's from the alias stage on.
 	Entry *registry.Entry
+	// Alias is the alias's entry when the call's Tool is an alias (set by
+	// the alias stage, which made Entry the target's); nil otherwise.
+	Alias *registry.Entry
 	// Report is what normalization repaired or skipped.
 	Report normalize.Report
 
@@ -212,7 +216,7 @@ func (c *Call) addShadow(err error) {
 	}
 }
 
-// maxStages bounds the stage list (stages.go has 9): the per-stage times
+// maxStages bounds the stage list (stages.go has 10): the per-stage times
 // live in the Call, not in an allocation.
 const maxStages = 16
 
@@ -223,4 +227,23 @@ func (c *Call) StageTimes() []time.Duration {
 		n = min(n, len(c.p.stages))
 	}
 	return c.stageTime[:n]
+}
+
+// AliasTarget is the tool an alias call went to; "" for a call that is not
+// through an alias (or was refused before the alias stage).
+func (c *Call) AliasTarget() string {
+	if c.Alias == nil || c.Entry == nil {
+		return ""
+	}
+	return c.Entry.Tool.Name
+}
+
+// BackendTool is the tool name the backend is sent: the entry's (an
+// alias's target, a tool called by its exported name) once the tool is
+// looked up, else the name called.
+func (c *Call) BackendTool() string {
+	if c.Entry != nil {
+		return c.Entry.Tool.Name
+	}
+	return c.Tool
 }

@@ -122,6 +122,18 @@ const (
 	// its upstream (never authorized, lapsed or revoked): the error names
 	// the URL that authorizes (Error.AuthorizationURL); the call was not sent.
 	ReasonIdentityConsentRequired Reason = "identity-consent-required"
+	// ReasonAliasTargetMissing: the called tool is an alias whose target is
+	// no longer registered (registry.Alias).
+	ReasonAliasTargetMissing Reason = "alias-target-missing"
+	// ReasonAliasArgumentSet: the model sent an argument the alias sets
+	// itself (a fixed or injected one).
+	ReasonAliasArgumentSet Reason = "alias-argument-set"
+	// ReasonAliasIdentity: the alias injects a part of the caller's
+	// identity (a claim) the caller's credentials do not carry.
+	ReasonAliasIdentity Reason = "alias-identity"
+	// ReasonAliasArgumentsInvalid: the arguments with those the alias sets
+	// fail its target's schema.
+	ReasonAliasArgumentsInvalid Reason = "alias-arguments-invalid"
 )
 
 // Error is THE error of a tool call: every stage's and backend's failure

@@ -95,6 +95,7 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 	rec := policy.AuditRecord{
 		Time:        c.start,
 		Tool:        c.Tool,
+		Target:      c.AliasTarget(),
 		CallID:      c.CallID,
 		Decision:    o.Decision,
 		Reason:      o.Reason,

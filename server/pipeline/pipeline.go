@@ -22,6 +22,12 @@ type Lookup interface {
 	Lookup(name string) (*registry.Entry, bool)
 }
 
+// resolver is a Lookup that also knows the tools' provider-safe export
+// names (registry.Registry, registry.Snapshot).
+type resolver interface {
+	Resolve(name string) (*registry.Entry, bool)
+}
+
 // Config is what a Pipeline is built from. Every policy field may be
 // nil/zero: then that check is off.
 type Config struct {
@@ -213,7 +219,7 @@ func (p *Pipeline) dispatch(ctx context.Context, c *Call) (Result, *Error) {
 	c.backend = code
 	c.backendTime = time.Since(start)
 	for _, r := range p.cfg.Recorders {
-		r.RecordBackend(c.Tool, code, c.backendTime)
+		r.RecordBackend(c.BackendTool(), code, c.backendTime)
 	}
 	if e == nil {
 		res = guardResultSize(c, res)

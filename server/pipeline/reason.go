@@ -129,6 +129,12 @@ var reasons = map[Reason]ReasonSpec{
 	// same call succeeds; MCP callers that can open URLs get the protocol's
 	// URL elicitation (mcpapi/result.go).
 	ReasonIdentityConsentRequired: {FailedPrecondition, MCPURLElicitation, policy.DecisionDeny, RetryNo},
+	// Aliases: an admin must re-point one whose target is gone; the rest
+	// are the model's (or its caller's credentials') to change.
+	ReasonAliasTargetMissing:    {FailedPrecondition, MCPToolError, policy.DecisionError, RetryNo},
+	ReasonAliasArgumentSet:      {InvalidArgument, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonAliasIdentity:         {PermissionDenied, MCPToolError, policy.DecisionDeny, RetryNo},
+	ReasonAliasArgumentsInvalid: {InvalidArgument, MCPToolError, policy.DecisionDeny, RetryNo},
 
 	// Policy: authentication. MCP answers these as a protocol error.
 	policy.ReasonCredentialsMissing:   {Unauthenticated, MCPPermissionDenied, policy.DecisionDeny, RetryNo},

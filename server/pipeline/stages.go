@@ -41,6 +41,7 @@ func (p *Pipeline) stageList() []Stage {
 		{"screen", p.screen},                // tool allow/deny; size limits on the arguments as sent
 		{"normalize", p.normalize},          // RT-TOOL-8 against the tool's schema
 		{"validate", p.validate},            // the tool's full schema
+		{"alias", p.resolveAlias},           // an alias's own arguments added, validated against its target
 		{"rules", p.rules},                  // size limits again on the normalized arguments; CEL rules
 	}
 }
@@ -98,6 +99,7 @@ func (p *Pipeline) checkIdentifiers(_ context.Context, c *Call) error {
 	if !registry.ValidName(c.Tool) {
 		return ToolNameInvalid(c.Tool)
 	}
+	p.resolveExportName(c)
 	if !validCallID(c.CallID) {
 		return CallIDInvalid(c.CallID)
 	}
@@ -375,7 +377,19 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 		}
 	}
 	rules := p.policyOf(c).Rules
-	if !rules.AppliesTo(c.Tool) {
+	if err := p.rulesFor(ctx, c, rules, c.Tool); err != nil {
+		return err
+	}
+	// An alias does not take its target out of the target's rules.
+	if t := c.AliasTarget(); t != "" {
+		return p.rulesFor(ctx, c, rules, t)
+	}
+	return nil
+}
+
+// rulesFor evaluates the CEL rules that apply to tool on c's arguments.
+func (p *Pipeline) rulesFor(ctx context.Context, c *Call, rules *policy.Rules, tool string) error {
+	if !rules.AppliesTo(tool) {
 		return nil
 	}
 	args, err := p.ruleArgs(c, rules)
@@ -383,9 +397,9 @@ func (p *Pipeline) rules(ctx context.Context, c *Call) error {
 		return err
 	}
 	if rules.HasShadow() {
-		return rules.EvaluateWithShadow(ctx, c.Caller, c.Tool, args, &c.shadow)
+		return rules.EvaluateWithShadow(ctx, c.Caller, tool, args, &c.shadow)
 	}
-	return rules.Evaluate(ctx, c.Caller, c.Tool, args)
+	return rules.Evaluate(ctx, c.Caller, tool, args)
 }
 
 // repairLimitNames are the policy limits behind normalize's limits.

@@ -536,6 +536,7 @@ type BackendSpec struct {
 	//	*BackendSpec_GrpcMethod
 	//	*BackendSpec_HttpOperation
 	//	*BackendSpec_McpTool
+	//	*BackendSpec_Alias
 	Kind isBackendSpec_Kind `protobuf_oneof:"kind"`
 	// TLS to the backend, for every kind. Unset: the gateway's per-target
 	// settings (policy file backend_tls), else plaintext.
@@ -608,6 +609,15 @@ func (x *BackendSpec) GetMcpTool() *McpTool {
 	return nil
 }
 
+func (x *BackendSpec) GetAlias() *ToolAlias {
+	if x != nil {
+		if x, ok := x.Kind.(*BackendSpec_Alias); ok {
+			return x.Alias
+		}
+	}
+	return nil
+}
+
 func (x *BackendSpec) GetTls() *TransportSecurity {
 	if x != nil {
 		return x.Tls
@@ -634,11 +644,19 @@ type BackendSpec_McpTool struct {
 	McpTool *McpTool `protobuf:"bytes,2,opt,name=mcp_tool,json=mcpTool,proto3,oneof"`
 }
 
+type BackendSpec_Alias struct {
+	// Another registered tool, offered under this tool's name,
+	// description and (narrower) input schema.
+	Alias *ToolAlias `protobuf:"bytes,4,opt,name=alias,proto3,oneof"`
+}
+
 func (*BackendSpec_GrpcMethod) isBackendSpec_Kind() {}
 
 func (*BackendSpec_HttpOperation) isBackendSpec_Kind() {}
 
 func (*BackendSpec_McpTool) isBackendSpec_Kind() {}
+
+func (*BackendSpec_Alias) isBackendSpec_Kind() {}
 
 // TransportSecurity is TLS (mTLS with a client certificate) to a backend.
 // Files are paths on the gateway's host, read when a connection is made.
@@ -1040,6 +1058,82 @@ func (x *McpTool) GetTransport() McpTransport {
 	return McpTransport_MCP_TRANSPORT_UNSPECIFIED
 }
 
+// ToolAlias offers another registered tool (the target) under the alias
+// tool's own name and description. The alias tool's input_schema is what
+// the model sees: it may only narrow the target's (fewer properties,
+// tighter bounds, fewer enum values), which registration proves with the
+// compatibility engine. Fixed and injected arguments are never in it: the
+// gateway sets them after normalizing and validating the model's
+// arguments, then validates the whole against the target's schema. Calls
+// are audited and measured under the alias, naming the target.
+type ToolAlias struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The target tool's name; it must be registered and not be an alias.
+	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	// Arguments the gateway sets on every call (property name → value). A
+	// model sending one of them is refused. Only callers that see backends
+	// (admins) read them back.
+	FixedArguments *structpb.Struct `protobuf:"bytes,2,opt,name=fixed_arguments,json=fixedArguments,proto3" json:"fixed_arguments,omitempty"`
+	// Arguments taken from the caller's identity (property name → source):
+	// "subject" (the caller's subject), "auth-method", or "claim:NAME" (a
+	// string claim of the caller's verified JWT). A call whose caller lacks
+	// the source is refused (PermissionDenied).
+	InjectedArguments map[string]string `protobuf:"bytes,3,rep,name=injected_arguments,json=injectedArguments,proto3" json:"injected_arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ToolAlias) Reset() {
+	*x = ToolAlias{}
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolAlias) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolAlias) ProtoMessage() {}
+
+func (x *ToolAlias) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolAlias.ProtoReflect.Descriptor instead.
+func (*ToolAlias) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ToolAlias) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *ToolAlias) GetFixedArguments() *structpb.Struct {
+	if x != nil {
+		return x.FixedArguments
+	}
+	return nil
+}
+
+func (x *ToolAlias) GetInjectedArguments() map[string]string {
+	if x != nil {
+		return x.InjectedArguments
+	}
+	return nil
+}
+
 // Repair is one change normalization made to a call's arguments.
 type Repair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1056,7 +1150,7 @@ type Repair struct {
 
 func (x *Repair) Reset() {
 	*x = Repair{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1162,7 @@ func (x *Repair) String() string {
 func (*Repair) ProtoMessage() {}
 
 func (x *Repair) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1175,7 @@ func (x *Repair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repair.ProtoReflect.Descriptor instead.
 func (*Repair) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Repair) GetPath() string {
@@ -1126,7 +1220,7 @@ type Caller struct {
 
 func (x *Caller) Reset() {
 	*x = Caller{}
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1232,7 @@ func (x *Caller) String() string {
 func (*Caller) ProtoMessage() {}
 
 func (x *Caller) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_tool_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1245,7 @@ func (x *Caller) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Caller.ProtoReflect.Descriptor instead.
 func (*Caller) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_tool_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Caller) GetSubject() string {
@@ -1212,12 +1306,13 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x0f_read_only_hintB\x13\n" +
 	"\x11_destructive_hintB\x12\n" +
 	"\x10_idempotent_hintB\x12\n" +
-	"\x10_open_world_hint\"\x9b\x02\n" +
+	"\x10_open_world_hint\"\xd3\x02\n" +
 	"\vBackendSpec\x12B\n" +
 	"\vgrpc_method\x18\x01 \x01(\v2\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\n" +
 	"grpcMethod\x12K\n" +
 	"\x0ehttp_operation\x18\x03 \x01(\v2\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x129\n" +
-	"\bmcp_tool\x18\x02 \x01(\v2\x1c.flowdrop.gateway.v1.McpToolH\x00R\amcpTool\x128\n" +
+	"\bmcp_tool\x18\x02 \x01(\v2\x1c.flowdrop.gateway.v1.McpToolH\x00R\amcpTool\x126\n" +
+	"\x05alias\x18\x04 \x01(\v2\x1e.flowdrop.gateway.v1.ToolAliasH\x00R\x05alias\x128\n" +
 	"\x03tls\x18\x0f \x01(\v2&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n" +
 	"\x04kind\"\x9f\x01\n" +
 	"\x11TransportSecurity\x12\x17\n" +
@@ -1249,7 +1344,14 @@ const file_flowdrop_gateway_v1_tool_proto_rawDesc = "" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n" +
 	"\x0ecredential_env\x18\x03 \x01(\tR\rcredentialEnv\x12'\n" +
 	"\x0fcredential_file\x18\x04 \x01(\tR\x0ecredentialFile\x12?\n" +
-	"\ttransport\x18\x05 \x01(\x0e2!.flowdrop.gateway.v1.McpTransportR\ttransport\"\x86\x01\n" +
+	"\ttransport\x18\x05 \x01(\x0e2!.flowdrop.gateway.v1.McpTransportR\ttransport\"\x91\x02\n" +
+	"\tToolAlias\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12@\n" +
+	"\x0ffixed_arguments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x0efixedArguments\x12d\n" +
+	"\x12injected_arguments\x18\x03 \x03(\v25.flowdrop.gateway.v1.ToolAlias.InjectedArgumentsEntryR\x11injectedArguments\x1aD\n" +
+	"\x16InjectedArgumentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x01\n" +
 	"\x06Repair\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x123\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n" +
@@ -1289,7 +1391,7 @@ func file_flowdrop_gateway_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_flowdrop_gateway_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(HttpParameterIn)(0),        // 0: flowdrop.gateway.v1.HttpParameterIn
 	(McpTransport)(0),           // 1: flowdrop.gateway.v1.McpTransport
@@ -1303,34 +1405,39 @@ var file_flowdrop_gateway_v1_tool_proto_goTypes = []any{
 	(*HttpOperation)(nil),       // 9: flowdrop.gateway.v1.HttpOperation
 	(*HttpParameter)(nil),       // 10: flowdrop.gateway.v1.HttpParameter
 	(*McpTool)(nil),             // 11: flowdrop.gateway.v1.McpTool
-	(*Repair)(nil),              // 12: flowdrop.gateway.v1.Repair
-	(*Caller)(nil),              // 13: flowdrop.gateway.v1.Caller
-	nil,                         // 14: flowdrop.gateway.v1.Tool.LabelsEntry
-	(*structpb.Struct)(nil),     // 15: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
+	(*ToolAlias)(nil),           // 12: flowdrop.gateway.v1.ToolAlias
+	(*Repair)(nil),              // 13: flowdrop.gateway.v1.Repair
+	(*Caller)(nil),              // 14: flowdrop.gateway.v1.Caller
+	nil,                         // 15: flowdrop.gateway.v1.Tool.LabelsEntry
+	nil,                         // 16: flowdrop.gateway.v1.ToolAlias.InjectedArgumentsEntry
+	(*structpb.Struct)(nil),     // 17: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 18: google.protobuf.Duration
 }
 var file_flowdrop_gateway_v1_tool_proto_depIdxs = []int32{
-	15, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	16, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
-	14, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
+	17, // 0: flowdrop.gateway.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	18, // 1: flowdrop.gateway.v1.Tool.timeout:type_name -> google.protobuf.Duration
+	15, // 2: flowdrop.gateway.v1.Tool.labels:type_name -> flowdrop.gateway.v1.Tool.LabelsEntry
 	6,  // 3: flowdrop.gateway.v1.Tool.spec:type_name -> flowdrop.gateway.v1.BackendSpec
 	5,  // 4: flowdrop.gateway.v1.Tool.annotations:type_name -> flowdrop.gateway.v1.ToolAnnotations
-	15, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	17, // 5: flowdrop.gateway.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	4,  // 6: flowdrop.gateway.v1.Tool.origin:type_name -> flowdrop.gateway.v1.ToolOrigin
 	8,  // 7: flowdrop.gateway.v1.BackendSpec.grpc_method:type_name -> flowdrop.gateway.v1.GrpcMethod
 	9,  // 8: flowdrop.gateway.v1.BackendSpec.http_operation:type_name -> flowdrop.gateway.v1.HttpOperation
 	11, // 9: flowdrop.gateway.v1.BackendSpec.mcp_tool:type_name -> flowdrop.gateway.v1.McpTool
-	7,  // 10: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
-	10, // 11: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
-	15, // 12: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
-	0,  // 13: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
-	1,  // 14: flowdrop.gateway.v1.McpTool.transport:type_name -> flowdrop.gateway.v1.McpTransport
-	2,  // 15: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 10: flowdrop.gateway.v1.BackendSpec.alias:type_name -> flowdrop.gateway.v1.ToolAlias
+	7,  // 11: flowdrop.gateway.v1.BackendSpec.tls:type_name -> flowdrop.gateway.v1.TransportSecurity
+	10, // 12: flowdrop.gateway.v1.HttpOperation.parameters:type_name -> flowdrop.gateway.v1.HttpParameter
+	17, // 13: flowdrop.gateway.v1.HttpOperation.response_schema:type_name -> google.protobuf.Struct
+	0,  // 14: flowdrop.gateway.v1.HttpParameter.in:type_name -> flowdrop.gateway.v1.HttpParameterIn
+	1,  // 15: flowdrop.gateway.v1.McpTool.transport:type_name -> flowdrop.gateway.v1.McpTransport
+	17, // 16: flowdrop.gateway.v1.ToolAlias.fixed_arguments:type_name -> google.protobuf.Struct
+	16, // 17: flowdrop.gateway.v1.ToolAlias.injected_arguments:type_name -> flowdrop.gateway.v1.ToolAlias.InjectedArgumentsEntry
+	2,  // 18: flowdrop.gateway.v1.Repair.kind:type_name -> flowdrop.gateway.v1.RepairKind
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_tool_proto_init() }
@@ -1343,6 +1450,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 		(*BackendSpec_GrpcMethod)(nil),
 		(*BackendSpec_HttpOperation)(nil),
 		(*BackendSpec_McpTool)(nil),
+		(*BackendSpec_Alias)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1350,7 +1458,7 @@ func file_flowdrop_gateway_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_tool_proto_rawDesc), len(file_flowdrop_gateway_v1_tool_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

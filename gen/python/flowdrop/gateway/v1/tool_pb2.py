@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lowdrop/gateway/v1/tool.proto\x12\x13\x66lowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x05\n\x04Tool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\x0cinput_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0binputSchema\x12\x18\n\x07\x62\x61\x63kend\x18\x04 \x01(\tR\x07\x62\x61\x63kend\x12\x33\n\x07timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x12\x1a\n\x08revision\x18\x06 \x01(\x03R\x08revision\x12=\n\x06labels\x18\x07 \x03(\x0b\x32%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x12\x34\n\x04spec\x18\x08 \x01(\x0b\x32 .flowdrop.gateway.v1.BackendSpecR\x04spec\x12\x46\n\x0b\x61nnotations\x18\t \x01(\x0b\x32$.flowdrop.gateway.v1.ToolAnnotationsR\x0b\x61nnotations\x12(\n\x10max_result_bytes\x18\n \x01(\x03R\x0emaxResultBytes\x12<\n\routput_schema\x18\x0b \x01(\x0b\x32\x17.google.protobuf.StructR\x0coutputSchema\x12*\n\x11on_invalid_output\x18\x0c \x01(\tR\x0fonInvalidOutput\x12\x37\n\x06origin\x18\r \x01(\x0b\x32\x1f.flowdrop.gateway.v1.ToolOriginR\x06origin\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\nToolOrigin\x12!\n\x0cmcp_upstream\x18\x01 \x01(\tR\x0bmcpUpstream\x12\'\n\x0fupstream_digest\x18\x02 \x01(\tR\x0eupstreamDigest\x12\x16\n\x06\x65\x64ited\x18\x03 \x01(\x08R\x06\x65\x64ited\x12\x18\n\x07pending\x18\x04 \x03(\tR\x07pending\"\x97\x02\n\x0fToolAnnotations\x12)\n\x0eread_only_hint\x18\x01 \x01(\x08H\x00R\x0creadOnlyHint\x88\x01\x01\x12.\n\x10\x64\x65structive_hint\x18\x02 \x01(\x08H\x01R\x0f\x64\x65structiveHint\x88\x01\x01\x12,\n\x0fidempotent_hint\x18\x03 \x01(\x08H\x02R\x0eidempotentHint\x88\x01\x01\x12+\n\x0fopen_world_hint\x18\x04 \x01(\x08H\x03R\ropenWorldHint\x88\x01\x01\x42\x11\n\x0f_read_only_hintB\x13\n\x11_destructive_hintB\x12\n\x10_idempotent_hintB\x12\n\x10_open_world_hint\"\x9b\x02\n\x0b\x42\x61\x63kendSpec\x12\x42\n\x0bgrpc_method\x18\x01 \x01(\x0b\x32\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\ngrpcMethod\x12K\n\x0ehttp_operation\x18\x03 \x01(\x0b\x32\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x12\x39\n\x08mcp_tool\x18\x02 \x01(\x0b\x32\x1c.flowdrop.gateway.v1.McpToolH\x00R\x07mcpTool\x12\x38\n\x03tls\x18\x0f \x01(\x0b\x32&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n\x04kind\"\x9f\x01\n\x11TransportSecurity\x12\x17\n\x07\x63\x61_file\x18\x01 \x01(\tR\x06\x63\x61\x46ile\x12\x1b\n\tcert_file\x18\x02 \x01(\tR\x08\x63\x65rtFile\x12\x19\n\x08key_file\x18\x03 \x01(\tR\x07keyFile\x12\x1f\n\x0bserver_name\x18\x04 \x01(\tR\nserverName\x12\x18\n\x07require\x18\x05 \x01(\x08R\x07require\"^\n\nGrpcMethod\x12\x16\n\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12 \n\x0b\x64\x65scriptors\x18\x03 \x01(\x0cR\x0b\x64\x65scriptors\"\x81\x02\n\rHttpOperation\x12\x19\n\x08\x62\x61se_url\x18\x01 \x01(\tR\x07\x62\x61seUrl\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n\x04path\x18\x03 \x01(\tR\x04path\x12\x42\n\nparameters\x18\x04 \x03(\x0b\x32\".flowdrop.gateway.v1.HttpParameterR\nparameters\x12#\n\rbody_argument\x18\x05 \x01(\tR\x0c\x62odyArgument\x12@\n\x0fresponse_schema\x18\x06 \x01(\x0b\x32\x17.google.protobuf.StructR\x0eresponseSchema\"Y\n\rHttpParameter\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x34\n\x02in\x18\x02 \x01(\x0e\x32$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\xc0\x01\n\x07McpTool\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n\x0e\x63redential_env\x18\x03 \x01(\tR\rcredentialEnv\x12\'\n\x0f\x63redential_file\x18\x04 \x01(\tR\x0e\x63redentialFile\x12?\n\ttransport\x18\x05 \x01(\x0e\x32!.flowdrop.gateway.v1.McpTransportR\ttransport\"\x86\x01\n\x06Repair\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x33\n\x04kind\x18\x02 \x01(\x0e\x32\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n\x06passes\x18\x03 \x01(\x05R\x06passes\x12\x1b\n\tbound_hit\x18\x04 \x01(\x08R\x08\x62oundHit\"P\n\x06\x43\x61ller\x12\x18\n\x07subject\x18\x01 \x01(\tR\x07subject\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles*\xa7\x01\n\x0fHttpParameterIn\x12!\n\x1dHTTP_PARAMETER_IN_UNSPECIFIED\x10\x00\x12\x1a\n\x16HTTP_PARAMETER_IN_PATH\x10\x01\x12\x1b\n\x17HTTP_PARAMETER_IN_QUERY\x10\x02\x12\x1c\n\x18HTTP_PARAMETER_IN_HEADER\x10\x03\x12\x1a\n\x16HTTP_PARAMETER_IN_BODY\x10\x04*g\n\x0cMcpTransport\x12\x1d\n\x19MCP_TRANSPORT_UNSPECIFIED\x10\x00\x12!\n\x1dMCP_TRANSPORT_STREAMABLE_HTTP\x10\x01\x12\x15\n\x11MCP_TRANSPORT_SSE\x10\x02*\x87\x01\n\nRepairKind\x12\x1b\n\x17REPAIR_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18REPAIR_KIND_JSON_DECODED\x10\x01\x12 \n\x1cREPAIR_KIND_ENTITIES_DECODED\x10\x02\x12\x1c\n\x18REPAIR_KIND_NULL_DROPPED\x10\x03\x42?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lowdrop/gateway/v1/tool.proto\x12\x13\x66lowdrop.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xa8\x05\n\x04Tool\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12:\n\x0cinput_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x0binputSchema\x12\x18\n\x07\x62\x61\x63kend\x18\x04 \x01(\tR\x07\x62\x61\x63kend\x12\x33\n\x07timeout\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x12\x1a\n\x08revision\x18\x06 \x01(\x03R\x08revision\x12=\n\x06labels\x18\x07 \x03(\x0b\x32%.flowdrop.gateway.v1.Tool.LabelsEntryR\x06labels\x12\x34\n\x04spec\x18\x08 \x01(\x0b\x32 .flowdrop.gateway.v1.BackendSpecR\x04spec\x12\x46\n\x0b\x61nnotations\x18\t \x01(\x0b\x32$.flowdrop.gateway.v1.ToolAnnotationsR\x0b\x61nnotations\x12(\n\x10max_result_bytes\x18\n \x01(\x03R\x0emaxResultBytes\x12<\n\routput_schema\x18\x0b \x01(\x0b\x32\x17.google.protobuf.StructR\x0coutputSchema\x12*\n\x11on_invalid_output\x18\x0c \x01(\tR\x0fonInvalidOutput\x12\x37\n\x06origin\x18\r \x01(\x0b\x32\x1f.flowdrop.gateway.v1.ToolOriginR\x06origin\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\nToolOrigin\x12!\n\x0cmcp_upstream\x18\x01 \x01(\tR\x0bmcpUpstream\x12\'\n\x0fupstream_digest\x18\x02 \x01(\tR\x0eupstreamDigest\x12\x16\n\x06\x65\x64ited\x18\x03 \x01(\x08R\x06\x65\x64ited\x12\x18\n\x07pending\x18\x04 \x03(\tR\x07pending\"\x97\x02\n\x0fToolAnnotations\x12)\n\x0eread_only_hint\x18\x01 \x01(\x08H\x00R\x0creadOnlyHint\x88\x01\x01\x12.\n\x10\x64\x65structive_hint\x18\x02 \x01(\x08H\x01R\x0f\x64\x65structiveHint\x88\x01\x01\x12,\n\x0fidempotent_hint\x18\x03 \x01(\x08H\x02R\x0eidempotentHint\x88\x01\x01\x12+\n\x0fopen_world_hint\x18\x04 \x01(\x08H\x03R\ropenWorldHint\x88\x01\x01\x42\x11\n\x0f_read_only_hintB\x13\n\x11_destructive_hintB\x12\n\x10_idempotent_hintB\x12\n\x10_open_world_hint\"\xd3\x02\n\x0b\x42\x61\x63kendSpec\x12\x42\n\x0bgrpc_method\x18\x01 \x01(\x0b\x32\x1f.flowdrop.gateway.v1.GrpcMethodH\x00R\ngrpcMethod\x12K\n\x0ehttp_operation\x18\x03 \x01(\x0b\x32\".flowdrop.gateway.v1.HttpOperationH\x00R\rhttpOperation\x12\x39\n\x08mcp_tool\x18\x02 \x01(\x0b\x32\x1c.flowdrop.gateway.v1.McpToolH\x00R\x07mcpTool\x12\x36\n\x05\x61lias\x18\x04 \x01(\x0b\x32\x1e.flowdrop.gateway.v1.ToolAliasH\x00R\x05\x61lias\x12\x38\n\x03tls\x18\x0f \x01(\x0b\x32&.flowdrop.gateway.v1.TransportSecurityR\x03tlsB\x06\n\x04kind\"\x9f\x01\n\x11TransportSecurity\x12\x17\n\x07\x63\x61_file\x18\x01 \x01(\tR\x06\x63\x61\x46ile\x12\x1b\n\tcert_file\x18\x02 \x01(\tR\x08\x63\x65rtFile\x12\x19\n\x08key_file\x18\x03 \x01(\tR\x07keyFile\x12\x1f\n\x0bserver_name\x18\x04 \x01(\tR\nserverName\x12\x18\n\x07require\x18\x05 \x01(\x08R\x07require\"^\n\nGrpcMethod\x12\x16\n\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12 \n\x0b\x64\x65scriptors\x18\x03 \x01(\x0cR\x0b\x64\x65scriptors\"\x81\x02\n\rHttpOperation\x12\x19\n\x08\x62\x61se_url\x18\x01 \x01(\tR\x07\x62\x61seUrl\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n\x04path\x18\x03 \x01(\tR\x04path\x12\x42\n\nparameters\x18\x04 \x03(\x0b\x32\".flowdrop.gateway.v1.HttpParameterR\nparameters\x12#\n\rbody_argument\x18\x05 \x01(\tR\x0c\x62odyArgument\x12@\n\x0fresponse_schema\x18\x06 \x01(\x0b\x32\x17.google.protobuf.StructR\x0eresponseSchema\"Y\n\rHttpParameter\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x34\n\x02in\x18\x02 \x01(\x0e\x32$.flowdrop.gateway.v1.HttpParameterInR\x02in\"\xc0\x01\n\x07McpTool\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n\x04tool\x18\x02 \x01(\tR\x04tool\x12%\n\x0e\x63redential_env\x18\x03 \x01(\tR\rcredentialEnv\x12\'\n\x0f\x63redential_file\x18\x04 \x01(\tR\x0e\x63redentialFile\x12?\n\ttransport\x18\x05 \x01(\x0e\x32!.flowdrop.gateway.v1.McpTransportR\ttransport\"\x91\x02\n\tToolAlias\x12\x16\n\x06target\x18\x01 \x01(\tR\x06target\x12@\n\x0f\x66ixed_arguments\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x0e\x66ixedArguments\x12\x64\n\x12injected_arguments\x18\x03 \x03(\x0b\x32\x35.flowdrop.gateway.v1.ToolAlias.InjectedArgumentsEntryR\x11injectedArguments\x1a\x44\n\x16InjectedArgumentsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x86\x01\n\x06Repair\x12\x12\n\x04path\x18\x01 \x01(\tR\x04path\x12\x33\n\x04kind\x18\x02 \x01(\x0e\x32\x1f.flowdrop.gateway.v1.RepairKindR\x04kind\x12\x16\n\x06passes\x18\x03 \x01(\x05R\x06passes\x12\x1b\n\tbound_hit\x18\x04 \x01(\x08R\x08\x62oundHit\"P\n\x06\x43\x61ller\x12\x18\n\x07subject\x18\x01 \x01(\tR\x07subject\x12\x16\n\x06method\x18\x02 \x01(\tR\x06method\x12\x14\n\x05roles\x18\x03 \x03(\tR\x05roles*\xa7\x01\n\x0fHttpParameterIn\x12!\n\x1dHTTP_PARAMETER_IN_UNSPECIFIED\x10\x00\x12\x1a\n\x16HTTP_PARAMETER_IN_PATH\x10\x01\x12\x1b\n\x17HTTP_PARAMETER_IN_QUERY\x10\x02\x12\x1c\n\x18HTTP_PARAMETER_IN_HEADER\x10\x03\x12\x1a\n\x16HTTP_PARAMETER_IN_BODY\x10\x04*g\n\x0cMcpTransport\x12\x1d\n\x19MCP_TRANSPORT_UNSPECIFIED\x10\x00\x12!\n\x1dMCP_TRANSPORT_STREAMABLE_HTTP\x10\x01\x12\x15\n\x11MCP_TRANSPORT_SSE\x10\x02*\x87\x01\n\nRepairKind\x12\x1b\n\x17REPAIR_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18REPAIR_KIND_JSON_DECODED\x10\x01\x12 \n\x1cREPAIR_KIND_ENTITIES_DECODED\x10\x02\x12\x1c\n\x18REPAIR_KIND_NULL_DROPPED\x10\x03\x42?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flowdrop.gateway.v1.tool_pb2', globals())
@@ -25,12 +25,14 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1'
   _TOOL_LABELSENTRY._options = None
   _TOOL_LABELSENTRY._serialized_options = b'8\001'
-  _HTTPPARAMETERIN._serialized_start=2533
-  _HTTPPARAMETERIN._serialized_end=2700
-  _MCPTRANSPORT._serialized_start=2702
-  _MCPTRANSPORT._serialized_end=2805
-  _REPAIRKIND._serialized_start=2808
-  _REPAIRKIND._serialized_end=2943
+  _TOOLALIAS_INJECTEDARGUMENTSENTRY._options = None
+  _TOOLALIAS_INJECTEDARGUMENTSENTRY._serialized_options = b'8\001'
+  _HTTPPARAMETERIN._serialized_start=2865
+  _HTTPPARAMETERIN._serialized_end=3032
+  _MCPTRANSPORT._serialized_start=3034
+  _MCPTRANSPORT._serialized_end=3137
+  _REPAIRKIND._serialized_start=3140
+  _REPAIRKIND._serialized_end=3275
   _TOOL._serialized_start=118
   _TOOL._serialized_end=798
   _TOOL_LABELSENTRY._serialized_start=741
@@ -40,19 +42,23 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TOOLANNOTATIONS._serialized_start=942
   _TOOLANNOTATIONS._serialized_end=1221
   _BACKENDSPEC._serialized_start=1224
-  _BACKENDSPEC._serialized_end=1507
-  _TRANSPORTSECURITY._serialized_start=1510
-  _TRANSPORTSECURITY._serialized_end=1669
-  _GRPCMETHOD._serialized_start=1671
-  _GRPCMETHOD._serialized_end=1765
-  _HTTPOPERATION._serialized_start=1768
-  _HTTPOPERATION._serialized_end=2025
-  _HTTPPARAMETER._serialized_start=2027
-  _HTTPPARAMETER._serialized_end=2116
-  _MCPTOOL._serialized_start=2119
-  _MCPTOOL._serialized_end=2311
-  _REPAIR._serialized_start=2314
-  _REPAIR._serialized_end=2448
-  _CALLER._serialized_start=2450
-  _CALLER._serialized_end=2530
+  _BACKENDSPEC._serialized_end=1563
+  _TRANSPORTSECURITY._serialized_start=1566
+  _TRANSPORTSECURITY._serialized_end=1725
+  _GRPCMETHOD._serialized_start=1727
+  _GRPCMETHOD._serialized_end=1821
+  _HTTPOPERATION._serialized_start=1824
+  _HTTPOPERATION._serialized_end=2081
+  _HTTPPARAMETER._serialized_start=2083
+  _HTTPPARAMETER._serialized_end=2172
+  _MCPTOOL._serialized_start=2175
+  _MCPTOOL._serialized_end=2367
+  _TOOLALIAS._serialized_start=2370
+  _TOOLALIAS._serialized_end=2643
+  _TOOLALIAS_INJECTEDARGUMENTSENTRY._serialized_start=2575
+  _TOOLALIAS_INJECTEDARGUMENTSENTRY._serialized_end=2643
+  _REPAIR._serialized_start=2646
+  _REPAIR._serialized_end=2780
+  _CALLER._serialized_start=2782
+  _CALLER._serialized_end=2862
 # @@protoc_insertion_point(module_scope)

@@ -21,16 +21,18 @@ REPAIR_KIND_NULL_DROPPED: RepairKind
 REPAIR_KIND_UNSPECIFIED: RepairKind
 
 class BackendSpec(_message.Message):
-    __slots__ = ["grpc_method", "http_operation", "mcp_tool", "tls"]
+    __slots__ = ["alias", "grpc_method", "http_operation", "mcp_tool", "tls"]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
     GRPC_METHOD_FIELD_NUMBER: _ClassVar[int]
     HTTP_OPERATION_FIELD_NUMBER: _ClassVar[int]
     MCP_TOOL_FIELD_NUMBER: _ClassVar[int]
     TLS_FIELD_NUMBER: _ClassVar[int]
+    alias: ToolAlias
     grpc_method: GrpcMethod
     http_operation: HttpOperation
     mcp_tool: McpTool
     tls: TransportSecurity
-    def __init__(self, grpc_method: _Optional[_Union[GrpcMethod, _Mapping]] = ..., http_operation: _Optional[_Union[HttpOperation, _Mapping]] = ..., mcp_tool: _Optional[_Union[McpTool, _Mapping]] = ..., tls: _Optional[_Union[TransportSecurity, _Mapping]] = ...) -> None: ...
+    def __init__(self, grpc_method: _Optional[_Union[GrpcMethod, _Mapping]] = ..., http_operation: _Optional[_Union[HttpOperation, _Mapping]] = ..., mcp_tool: _Optional[_Union[McpTool, _Mapping]] = ..., alias: _Optional[_Union[ToolAlias, _Mapping]] = ..., tls: _Optional[_Union[TransportSecurity, _Mapping]] = ...) -> None: ...
 
 class Caller(_message.Message):
     __slots__ = ["method", "roles", "subject"]
@@ -137,6 +139,23 @@ class Tool(_message.Message):
     spec: BackendSpec
     timeout: _duration_pb2.Duration
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., backend: _Optional[str] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., revision: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., spec: _Optional[_Union[BackendSpec, _Mapping]] = ..., annotations: _Optional[_Union[ToolAnnotations, _Mapping]] = ..., max_result_bytes: _Optional[int] = ..., output_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., on_invalid_output: _Optional[str] = ..., origin: _Optional[_Union[ToolOrigin, _Mapping]] = ...) -> None: ...
+
+class ToolAlias(_message.Message):
+    __slots__ = ["fixed_arguments", "injected_arguments", "target"]
+    class InjectedArgumentsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIXED_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    INJECTED_ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    fixed_arguments: _struct_pb2.Struct
+    injected_arguments: _containers.ScalarMap[str, str]
+    target: str
+    def __init__(self, target: _Optional[str] = ..., fixed_arguments: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., injected_arguments: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ToolAnnotations(_message.Message):
     __slots__ = ["destructive_hint", "idempotent_hint", "open_world_hint", "read_only_hint"]

@@ -260,6 +260,15 @@ export declare type BackendSpec = Message<"flowdrop.gateway.v1.BackendSpec"> & {
      */
     value: McpTool;
     case: "mcpTool";
+  } | {
+    /**
+     * Another registered tool, offered under this tool's name,
+     * description and (narrower) input schema.
+     *
+     * @generated from field: flowdrop.gateway.v1.ToolAlias alias = 4;
+     */
+    value: ToolAlias;
+    case: "alias";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -512,6 +521,52 @@ export declare type McpTool = Message<"flowdrop.gateway.v1.McpTool"> & {
  * Use `create(McpToolSchema)` to create a new message.
  */
 export declare const McpToolSchema: GenMessage<McpTool>;
+
+/**
+ * ToolAlias offers another registered tool (the target) under the alias
+ * tool's own name and description. The alias tool's input_schema is what
+ * the model sees: it may only narrow the target's (fewer properties,
+ * tighter bounds, fewer enum values), which registration proves with the
+ * compatibility engine. Fixed and injected arguments are never in it: the
+ * gateway sets them after normalizing and validating the model's
+ * arguments, then validates the whole against the target's schema. Calls
+ * are audited and measured under the alias, naming the target.
+ *
+ * @generated from message flowdrop.gateway.v1.ToolAlias
+ */
+export declare type ToolAlias = Message<"flowdrop.gateway.v1.ToolAlias"> & {
+  /**
+   * The target tool's name; it must be registered and not be an alias.
+   *
+   * @generated from field: string target = 1;
+   */
+  target: string;
+
+  /**
+   * Arguments the gateway sets on every call (property name → value). A
+   * model sending one of them is refused. Only callers that see backends
+   * (admins) read them back.
+   *
+   * @generated from field: google.protobuf.Struct fixed_arguments = 2;
+   */
+  fixedArguments?: JsonObject | undefined;
+
+  /**
+   * Arguments taken from the caller's identity (property name → source):
+   * "subject" (the caller's subject), "auth-method", or "claim:NAME" (a
+   * string claim of the caller's verified JWT). A call whose caller lacks
+   * the source is refused (PermissionDenied).
+   *
+   * @generated from field: map<string, string> injected_arguments = 3;
+   */
+  injectedArguments: { [key: string]: string };
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ToolAlias.
+ * Use `create(ToolAliasSchema)` to create a new message.
+ */
+export declare const ToolAliasSchema: GenMessage<ToolAlias>;
 
 /**
  * Repair is one change normalization made to a call's arguments.
