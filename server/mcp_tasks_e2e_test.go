@@ -230,7 +230,7 @@ func TestMCPTasksAcrossReplicas(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rdb.Close()
-	stored, err := rdb.Get(ctx, "flowdrop:task:t:"+second.Task.TaskID).Bytes()
+	stored, err := rdb.Get(ctx, "flowdrop:{task}:t:"+second.Task.TaskID).Bytes()
 	if err != nil {
 		t.Fatalf("the task's record in redis: %v", err)
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // RedisConfig is how every replica reaches the shared Redis (rate limits,
-// idempotency). Empty Addr: no Redis, each replica on its own.
+// idempotency, MCP tasks): one server, Sentinel or a Cluster. Empty Addr:
+// no Redis, each replica on its own.
 type RedisConfig = redisstate.Config
 
 // Key namespaces in Redis: one per kind of state, so nothing collides.
@@ -28,6 +29,7 @@ func (g *Gateway) openRedis(ctx context.Context, cfg RedisConfig) error {
 	if err != nil {
 		return err
 	}
+	redisstate.SetLogger(g.log)
 	g.redis = c
 	// Registered here, once, whatever builds limiters later (a policy reload too).
 	g.countFallback = g.metrics.RateLimitFallbackCounter(policy.FallbackLocal, policy.FallbackDeny)

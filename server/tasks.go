@@ -5,7 +5,7 @@ import (
 )
 
 // redisTasks is the MCP task records' namespace in Redis.
-const redisTasks = "flowdrop:task:"
+const redisTasks = "flowdrop:{task}:"
 
 // taskStore is where the MCP face keeps who owns which upstream task:
 // Redis when configured, so every replica answers for every task; else

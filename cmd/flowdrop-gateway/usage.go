@@ -22,7 +22,7 @@ var flagGroups = []struct {
 		"backend-eject-max", "backend-eject-max-percent", "backend-mcp-idle-conns",
 		"max-recv-msg-size", "max-send-msg-size", "backend-max-recv-msg-size", "backend-max-send-msg-size", "disable-fast-paths"}},
 	{"Fleet state (Redis: rate limits shared by every replica)", []string{"redis-addr", "redis-username", "redis-password-file",
-		"redis-db", "redis-timeout", "redis-tls", "redis-tls-ca-file", "redis-tls-cert-file", "redis-tls-key-file", "redis-tls-server-name"}},
+		"redis-db", "redis-mode", "redis-sentinel-master", "redis-sentinel-password-file", "redis-timeout", "redis-tls", "redis-tls-ca-file", "redis-tls-cert-file", "redis-tls-key-file", "redis-tls-server-name"}},
 	{"gRPC connections (what a peer can make the gateway hold)", []string{"grpc-max-streams", "grpc-max-unauthenticated-streams",
 		"grpc-unauthenticated-receive-timeout", "grpc-stream-window", "grpc-conn-window", "grpc-max-header-bytes",
 		"grpc-handshake-timeout", "grpc-idle-timeout", "grpc-keepalive-time", "grpc-keepalive-timeout"}},

@@ -18,29 +18,51 @@ import (
 
 type storeKind struct {
 	name string
-	open func(t *testing.T) idempotency.Store
+	// open starts what the kind needs once (a server) and returns the
+	// constructor of one row's store: a fresh one, or a fresh namespace of
+	// the kind's server.
+	open func(t *testing.T) func(t *testing.T) idempotency.Store
+}
+
+// redisKind is a Redis deployment as a store kind: connect reaches it.
+func redisKind(name string, connect func(t *testing.T) redisstate.Config) storeKind {
+	return storeKind{name, func(t *testing.T) func(*testing.T) idempotency.Store {
+		cfg := connect(t)
+		cfg.Timeout = time.Second
+		c, err := redisstate.Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return func(t *testing.T) idempotency.Store { return c.Idempotency("test:idem:" + t.Name() + ":") }
+	}}
 }
 
 func storeKinds() []storeKind {
 	return []storeKind{
-		{"memory", func(t *testing.T) idempotency.Store { return idempotency.NewMemory(0) }},
-		{"bolt", func(t *testing.T) idempotency.Store {
-			s, err := idempotency.OpenBolt(filepath.Join(t.TempDir(), "idempotency.db"), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+		{"memory", func(*testing.T) func(*testing.T) idempotency.Store {
+			return func(*testing.T) idempotency.Store { return idempotency.NewMemory(0) }
 		}},
-		{"redis", func(t *testing.T) idempotency.Store {
-			rs := redistest.Start(t)
-			c, err := redisstate.Open(redisstate.Config{Addr: rs.Addr(), Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
+		{"bolt", func(*testing.T) func(*testing.T) idempotency.Store {
+			return func(t *testing.T) idempotency.Store {
+				s, err := idempotency.OpenBolt(filepath.Join(t.TempDir(), "idempotency.db"), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
 			}
-			t.Cleanup(func() { c.Close() })
-			return c.Idempotency("test:idem:")
 		}},
+		redisKind("redis", func(t *testing.T) redisstate.Config {
+			return redisstate.Config{Addr: redistest.Start(t).Addr()}
+		}),
+		redisKind("redis-cluster", func(t *testing.T) redisstate.Config {
+			return redisstate.Config{Addr: redistest.StartCluster(t).Addrs(), Mode: redisstate.ModeCluster}
+		}),
+		redisKind("redis-sentinel", func(t *testing.T) redisstate.Config {
+			return redisstate.Config{Addr: redistest.StartSentinel(t).Addrs(), Mode: redisstate.ModeSentinel,
+				SentinelMaster: redistest.MasterName}
+		}),
 	}
 }
 
@@ -233,9 +255,10 @@ func TestStoreContract(t *testing.T) {
 	}
 	for _, kind := range storeKinds() {
 		t.Run(kind.name, func(t *testing.T) {
+			open := kind.open(t)
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
-					s := kind.open(t)
+					s := open(t)
 					tc.run(t, s)
 					if t.Failed() {
 						t.Log(tc.reason)

@@ -33,6 +33,25 @@ func stores() []struct {
 			t.Cleanup(func() { c.Close() })
 			return c.Tasks("test:task:")
 		}},
+		{"redis-cluster", func(t *testing.T) mcptasks.Store {
+			cl := redistest.StartCluster(t)
+			c, err := redisstate.Open(redisstate.Config{Addr: cl.Addrs(), Mode: redisstate.ModeCluster, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.Tasks("test:task:")
+		}},
+		{"redis-sentinel", func(t *testing.T) mcptasks.Store {
+			sn := redistest.StartSentinel(t)
+			c, err := redisstate.Open(redisstate.Config{Addr: sn.Addrs(), Mode: redisstate.ModeSentinel,
+				SentinelMaster: redistest.MasterName, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c.Tasks("test:task:")
+		}},
 	}
 }
 

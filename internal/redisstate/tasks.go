@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,14 +16,31 @@ import (
 // (ns + "t:" + id) that expires with the task, and each owner's live task
 // ids a sorted set (ns + "o:" + owner) scored by expiry, pruned of expired
 // ids on every write and read, which bounds an owner's tasks
-// (mcptasks.MaxPerOwner) in one atomic script.
+// (mcptasks.MaxPerOwner) in one atomic script. That script (and List's
+// MGET) spans a record and its owner's set, so every key of the store is
+// in one hash slot — one shard of a Cluster; task records are few and
+// small.
 type Tasks struct {
 	c  *Client
 	ns string
 }
 
-// Tasks returns the store under namespace ns (e.g. "flowdrop:task:").
-func (c *Client) Tasks(ns string) *Tasks { return &Tasks{c: c, ns: ns} }
+// Tasks returns the store under namespace ns (e.g. "flowdrop:{task}:").
+// The keys' hash slot is ns's hash tag; an ns without one gets "{task}:"
+// appended.
+func (c *Client) Tasks(ns string) *Tasks {
+	if !hasHashTag(ns) {
+		ns += "{task}:"
+	}
+	return &Tasks{c: c, ns: ns}
+}
+
+// hasHashTag reports whether key has a non-empty {…}, the part Redis
+// Cluster hashes instead of the whole key.
+func hasHashTag(key string) bool {
+	i := strings.IndexByte(key, '{')
+	return i >= 0 && strings.IndexByte(key[i+1:], '}') > 0
+}
 
 var _ mcptasks.Store = (*Tasks)(nil)
 

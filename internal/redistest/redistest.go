@@ -29,6 +29,11 @@ type Server struct {
 	dir  string
 	port int
 	pass string
+	// args are extra redis-server arguments (WithArgs); conf, when set, is
+	// written to dir/redis.conf and given first (Sentinel needs a file it
+	// can rewrite).
+	args []string
+	conf string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 }
@@ -39,6 +44,13 @@ type Option func(*Server)
 // WithPassword makes the server require password (requirepass): the
 // default user's password, AUTH for every connection.
 func WithPassword(password string) Option { return func(s *Server) { s.pass = password } }
+
+// WithArgs gives redis-server more arguments (e.g. --replicaof).
+func WithArgs(args ...string) Option { return func(s *Server) { s.args = append(s.args, args...) } }
+
+// withConfig starts redis-server on a configuration file holding conf
+// (the port line is added), which the server may rewrite.
+func withConfig(conf string) Option { return func(s *Server) { s.conf = conf } }
 
 // Start starts redis-server and stops it when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -81,11 +93,20 @@ func freePort() (int, error) {
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 func (s *Server) start() error {
-	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--protected-mode", "yes", "--loglevel", "warning"}
+	var args []string
+	if s.conf != "" {
+		file := s.dir + "/redis.conf"
+		if err := os.WriteFile(file, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n%s", s.port, s.dir, s.conf)), 0o600); err != nil {
+			return err
+		}
+		args = append(args, file)
+	}
+	args = append(args, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--protected-mode", "yes", "--loglevel", "warning")
 	if s.pass != "" {
 		args = append(args, "--requirepass", s.pass)
 	}
+	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
