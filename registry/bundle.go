@@ -40,11 +40,16 @@ type Bundle struct {
 // Discovery is how a bundle's tools are offered to a client.
 type Discovery string
 
-// DiscoveryList offers every tool of the bundle the caller may see in
-// tools/list (the only mode this gateway serves now; the field is where a
-// later mode, such as search meta-tools for catalogs too large to list,
-// is chosen per bundle).
-const DiscoveryList Discovery = "list"
+// The discovery modes a bundle's endpoint serves.
+const (
+	// DiscoveryList offers every tool of the bundle the caller may see in
+	// tools/list.
+	DiscoveryList Discovery = "list"
+	// DiscoverySearch offers, to everyone the endpoint serves, the search
+	// and describe meta-tools over the bundle's tools instead of the list
+	// (the MCP face's discovery mode, server/mcpapi/view.go).
+	DiscoverySearch Discovery = "search"
+)
 
 // Bounds on a bundle definition: what a registrant can make every request
 // to the bundle's endpoint evaluate.
@@ -164,11 +169,11 @@ func CompileBundle(b Bundle) (*BundleEntry, error) {
 		return nil, bad("description", "is %d bytes; at most %d", n, MaxDescriptionBytes)
 	}
 	switch b.Discovery {
-	case "", DiscoveryList:
+	case "", DiscoveryList, DiscoverySearch:
 	default:
 		// Fail closed: a mode this gateway does not serve would otherwise
 		// be served as a full list the registrant meant to avoid.
-		return nil, bad("discovery", "%q is not served by this gateway (want %q)", b.Discovery, DiscoveryList)
+		return nil, bad("discovery", "%q is not served by this gateway (want %q or %q)", b.Discovery, DiscoveryList, DiscoverySearch)
 	}
 	if len(b.Tools) > MaxBundleTools {
 		return nil, bad("tools", "has %d names; at most %d", len(b.Tools), MaxBundleTools)

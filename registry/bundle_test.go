@@ -35,7 +35,7 @@ func TestCompileBundleRefuses(t *testing.T) {
 		{"an empty label selector", registry.Bundle{Name: "b", LabelSelectors: []string{" "}}, "label_selectors[0]"},
 		{"a selector requirement without a key", registry.Bundle{Name: "b", LabelSelectors: []string{"=x"}}, "label_selectors[0]"},
 		{"a selector value holding '='", registry.Bundle{Name: "b", LabelSelectors: []string{"a=b=c"}}, "label_selectors[0]"},
-		{"a discovery mode this build does not serve fails closed", registry.Bundle{Name: "b", Globs: []string{"*"}, Discovery: "search"}, "discovery"},
+		{"a discovery mode this build does not serve fails closed", registry.Bundle{Name: "b", Globs: []string{"*"}, Discovery: "ranked"}, "discovery"},
 		{"more names than the bound", registry.Bundle{Name: "b", Tools: many(registry.MaxBundleTools+1, func(i int) string { return fmt.Sprint("t", i) })}, "tools"},
 		{"more globs than the bound", registry.Bundle{Name: "b", Globs: many(registry.MaxBundleGlobs+1, func(int) string { return "*" })}, "globs"},
 		{"more selectors than the bound", registry.Bundle{Name: "b", LabelSelectors: many(registry.MaxBundleLabelSelectors+1, func(int) string { return "a" })}, "label_selectors"},

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -314,5 +315,46 @@ func TestMCPMetaToolsUnderPolicy(t *testing.T) {
 	// The describe meta-tool has its own bucket (no override: not limited).
 	if res := callMeta(t, cs, registry.DescribeToolName, map[string]any{"name": "create_note"}, nil); res.IsError {
 		t.Errorf("describe after search was limited: %q", resultText(res))
+	}
+}
+
+// TestMCPBundleDiscoveryMode: a bundle whose discovery is search offers
+// everyone its endpoint serves the meta-tools instead of its list, even a
+// caller the policy gives the full list on /mcp; search and describe see
+// only the bundle's tools (a visible tool outside it is not found), and
+// its tools are called by their names. /mcp itself is unchanged.
+func TestMCPBundleDiscoveryMode(t *testing.T) {
+	env := searchEnv(t)
+	ctx := testCtx(t)
+	if _, err := env.Store.PutBundle(ctx, registry.Bundle{Name: "notes", Tools: []string{"create_note", "apply_ops"},
+		Discovery: registry.DiscoverySearch}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 { // the registry follows its store's watch
+		if _, ok := env.Registry.Snapshot().Bundle("notes"); ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	bundle := mustConnect(t, ctx, env.MCPURL+"/notes", mcpClientOpts{header: bearerKey("lister-key")})
+	if diff := cmp.Diff([]string{registry.DescribeToolName, registry.SearchToolsName}, toolNames(t, ctx, bundle)); diff != "" {
+		t.Errorf("tools/list on the search bundle (-want +got):\n%s", diff)
+	}
+	plain := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: bearerKey("lister-key")})
+	if got := toolNames(t, ctx, plain); slices.Contains(got, registry.SearchToolsName) || !slices.Contains(got, "run_command") {
+		t.Errorf("tools/list on /mcp = %v: the bundle's mode must not reach the full endpoint", got)
+	}
+
+	var out searchOut
+	callMeta(t, bundle, registry.SearchToolsName, map[string]any{"query": "note shell command settings ops", "limit": 100}, &out)
+	if got := hitNames(out); !slices.Contains(got, "create_note") || slices.Contains(got, "run_command") || slices.Contains(got, "update_settings") {
+		t.Errorf("search on the bundle = %v: want only the bundle's tools", got)
+	}
+	if res := callMeta(t, bundle, registry.DescribeToolName, map[string]any{"name": "run_command"}, nil); !res.IsError {
+		t.Errorf("describe run_command on the bundle: %q; want tool-not-found (outside the bundle)", resultText(res))
+	}
+	res, err := bundle.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "Ember &amp;amp; Oak"}})
+	if err != nil || res.IsError {
+		t.Fatalf("create_note through the search bundle: %v %v", err, res)
 	}
 }

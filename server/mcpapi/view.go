@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // View is how an MCP endpoint offers one caller the catalog. Which tools
@@ -47,11 +49,17 @@ func (m *Server) SetDiscovery(d DiscoveryPolicy) {
 	m.discovery.Store(&d)
 }
 
-// viewFor is the view of the request in ctx: discovery mode for a caller
-// the policy names, when the face has a search index to serve it with.
+// viewFor is the view of the request in ctx: discovery mode on a bundle's
+// endpoint whose discovery is search, or for a caller the policy names,
+// when the face has a search index to serve it with.
 func (m *Server) viewFor(ctx context.Context) View {
 	if m.search == nil {
 		return View{}
+	}
+	if name := pipeline.BundleFrom(ctx); name != "" {
+		if b, ok := m.reg.Snapshot().Bundle(name); ok && b.Bundle.DiscoveryMode() == registry.DiscoverySearch {
+			return View{Discovery: true}
+		}
 	}
 	c, ok := policy.CallerFrom(ctx)
 	return View{Discovery: ok && m.discovery.Load().covers(c)}

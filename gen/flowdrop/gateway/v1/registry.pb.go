@@ -351,8 +351,10 @@ type Bundle struct {
 	// (present), "!key" (absent).
 	LabelSelectors []string `protobuf:"bytes,5,rep,name=label_selectors,json=labelSelectors,proto3" json:"label_selectors,omitempty"`
 	// How the bundle's endpoint offers its tools: "list" (also ""), every
-	// tool the caller may see in tools/list. A mode this gateway does not
-	// serve is refused (InvalidArgument).
+	// tool the caller may see in tools/list; "search", the search and
+	// describe meta-tools over them instead (discovery mode), for everyone
+	// the endpoint serves. A mode this gateway does not serve is refused
+	// (InvalidArgument).
 	Discovery string `protobuf:"bytes,6,opt,name=discovery,proto3" json:"discovery,omitempty"`
 	// Assigned by the registry on every write.
 	Revision      int64 `protobuf:"varint,7,opt,name=revision,proto3" json:"revision,omitempty"`
