@@ -177,8 +177,10 @@ export declare type Bundle = Message<"flowdrop.gateway.v1.Bundle"> & {
 
   /**
    * How the bundle's endpoint offers its tools: "list" (also ""), every
-   * tool the caller may see in tools/list. A mode this gateway does not
-   * serve is refused (InvalidArgument).
+   * tool the caller may see in tools/list; "search", the search and
+   * describe meta-tools over them instead (discovery mode), for everyone
+   * the endpoint serves. A mode this gateway does not serve is refused
+   * (InvalidArgument).
    *
    * @generated from field: string discovery = 6;
    */
