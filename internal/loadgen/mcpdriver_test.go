@@ -147,11 +147,13 @@ func TestMCPTargetAgainstGoSDK(t *testing.T) {
 			t.Fatalf("run: %v, %d errors (%s)", err, st.Errors, st.FirstError)
 		}
 		after := up.Stats()
-		if n := after.Accepted - before.Accepted; n != 0 {
-			t.Errorf("%d connections accepted during the run, want 0: every answer read to its end keeps its connection", n)
-		}
-		if before.Accepted < 8 {
-			t.Errorf("%d connections before the run, want ≥ 8: the sessions open at once, one connection each", before.Accepted)
+		// The sessions share one pool: their start may have needed fewer
+		// connections than the run's 8 callers, which may then open the
+		// rest — but never more than 8 in all, however many calls: every
+		// answer read to its end keeps its connection.
+		if after.Accepted > 8 || before.Accepted < 1 {
+			t.Errorf("%d connections before the run and %d after it (%d calls), want at most 8 in all: a connection per concurrent caller, kept",
+				before.Accepted, after.Accepted, st.Calls)
 		}
 		if got := after.Calls - before.Calls; got != st.Calls {
 			t.Errorf("upstream answered %d calls, driver counted %d", got, st.Calls)
