@@ -22,11 +22,14 @@ type Sentinel struct {
 // MasterName is the name the Sentinels monitor the primary under.
 const MasterName = "flowdrop"
 
-// StartSentinel starts the set and waits until every Sentinel knows the
-// replica and the other Sentinels, so a failover can happen.
+// StartSentinel starts the set and waits until the replica has synced and
+// every Sentinel knows the replica and the other Sentinels, so a failover
+// can happen and keeps what was written.
 func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
-	primary := Start(t)
+	// No delay before the replica's first sync (Redis waits 5 s by default
+	// for more replicas): the set is ready when the replica holds the data.
+	primary := Start(t, WithArgs("--repl-diskless-sync-delay", "0"))
 	replica := Start(t, WithArgs("--replicaof", "127.0.0.1", portOf(primary)))
 	sn := &Sentinel{Primary: primary, Replica: replica}
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]s 2\n"+
@@ -38,6 +41,20 @@ func StartSentinel(t testing.TB) *Sentinel {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// The replica has finished its first sync (a failover before it would
+	// promote an empty server).
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && !strings.Contains(info, "master_sync_in_progress:1") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("redistest: the replica %s did not sync with the primary: %v %s", replica.Addr(), err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rc.Close()
 	for _, s := range sn.Sentinels {
 		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
 		for {
