@@ -41,8 +41,9 @@ func (g *Gateway) serveConsole(cfg *Config) {
 				return t.Revision, err
 			})
 		},
-		AuditPath: cfg.Policy.Audit.Path,
-		Log:       g.log,
+		RepairStats: g.repairs.Snapshot,
+		AuditPath:   cfg.Policy.Audit.Path,
+		Log:         g.log,
 	})
 	g.admin.Handle("/console/", c.Handler())
 	g.admin.Handle("/console", c.Handler())

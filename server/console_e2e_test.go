@@ -562,3 +562,66 @@ func TestConsolePolicyInForce(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleRepairAnalytics: calls repaired over gRPC show on the repair
+// analytics page, to viewers, as counts per field, caller and event with
+// the schema change the pattern suggests; the page is linked from the nav
+// and from the tool's page, filters by tool, and shows no argument value.
+func TestConsoleRepairAnalytics(t *testing.T) {
+	t.Parallel()
+	env, _ := consoleEnv(t)
+	const repaired = 20 // repairstats.DefaultThresholds.MinCalls
+	for i := range repaired {
+		args := map[string]any{"title": "secret-title-" + strconv.Itoa(i), "tags": `["secret-tag"]`}
+		if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, args)}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": ""})}); err == nil {
+		t.Fatal("an empty title was accepted")
+	}
+	u := newConsoleUser(t, env)
+	u.login(keyViewer)
+	_, overview := u.get("/console/")
+	if !strings.Contains(overview, `<a href="/console/repairs">Repair analytics</a>`) {
+		t.Errorf("the nav has no link to the repair analytics:\n%.3000s", overview)
+	}
+	_, toolPage := u.get("/console/tools/create_note")
+	if !strings.Contains(toolPage, `href="/console/repairs?tool=create_note"`) {
+		t.Errorf("the tool's page has no link to its repair analytics:\n%.3000s", toolPage)
+	}
+	row := func(field, event string, calls int) string {
+		return `<tr><td><code>` + field + `</code></td><td>` + event + `</td><td>invoker</td><td>grpc-go</td><td class="num">` + strconv.Itoa(calls) + `</td></tr>`
+	}
+	for _, c := range []struct {
+		query, reason string
+		status        int
+		want, not     []string
+	}{
+		{"", "every tool's analytics", http.StatusOK,
+			[]string{`<h2 id="r-create_note">`, "21 call(s) normalized, 1 failed validation", row("/tags", "repair: json-decoded", repaired), row("/title", "invalid: minLength", 1),
+				"<strong>document-shape</strong> <code>/tags</code>: `/tags` arrived as a JSON-encoded string in 95% of calls (20 of 21)"},
+			[]string{`id="r-` + pendingTool + `"`}},
+		{"?tool=create_note", "one tool's", http.StatusOK,
+			[]string{`<h2 id="r-create_note">`, row("/tags", "repair: json-decoded", repaired), "document-shape"}, nil},
+		{"?tool=" + pendingTool, "a registered tool not called yet", http.StatusOK,
+			[]string{"No call of " + pendingTool + " has reached normalization"}, []string{`id="r-create_note"`}},
+		{"?tool=" + url.QueryEscape("<b>x</b>"), "not a tool name: refused, not echoed", http.StatusBadRequest,
+			[]string{"the tool filter is not a tool name"}, []string{"<b>x</b>", "&lt;b&gt;x"}},
+	} {
+		st, page := u.get("/console/repairs" + c.query)
+		if st != c.status {
+			t.Fatalf("repairs%s = %d, want %d (%s):\n%.3000s", c.query, st, c.status, c.reason, page)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("repairs%s lacks %q (%s):\n%.6000s", c.query, w, c.reason, page)
+			}
+		}
+		for _, never := range append(c.not, "secret-title", "secret-tag", keyInvoker) {
+			if strings.Contains(page, never) {
+				t.Errorf("repairs%s shows %q (%s)", c.query, never, c.reason)
+			}
+		}
+	}
+}
