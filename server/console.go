@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -10,6 +12,7 @@ import (
 	"github.com/flowdrop/gateway/server/console"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
+	"github.com/flowdrop/gateway/server/replay"
 )
 
 // serveConsole mounts the operator's console (server/console) on the
@@ -41,8 +44,10 @@ func (g *Gateway) serveConsole(cfg *Config) {
 				return t.Revision, err
 			})
 		},
-		AuditPath: cfg.Policy.Audit.Path,
-		Log:       g.log,
+		RepairStats: g.repairs.Snapshot,
+		Replay:      g.consoleReplay,
+		AuditPath:   cfg.Policy.Audit.Path,
+		Log:         g.log,
 	})
 	g.admin.Handle("/console/", c.Handler())
 	g.admin.Handle("/console", c.Handler())
@@ -94,3 +99,44 @@ func registryWriteReason(err error) string {
 	}
 	return "internal"
 }
+
+// consoleReplay is the console's policy replay: the candidate policy (and
+// tools file, else the tools served now) built as check-config --replay
+// builds them, run over the audit lines given. A candidate's refusal names
+// at most a line number: parse errors may quote the pasted text.
+func (g *Gateway) consoleReplay(ctx context.Context, pol, tools, audit []byte) (*replay.Report, error) {
+	refused := func(what string, err error) error {
+		msg := "the candidate " + what + " is not valid"
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			msg += " (at line " + m[1] + ")"
+		}
+		return &console.ReplayError{Message: msg + ": check it with flowdrop-gateway check-config, which says why"}
+	}
+	cfg, err := ParsePolicy(pol, "candidate")
+	if err != nil {
+		return nil, refused("policy", err)
+	}
+	cand, err := ReplayCandidate(&cfg)
+	if err != nil {
+		return nil, refused("policy", err)
+	}
+	bound := schemaBound(cfg.Limits.MaxSchemaEvaluations)
+	var defs []registry.Tool
+	if len(bytes.TrimSpace(tools)) == 0 {
+		for _, e := range g.reg.Snapshot().List() {
+			defs = append(defs, e.Tool)
+		}
+	} else if defs, err = registry.ParseToolsWith(tools, "candidate", bound); err != nil {
+		return nil, refused("tools file", err)
+	}
+	if cand.Tools, err = replay.CompileTools(defs, bound); err != nil {
+		if len(bytes.TrimSpace(tools)) == 0 {
+			g.log.Error("console: the tools served now do not compile for a replay", "error", err.Error())
+			return nil, &console.ReplayError{Message: "the tools served now could not be compiled for the replay (the gateway's log says why): paste a tools file"}
+		}
+		return nil, refused("tools file", err)
+	}
+	return replay.Run(ctx, bytes.NewReader(audit), cand, replay.Options{})
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)

@@ -102,9 +102,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	// (TestStatusPageInABrowser's among them) slows them on a small machine.
 	chromium, node := consoleBrowser(t)
 	env, _ := consoleEnv(t)
-	// A denial and a call, so the audit log has lines to filter out.
+	// A denial and a call, so the audit log has lines to filter out; the
+	// call's stringified tags are a repair the analytics page shows.
 	env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "run_command", Arguments: gatewaytest.Args(t, map[string]any{"command": "ls && rm -rf /"})})
-	env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "x"})})
+	env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "x", "tags": `["a"]`})})
 
 	// A browser starting on a loaded machine needs more than testCtx's bound.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -148,7 +149,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if e, _ := env.Registry.Lookup(pendingTool); e.Tool.Pending != nil {
 		t.Error("the approval clicked in the browser did not apply the change")
 	}
-	names := []string{"login", "viewer-pending", "overview", "catalog-filtered", "try-result", "pending", "approved", "audit-filtered"}
+	names := []string{"login", "viewer-pending", "overview", "catalog-filtered", "try-result", "repairs-tool", "pending", "approved", "audit-filtered"}
 	for _, name := range names {
 		got, ok := r.Snapshots[name]
 		if !ok {

@@ -562,3 +562,158 @@ func TestConsolePolicyInForce(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleRepairAnalytics: calls repaired over gRPC show on the repair
+// analytics page, to viewers, as counts per field, caller and event with
+// the schema change the pattern suggests; the page is linked from the nav
+// and from the tool's page, filters by tool, and shows no argument value.
+func TestConsoleRepairAnalytics(t *testing.T) {
+	t.Parallel()
+	env, _ := consoleEnv(t)
+	const repaired = 20 // repairstats.DefaultThresholds.MinCalls
+	for i := range repaired {
+		args := map[string]any{"title": "secret-title-" + strconv.Itoa(i), "tags": `["secret-tag"]`}
+		if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, args)}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if _, err := env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": ""})}); err == nil {
+		t.Fatal("an empty title was accepted")
+	}
+	u := newConsoleUser(t, env)
+	u.login(keyViewer)
+	_, overview := u.get("/console/")
+	if !strings.Contains(overview, `<a href="/console/repairs">Repair analytics</a>`) {
+		t.Errorf("the nav has no link to the repair analytics:\n%.3000s", overview)
+	}
+	_, toolPage := u.get("/console/tools/create_note")
+	if !strings.Contains(toolPage, `href="/console/repairs?tool=create_note"`) {
+		t.Errorf("the tool's page has no link to its repair analytics:\n%.3000s", toolPage)
+	}
+	row := func(field, event string, calls int) string {
+		return `<tr><td><code>` + field + `</code></td><td>` + event + `</td><td>invoker</td><td>grpc-go</td><td class="num">` + strconv.Itoa(calls) + `</td></tr>`
+	}
+	for _, c := range []struct {
+		query, reason string
+		status        int
+		want, not     []string
+	}{
+		{"", "every tool's analytics", http.StatusOK,
+			[]string{`<h2 id="r-create_note">`, "21 call(s) normalized, 1 failed validation", row("/tags", "repair: json-decoded", repaired), row("/title", "invalid: minLength", 1),
+				"<strong>document-shape</strong> <code>/tags</code>: `/tags` arrived as a JSON-encoded string in 95% of calls (20 of 21)"},
+			[]string{`id="r-` + pendingTool + `"`}},
+		{"?tool=create_note", "one tool's", http.StatusOK,
+			[]string{`<h2 id="r-create_note">`, row("/tags", "repair: json-decoded", repaired), "document-shape"}, nil},
+		{"?tool=" + pendingTool, "a registered tool not called yet", http.StatusOK,
+			[]string{"No call of " + pendingTool + " has reached normalization"}, []string{`id="r-create_note"`}},
+		{"?tool=" + url.QueryEscape("<b>x</b>"), "not a tool name: refused, not echoed", http.StatusBadRequest,
+			[]string{"the tool filter is not a tool name"}, []string{"<b>x</b>", "&lt;b&gt;x"}},
+	} {
+		st, page := u.get("/console/repairs" + c.query)
+		if st != c.status {
+			t.Fatalf("repairs%s = %d, want %d (%s):\n%.3000s", c.query, st, c.status, c.reason, page)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("repairs%s lacks %q (%s):\n%.6000s", c.query, w, c.reason, page)
+			}
+		}
+		for _, never := range append(c.not, "secret-title", "secret-tag", keyInvoker) {
+			if strings.Contains(page, never) {
+				t.Errorf("repairs%s shows %q (%s)", c.query, never, c.reason)
+			}
+		}
+	}
+}
+
+// TestConsolePolicyReplay: an admin pastes a candidate policy and tools
+// file; the page replays the audit tail against them and lists each
+// changed decision with its rule and reason, but never the pasted text,
+// an argument, nor a refusal's message (it may quote values). Viewers
+// neither see nor may run it; a candidate that does not parse is refused
+// naming at most a line.
+func TestConsolePolicyReplay(t *testing.T) {
+	t.Parallel()
+	env, audit := consoleEnv(t)
+	for _, c := range []struct {
+		id, tool string
+		args     map[string]any
+	}{
+		{"c-long", "create_note", map[string]any{"title": "Weekly plan", "tags": `["secret-tag"]`}},
+		{"c-chain", "run_command", map[string]any{"command": "ls && rm -rf /"}},
+		{"c-sudo", "run_command", map[string]any{"command": "sudo ls"}},
+	} {
+		env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: c.tool, CallId: c.id, Arguments: gatewaytest.Args(t, c.args)})
+	}
+	awaitAudit(t, audit, `"call_id":"c-sudo"`)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "replay", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	pol, tools := read("policy.candidate.yaml"), read("tools.candidate.yaml")
+
+	viewer := newConsoleUser(t, env)
+	viewer.login(keyViewer)
+	if _, page := viewer.get("/console/"); strings.Contains(page, "/console/replay") {
+		t.Error("a viewer's nav links to the policy replay")
+	}
+	if st, _ := viewer.get("/console/replay"); st != http.StatusForbidden {
+		t.Errorf("a viewer's GET /console/replay = %d, want 403", st)
+	}
+	if st, _ := viewer.post("/console/replay", url.Values{"policy": {pol}}); st != http.StatusForbidden {
+		t.Errorf("a viewer's replay = %d, want 403", st)
+	}
+
+	u := newConsoleUser(t, env)
+	u.login(keyAdmin)
+	if st, page := u.get("/console/replay"); st != http.StatusOK || !strings.Contains(page, `<form method="post" action="/console/replay"`) {
+		t.Fatalf("GET /console/replay = %d:\n%.3000s", st, page)
+	}
+	row := regexp.MustCompile(`<tr><td class="num">[0-9]+</td><td>[0-9-]+ [0-9:]+Z</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td class="[a-z]+">(.*?)</td><td class="[a-z]+">(.*?)</td></tr>`)
+	for _, c := range []struct {
+		name, pol, tools, reason string
+		status                   int
+		rows, want               []string // rows: caller tool change | was | now
+	}{
+		{"candidate", pol, tools, "a schema now refusing, a rule gone, a new rule", http.StatusOK,
+			[]string{"invoker create_note schema-refused | allow | deny <small>validation-failed</small>",
+				"invoker run_command refused-to-allowed | deny <small>rule-denied</small> <small>rule no-shell-chaining</small> | allow",
+				"invoker run_command allowed-to-refused | allow | deny <small>rule-denied</small> <small>rule no-sudo</small>"},
+			[]string{"3 replayed: 0 unchanged"}},
+		{"tools served now", pol, "", "without a tools file the tools served now judge the calls: no schema change", http.StatusOK,
+			[]string{"invoker run_command refused-to-allowed | deny <small>rule-denied</small> <small>rule no-shell-chaining</small> | allow",
+				"invoker run_command allowed-to-refused | allow | deny <small>rule-denied</small> <small>rule no-sudo</small>"},
+			[]string{"3 replayed: 1 unchanged"}},
+		{"unparsable", "auth:\n  mode: [sk-pasted-secret\n", "", "a YAML error may quote the text: only its line is named", http.StatusUnprocessableEntity,
+			nil, []string{"the candidate policy is not valid (at line"}},
+		{"oversized", pol + "\n#" + strings.Repeat("x", 600<<10), "", "bounded input", http.StatusRequestEntityTooLarge,
+			nil, []string{"a pasted file is over 512 KiB"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, page := u.post("/console/replay", url.Values{"policy": {c.pol}, "tools": {c.tools}})
+			if st != c.status {
+				t.Fatalf("replay = %d, want %d (%s):\n%.4000s", st, c.status, c.reason, page)
+			}
+			var got []string
+			for _, m := range row.FindAllStringSubmatch(page, -1) {
+				got = append(got, strings.Join(m[1:4], " ")+" | "+m[4]+" | "+m[5])
+			}
+			if strings.Join(got, "\n") != strings.Join(c.rows, "\n") {
+				t.Errorf("changes (%s):\n%s\nwant:\n%s\n%.6000s", c.reason, strings.Join(got, "\n"), strings.Join(c.rows, "\n"), page)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("the page lacks %q (%s):\n%.6000s", w, c.reason, page)
+				}
+			}
+			for _, never := range []string{"secret-tag", "Weekly plan", "sk-pasted-secret", "may not use sudo", "at most 8 characters", keyInvoker} {
+				if strings.Contains(page, never) {
+					t.Errorf("the page shows %q (%s)", never, c.reason)
+				}
+			}
+		})
+	}
+}

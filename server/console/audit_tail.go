@@ -125,23 +125,9 @@ func (c *Console) readAudit(f auditFilter) (auditTail, string) {
 // window, and keeps the lines sel selects, newest first (at most
 // maxAuditRows). A line that is not an audit record is skipped.
 func tailOf(f *os.File, window int64, sel auditFilter) (auditTail, error) {
-	st, err := f.Stat()
+	buf, err := tailBytes(f, window)
 	if err != nil {
 		return auditTail{}, err
-	}
-	start := max(0, st.Size()-window)
-	buf := make([]byte, st.Size()-start)
-	n, err := f.ReadAt(buf, start)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return auditTail{}, err
-	}
-	buf = buf[:n]
-	if start > 0 { // the window began inside a line
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			buf = buf[i+1:]
-		} else {
-			buf = nil
-		}
 	}
 	var t auditTail
 	sc := bufio.NewScanner(bytes.NewReader(buf))
@@ -161,4 +147,27 @@ func tailOf(f *os.File, window int64, sel auditFilter) (auditTail, error) {
 		t.Lines, t.Truncated = t.Lines[:maxAuditRows], true
 	}
 	return t, nil
+}
+
+// tailBytes is the last window bytes of f from its first whole line.
+func tailBytes(f *os.File, window int64) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start := max(0, st.Size()-window)
+	buf := make([]byte, st.Size()-start)
+	n, err := f.ReadAt(buf, start)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	buf = buf[:n]
+	if start > 0 { // the window began inside a line
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		} else {
+			buf = nil
+		}
+	}
+	return buf, nil
 }

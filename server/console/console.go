@@ -17,6 +17,8 @@ import (
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/policyreload"
+	"github.com/flowdrop/gateway/server/repairstats"
+	"github.com/flowdrop/gateway/server/replay"
 )
 
 // Config is what the console reads and changes, given by the gateway.
@@ -44,6 +46,13 @@ type Config struct {
 	// Approve and Reject apply a tool's pending upstream change at the
 	// revision the admin reviewed, recording the audit line as caller.
 	Approve, Reject func(ctx context.Context, caller policy.Caller, tool string, revision int64) error
+	// RepairStats is the repair analytics of a tool (every tool's for
+	// ""): repairstats.Stats.Snapshot. Nil: the page says none are kept.
+	RepairStats func(tool string) repairstats.Snapshot
+	// Replay replays audit lines against a pasted candidate policy and
+	// tools file (none: the tools served now); a refusal of the candidate
+	// is a *ReplayError.
+	Replay func(ctx context.Context, policy, tools, audit []byte) (*replay.Report, error)
 	// AuditPath is the audit log file ("" or "-": not a file, no tail).
 	AuditPath string
 	Log       *slog.Logger
@@ -98,6 +107,9 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/pending/{name}/approve", c.admin(c.decide(true)))
 	mux.HandleFunc("POST /console/pending/{name}/reject", c.admin(c.decide(false)))
 	mux.HandleFunc("GET /console/audit", c.viewer(c.audit))
+	mux.HandleFunc("GET /console/repairs", c.viewer(c.repairs))
+	mux.HandleFunc("GET /console/replay", c.admin(c.replayForm))
+	mux.HandleFunc("POST /console/replay", c.admin(c.replayRun))
 	mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 	})

@@ -8,7 +8,7 @@ import (
 
 // pages are the console's templates, each the layout with its content.
 var pages = struct {
-	login, errorPage, overview, catalog, tool, pending, audit *template.Template
+	login, errorPage, overview, catalog, tool, pending, audit, repairs, replay *template.Template
 }{
 	login:     page("login.html"),
 	errorPage: page("error.html"),
@@ -17,6 +17,8 @@ var pages = struct {
 	tool:      page("tool.html"),
 	pending:   page("pending.html"),
 	audit:     page("audit.html"),
+	repairs:   page("repairs.html"),
+	replay:    page("replay.html"),
 }
 
 var funcs = template.FuncMap{

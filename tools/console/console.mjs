@@ -64,6 +64,9 @@ try {
   await page.getByRole('button', { name: 'Normalize and validate' }).click();
   await snap(page, 'try-result', '#result');
   report.read.verdict = await page.locator('#verdict').innerText();
+  await page.getByRole('link', { name: 'repair analytics', exact: true }).click();
+  await page.waitForURL(/\/console\/repairs\?tool=create_note$/);
+  await snap(page, 'repairs-tool');
   await page.getByRole('link', { name: 'Pending changes' }).click();
   await snap(page, 'pending');
   await page.getByRole('button', { name: 'Approve weather.forecast' }).click();
