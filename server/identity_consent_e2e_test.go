@@ -67,7 +67,9 @@ func startConsent(t *testing.T, store func(*identity.ConsentConfig, *server.Conf
 	base := "http://" + mcpLis.Addr().String()
 	app := idUpstreamApp
 	app.RedirectURIs = []string{base + identity.CallbackPath}
-	c.prov = oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{idAlice, idBob, app}})
+	login := idGatewayLogin
+	login.RedirectURIs = []string{base + identity.VerifyPath}
+	c.prov = oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{idAlice, idBob, app, login}})
 	v := &idVerifier{}
 	v.set(c.prov.Issuer, c.prov.JWKSURL)
 	c.b = startIDBackends(t, v)
