@@ -152,6 +152,9 @@ func TestIdentityUserConsent(t *testing.T) {
 	t.Parallel()
 	c := startConsent(t, nil)
 	ctx := testCtx(t)
+	if !strings.Contains(c.logs.String(), "has no verify_caller") {
+		t.Fatal("start-up did not warn that the browser's person is not checked (no verify_caller)")
+	}
 
 	_, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "a0")
 	link := c.consentRequired(t, err)

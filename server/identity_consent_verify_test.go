@@ -48,6 +48,9 @@ func TestIdentityUserConsentVerifyCaller(t *testing.T) {
 		return len(l)
 	}
 
+	if strings.Contains(c.logs.String(), "has no verify_caller") {
+		t.Fatal("start-up warned of no verify_caller with verify_caller set")
+	}
 	_, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "a0")
 	link := c.consentRequired(t, err)
 
