@@ -59,6 +59,9 @@ func CheckConfigWarnings(ctx context.Context, policyPath, toolsPath string, stri
 		if w := nothingCallable(cfg, tools); w != "" {
 			warnings = append(warnings, fmt.Sprintf("policy file %s: %s", policyPath, w))
 		}
+		if k := cfg.UpstreamIdentity.Consent; k != nil && k.VerifyCaller == nil {
+			warnings = append(warnings, fmt.Sprintf("policy file %s: %s", policyPath, identity.NoVerifyCallerWarning))
+		}
 	}
 	if cfg != nil && tools != nil {
 		errs = append(errs, checkStdioNames(cfg, tools, policyPath, toolsPath), checkCredentials(cfg, tools, policyPath, toolsPath),

@@ -234,6 +234,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if g.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
+	if k := g.identity.Load().Consent(); k != nil && !k.VerifiesCaller() {
+		log.Warn(identity.NoVerifyCallerWarning)
+	}
 	creds, err := cfg.Policy.TLS.serverCredentials()
 	if err != nil {
 		return nil, err

@@ -67,7 +67,9 @@ func startConsent(t *testing.T, store func(*identity.ConsentConfig, *server.Conf
 	base := "http://" + mcpLis.Addr().String()
 	app := idUpstreamApp
 	app.RedirectURIs = []string{base + identity.CallbackPath}
-	c.prov = oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{idAlice, idBob, app}})
+	login := idGatewayLogin
+	login.RedirectURIs = []string{base + identity.VerifyPath}
+	c.prov = oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{idAlice, idBob, app, login}})
 	v := &idVerifier{}
 	v.set(c.prov.Issuer, c.prov.JWKSURL)
 	c.b = startIDBackends(t, v)
@@ -150,6 +152,9 @@ func TestIdentityUserConsent(t *testing.T) {
 	t.Parallel()
 	c := startConsent(t, nil)
 	ctx := testCtx(t)
+	if !strings.Contains(c.logs.String(), "has no verify_caller") {
+		t.Fatal("start-up did not warn that the browser's person is not checked (no verify_caller)")
+	}
 
 	_, err := idCall(ctx, c.env, c.toks["alice"], "id.mcp", "a0")
 	link := c.consentRequired(t, err)

@@ -46,6 +46,10 @@ func TestLoadPolicyFileExample(t *testing.T) {
 			p.UpstreamIdentity.Consent.MaxTokens == 100000 && len(p.UpstreamIdentity.Consent.Clients) == 1 &&
 			p.UpstreamIdentity.Consent.Clients[0].TokenURL == "https://github.example/login/oauth/access_token" &&
 			slices.Equal(p.UpstreamIdentity.Consent.Clients[0].Scopes, []string{"repo"})},
+		{"user consent verify_caller", p.UpstreamIdentity.Consent != nil && p.UpstreamIdentity.Consent.VerifyCaller != nil &&
+			p.UpstreamIdentity.Consent.VerifyCaller.Issuer == "https://login.example.com" && p.UpstreamIdentity.Consent.VerifyCaller.ClientID == "flowdrop-gateway-login" &&
+			p.UpstreamIdentity.Consent.VerifyCaller.ClientSecretFile == "/etc/flowdrop/identity/login-secret" &&
+			slices.Equal(p.UpstreamIdentity.Consent.VerifyCaller.Scopes, []string{"openid"})},
 		{"upstream identity signing and exchange", p.UpstreamIdentity.Signing != nil && len(p.UpstreamIdentity.Signing.KeyFiles) == 2 &&
 			p.UpstreamIdentity.Signing.TTL == time.Minute && p.UpstreamIdentity.Exchange != nil &&
 			p.UpstreamIdentity.Exchange.RefreshBefore == 30*time.Second && p.UpstreamIdentity.Exchange.MaxCached == 10000},

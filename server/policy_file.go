@@ -202,6 +202,12 @@ type policyFile struct {
 				ClientSecretFile string   `json:"client_secret_file"`
 				Scopes           []string `json:"scopes"`
 			} `json:"clients"`
+			VerifyCaller *struct {
+				Issuer           string   `json:"issuer"`
+				ClientID         string   `json:"client_id"`
+				ClientSecretFile string   `json:"client_secret_file"`
+				Scopes           []string `json:"scopes"`
+			} `json:"verify_caller"`
 		} `json:"user_consent"`
 	} `json:"upstream_identity"`
 }
@@ -238,6 +244,9 @@ func (f *policyFile) identityConfig() identity.Config {
 		for _, cl := range uc.Clients {
 			k.Clients = append(k.Clients, identity.OAuthClient{Name: cl.Name, Issuer: cl.Issuer, AuthURL: cl.AuthURL, TokenURL: cl.TokenURL,
 				ClientID: cl.ClientID, ClientSecretFile: cl.ClientSecretFile, Scopes: cl.Scopes})
+		}
+		if v := uc.VerifyCaller; v != nil {
+			k.VerifyCaller = &identity.VerifyCaller{Issuer: v.Issuer, ClientID: v.ClientID, ClientSecretFile: v.ClientSecretFile, Scopes: v.Scopes}
 		}
 		c.Consent = k
 	}

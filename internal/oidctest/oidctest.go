@@ -347,7 +347,11 @@ func (s *storage) GetRefreshTokenInfo(_ context.Context, _ string, tok string) (
 	}
 	return "", "", op.ErrInvalidRefreshToken
 }
-func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+
+// SetUserinfoFromScopes gives the user's subject: the op copies the
+// userinfo over the ID token's claims, so without it the ID token has no sub.
+func (s *storage) SetUserinfoFromScopes(_ context.Context, info *oidc.UserInfo, userID, _ string, _ []string) error {
+	info.Subject = userID
 	return nil
 }
 func (s *storage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {

@@ -52,6 +52,9 @@ type ConsentConfig struct {
 	// section) is the fleet's. Exactly one.
 	BoltFile string
 	Redis    bool
+	// VerifyCaller, when set, checks the person in the browser is the
+	// link's subject before the upstream's authorization (consent_verify.go).
+	VerifyCaller *VerifyCaller
 
 	// Store is the opened store (the gateway sets it; nil: every call
 	// fails closed). HTTPClient and Now are for tests.
@@ -105,6 +108,7 @@ type Consent struct {
 	client  *http.Client
 	now     func() time.Time
 	flight  singleflight.Group
+	vc      *callerVerifier // nil: the browser's person is not checked
 }
 
 type consentClient struct {
@@ -132,6 +136,9 @@ func checkConsent(c ConsentConfig) error {
 		return errors.New("state_ttl, refresh_before, max_tokens and timeout must not be negative")
 	case len(c.Clients) == 0:
 		return errors.New("clients: configure at least one upstream OAuth client")
+	}
+	if err := checkVerifyCaller(c.VerifyCaller); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, cl := range c.Clients {
@@ -200,6 +207,11 @@ func NewConsent(c ConsentConfig) (*Consent, error) {
 			cc.conf = k.oauthConfig(cc, cl.AuthURL, cl.TokenURL)
 		}
 		k.clients[cl.Name] = cc
+	}
+	if c.VerifyCaller != nil {
+		if k.vc, err = newCallerVerifier(c, c.Timeout); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }

@@ -22,6 +22,9 @@ import (
 //
 //  1. The caller is refused with a link to StartPath carrying its subject
 //     and the OAuth client, sealed and expiring (StartURL).
+//     With verify_caller, start first has the browser sign in at the
+//     callers' provider (consent_verify.go) and goes on to step 2 only for
+//     the link's subject.
 //  2. Start makes a PKCE verifier (S256) and a nonce, seals both with the
 //     subject, the client and an expiry as `state`, sets the nonce in a
 //     cookie (so only the browser that started can finish) and redirects
@@ -69,6 +72,8 @@ func ConsentHandler(current func() *Consent, log *slog.Logger) http.Handler {
 			k.start(w, r)
 		case CallbackPath:
 			k.callback(w, r, log)
+		case VerifyPath:
+			k.verifyCallback(w, r, log)
 		default:
 			http.NotFound(w, r)
 		}
@@ -86,13 +91,23 @@ func (k *Consent) start(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "This authorization link is for an upstream the gateway no longer configures.", http.StatusNotFound)
 		return
 	}
+	if k.vc != nil {
+		k.verifyStart(w, r, sp)
+		return
+	}
+	k.startUpstream(w, r, sp.Subject, sp.Client, cc)
+}
+
+// startUpstream sends the browser to the upstream's authorization server
+// for subject (the link's, checked first when verify_caller is set).
+func (k *Consent) startUpstream(w http.ResponseWriter, r *http.Request, subject, client string, cc *consentClient) {
 	conf, err := k.endpoints(r.Context(), cc)
 	if err != nil {
 		http.Error(w, "The upstream's authorization server cannot be reached right now; try again later.", http.StatusServiceUnavailable)
 		return
 	}
 	nonce := randomText(32)
-	fs := flowState{Subject: sp.Subject, Client: sp.Client, Verifier: oauth2.GenerateVerifier(), Nonce: nonceHash(nonce),
+	fs := flowState{Subject: subject, Client: client, Verifier: oauth2.GenerateVerifier(), Nonce: nonceHash(nonce),
 		Expires: k.now().Add(k.cfg.StateTTL).Unix()}
 	plain, _ := json.Marshal(fs)
 	state := k.keys.Seal(purposeState, plain)

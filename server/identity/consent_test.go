@@ -61,6 +61,14 @@ func TestConsentConfigCheck(t *testing.T) {
 		{"token url only", func(c *ConsentConfig) { c.Clients[0].AuthURL = "" }, "give issuer", "both endpoints or discovery"},
 		{"http token url", func(c *ConsentConfig) { c.Clients[0].TokenURL = "http://a.example/token" }, "not an https URL", "the secret would travel in the clear"},
 		{"negative", func(c *ConsentConfig) { c.MaxTokens = -1 }, "must not be negative", "bounds"},
+		{"verify_caller", func(c *ConsentConfig) {
+			c.VerifyCaller = &VerifyCaller{Issuer: "https://idp.example", ClientID: "gw", ClientSecretFile: secret}
+		}, "", "the browser's person checked at the callers' provider"},
+		{"verify_caller http issuer", func(c *ConsentConfig) {
+			c.VerifyCaller = &VerifyCaller{Issuer: "http://idp.example", ClientID: "gw", ClientSecretFile: secret}
+		}, "verify_caller.issuer", "the code and the secret would travel in the clear"},
+		{"verify_caller no client", func(c *ConsentConfig) { c.VerifyCaller = &VerifyCaller{Issuer: "https://idp.example"} }, "verify_caller: issuer, client_id",
+			"the gateway is a client of the provider"},
 	} {
 		c := validConsent(key, secret)
 		tc.change(&c)
