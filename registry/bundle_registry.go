@@ -152,7 +152,9 @@ func (r *Registry) replaceBundlesLocked(bundles []Bundle, rev int64) {
 			next[name] = e
 		}
 	}
-	r.publishLocked(&Snapshot{Revision: cur.Revision, entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
+	n := cur.derive(cur.Revision)
+	n.bundles = next
+	r.publishLocked(n)
 }
 
 // applyBundleLocked applies one bundle event; one no newer than what the
@@ -188,7 +190,9 @@ func (r *Registry) putBundleLocked(e *BundleEntry) {
 		next[k] = v
 	}
 	next[name] = e
-	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
+	n := cur.derive(max(cur.Revision, rev))
+	n.bundles = next
+	r.publishLocked(n)
 }
 
 // deleteBundleLocked removes name as of revision rev unless a newer entry
@@ -208,5 +212,7 @@ func (r *Registry) deleteBundleLocked(name string, rev int64) {
 			next[k] = v
 		}
 	}
-	r.publishLocked(&Snapshot{Revision: max(cur.Revision, rev), entries: cur.entries, sorted: cur.sorted, bundles: next, exported: cur.exported})
+	n := cur.derive(max(cur.Revision, rev))
+	n.bundles = next
+	r.publishLocked(n)
 }

@@ -28,6 +28,14 @@ type Snapshot struct {
 	exported *ExportNames
 }
 
+// derive is a copy of s at revision rev: every index carried over, so a
+// change of one part (the bundles, the revision) cannot drop another.
+func (s *Snapshot) derive(rev int64) *Snapshot {
+	c := *s
+	c.Revision = rev
+	return &c
+}
+
 // Lookup returns the compiled entry for a tool.
 func (s *Snapshot) Lookup(name string) (*Entry, bool) {
 	e, ok := s.entries[name]
@@ -669,7 +677,7 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 	}
 	if !ok {
 		if rev > cur.Revision {
-			r.publishLocked(&Snapshot{Revision: rev, entries: cur.entries, sorted: cur.sorted, bundles: cur.bundles, exported: cur.exported})
+			r.publishLocked(cur.derive(rev))
 		}
 		return
 	}
