@@ -116,7 +116,8 @@ func NewToolService(cfg ToolServiceConfig) *ToolService {
 			rawcodec.CallOption(),
 		),
 		ConnectParams(cfg.ReconnectMaxDelay),
-	}, cfg.DialOptions...)
+	}, windowOptions(cfg.MaxRecvMsgSize)...)
+	opts = append(opts, cfg.DialOptions...)
 	return &ToolService{cfg: cfg, pool: newBackendPool(opts, cfg.TargetTLS, cfg.Ejection, cfg.Log)}
 }
 
