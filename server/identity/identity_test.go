@@ -166,6 +166,38 @@ func TestResolveUnknownModeFailsClosed(t *testing.T) {
 	}
 }
 
+// TestResolveStaticWorksOutNoAudience: a static call (the default mode,
+// what every call of a policy without identity rules gets) is resolved
+// without working out an audience it would not send: no allocation,
+// whether its upstream is a gRPC target (which does not parse as a URL)
+// or a URL, and a tool rule's static call neither.
+func TestResolveStaticWorksOutNoAudience(t *testing.T) {
+	r, err := New(Config{Tools: []Rule{{Match: "open.*", Mode: Static}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := policy.Caller{Subject: "alice", Method: policy.MethodAPIKey}
+	for _, tc := range []struct {
+		reason string
+		t      Target
+	}{
+		{"the default, a gRPC target", Target{Tool: "x", Upstream: "127.0.0.1:9000", CallID: "c1"}},
+		{"the default, an upstream URL", Target{Tool: "x", Upstream: "https://mcp.example.com/mcp", CallID: "c1"}},
+		{"a tool's static rule", Target{Tool: "open.read", Upstream: "10.0.0.1:9000", CallID: "c1"}},
+	} {
+		var cred Credential
+		allocs := testing.AllocsPerRun(100, func() {
+			cred, err = r.Resolve(context.Background(), caller, tc.t)
+		})
+		if err != nil || cred.Mode != Static || cred.Subject != "alice" {
+			t.Fatalf("%s: Resolve = %v, %v; want static for alice", tc.reason, cred, err)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: Resolve allocated %v times a call; want none (no audience is sent)", tc.reason, allocs)
+		}
+	}
+}
+
 // TestPassthroughAudience: the caller's token is sent only when its aud
 // names the upstream; otherwise, or without a token, PermissionDenied.
 func TestPassthroughAudience(t *testing.T) {

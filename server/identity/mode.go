@@ -236,23 +236,31 @@ func (r *Resolver) Signer() *Signer {
 	return r.signer
 }
 
-// rule is the mode, audience and OAuth client of t: its tool's rule,
-// else its upstream's, else the default.
+// rule is the mode, audience and OAuth client of t (ruleFor's).
 func (r *Resolver) rule(t Target) (Mode, string, string) {
+	rl := r.ruleFor(t)
+	return rl.Mode, r.audience(rl, t), rl.Client
+}
+
+// ruleFor is the rule that applies to t: its tool's, else its upstream's,
+// else the default (a rule with only the mode set). Its audience is left
+// to audience, which only the modes that send one ask for: working it out
+// parses the upstream's address, an allocation on every static call.
+func (r *Resolver) ruleFor(t Target) Rule {
 	for _, rl := range r.tools {
 		if ok, _ := path.Match(rl.Match, t.Tool); ok {
-			return rl.Mode, r.audience(rl, t), rl.Client
+			return rl
 		}
 	}
 	if len(r.upstreams) > 0 {
 		up := upstreamName(t.Upstream)
 		for _, rl := range r.upstreams {
 			if rl.Match == up {
-				return rl.Mode, r.audience(rl, t), rl.Client
+				return rl
 			}
 		}
 	}
-	return r.def, upstreamName(t.Upstream), ""
+	return Rule{Mode: r.def}
 }
 
 func (r *Resolver) audience(rl Rule, t Target) string {
@@ -277,21 +285,22 @@ func (r *Resolver) Resolve(ctx context.Context, caller policy.Caller, t Target) 
 	if r == nil {
 		return Credential{Mode: Static, Subject: caller.Subject}, nil
 	}
-	mode, aud, client := r.rule(t)
+	rl := r.ruleFor(t)
+	mode, client := rl.Mode, rl.Client
 	switch mode {
 	case Static:
 		return Credential{Mode: Static, Subject: caller.Subject}, nil
 	case Passthrough:
-		return passthrough(caller, t, aud)
+		return passthrough(caller, t, r.audience(rl, t))
 	case GatewaySigned:
-		tok, err := r.signer.Mint(caller, aud, t.CallID, time.Now())
+		tok, err := r.signer.Mint(caller, r.audience(rl, t), t.CallID, time.Now())
 		if err != nil {
 			return Credential{}, &pipeline.Error{Code: pipeline.Unavailable, Reason: pipeline.ReasonIdentityUnavailable, Tool: t.Tool, Cause: err,
 				Message: fmt.Sprintf("tool %q: the gateway could not sign the identity its upstream requires", t.Tool)}
 		}
 		return Credential{Mode: GatewaySigned, Subject: caller.Subject, token: tok}, nil
 	case TokenExchange:
-		tok, err := r.exchange.Token(ctx, caller, aud, t.Tool)
+		tok, err := r.exchange.Token(ctx, caller, r.audience(rl, t), t.Tool)
 		if err != nil {
 			return Credential{}, err
 		}
