@@ -153,8 +153,15 @@ func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, b
 			return nil, false
 		}
 		e := m.taskEntry(r.Context(), fc.req.Params.Name)
-		if e == nil || m.taskSupportNow(r.Context(), e) == "" {
-			return nil, false // an ordinary call (a legacy `task` param changes nothing)
+		support := ""
+		if e != nil {
+			support = m.taskSupportNow(r.Context(), e)
+		}
+		if _, idem := fc.req.Params.Meta[MCPMetaIdempotencyKey]; support == "" || idem && support == "optional" {
+			// An ordinary call (a legacy `task` param changes nothing); and
+			// one with an idempotency key, whose replay would not be the
+			// task, where the tool can run without one.
+			return nil, false
 		}
 		fc.req.Extra = &mcp.RequestExtra{Header: r.Header}
 		return &taskRequest{id: id, method: method, call: fc.req, ext: &extRequest{rev: fc.rev}}, true
