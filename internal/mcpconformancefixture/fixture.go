@@ -89,13 +89,15 @@ func Start(t testing.TB) *Server {
 	get := func(*http.Request) *mcp.Server { return s.MCP }
 	stateful := mcp.NewStreamableHTTPHandler(get, nil)
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
-	s.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sdk := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessRevision {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
-	}))
+	})
+	// The task tools' tasks are served in front of the SDK (tasks.go).
+	s.http = httptest.NewServer(&tasks{byID: map[string]*task{}, next: sdk})
 	s.URL = s.http.URL + "/mcp"
 	t.Cleanup(s.http.Close)
 	return s
@@ -109,7 +111,7 @@ func NewMCPServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
-	for _, t := range tools() {
+	for _, t := range append(tools(), taskTools()...) {
 		s.AddTool(t.tool, t.handle)
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/mcpconformancefixture"
 	"github.com/flowdrop/gateway/internal/mcpimport"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/server"
@@ -69,8 +70,13 @@ func startGateway(t *testing.T, ctx context.Context, upURL string) string {
 		if _, err := rc.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: tool}); err != nil {
 			t.Fatalf("registering %s: %v", tool.GetName(), err)
 		}
-		want = append(want, tool.GetName())
+		// A task-required tool is not listed to this client (2026-07-28
+		// without the tasks extension) once the face has read the fixture.
+		if !slices.Contains(mcpconformancefixture.TaskRequiredTools, tool.GetName()) {
+			want = append(want, tool.GetName())
+		}
 	}
+	slices.Sort(want)
 
 	// The MCP face follows the registry asynchronously.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpconformancetest", Version: "1"}, nil).

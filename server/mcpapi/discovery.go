@@ -101,9 +101,9 @@ func (m *Server) callMeta(ctx context.Context, p *mcp.CallToolParamsRaw, rev str
 	}
 	switch p.Name {
 	case registry.SearchToolsName:
-		return m.searchTools(ctx, p.Arguments, rev)
+		return m.searchTools(ctx, p.Arguments, rev, p.Meta)
 	case registry.DescribeToolName:
-		return m.describeTool(ctx, p.Arguments, rev)
+		return m.describeTool(ctx, p.Arguments, rev, p.Meta)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 }
@@ -128,7 +128,7 @@ type searchHit struct {
 }
 
 // searchTools ranks the caller's visible tools against the query.
-func (m *Server) searchTools(ctx context.Context, raw json.RawMessage, rev string) (*callResult, error) {
+func (m *Server) searchTools(ctx context.Context, raw json.RawMessage, rev string, meta mcp.Meta) (*callResult, error) {
 	var args struct {
 		Query *string `json:"query"`
 		Limit *int    `json:"limit"`
@@ -156,7 +156,7 @@ func (m *Server) searchTools(ctx context.Context, raw json.RawMessage, rev strin
 	}
 	// Tools this caller's protocol revision cannot call are not offered
 	// here either, as in tools/list.
-	offered = m.withoutTaskRequired(ctx, rev, offered)
+	offered = m.withoutTaskRequired(ctx, tasksUsable(rev, meta), offered)
 	out := struct {
 		Tools []searchHit `json:"tools"`
 	}{Tools: make([]searchHit, 0, len(offered))}
@@ -168,7 +168,7 @@ func (m *Server) searchTools(ctx context.Context, raw json.RawMessage, rev strin
 
 // describeTool is one visible tool's full definition, as tools/list would
 // have offered it.
-func (m *Server) describeTool(ctx context.Context, raw json.RawMessage, rev string) (*callResult, error) {
+func (m *Server) describeTool(ctx context.Context, raw json.RawMessage, rev string, meta mcp.Meta) (*callResult, error) {
 	var args struct {
 		Name *string `json:"name"`
 	}
@@ -193,7 +193,7 @@ func (m *Server) describeTool(ctx context.Context, raw json.RawMessage, rev stri
 	if err != nil {
 		return notFound, nil // never offered over MCP either (sync logs it)
 	}
-	if len(m.withoutTaskRequired(ctx, rev, []*mcp.Tool{t})) == 0 {
+	if len(m.withoutTaskRequired(ctx, tasksUsable(rev, meta), []*mcp.Tool{t})) == 0 {
 		return notFound, nil
 	}
 	return structuredResult(t)

@@ -465,6 +465,9 @@ func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if res, err, ok := m.federate(ctx, method, req, next); ok {
+			if method == "server/discover" && err == nil {
+				m.declareTasksExtension(ctx, res) // tasksext.go
+			}
 			return res, err
 		}
 		switch method {
@@ -480,7 +483,7 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 					lr.Tools, lr.NextCursor = m.metaTools(ctx), ""
 					return lr, nil
 				}
-				lr.Tools = m.withoutTaskRequired(ctx, rev, m.visibleTools(ctx, lr.Tools))
+				lr.Tools = m.withoutTaskRequired(ctx, tasksUsable(rev, requestMeta(req)), m.visibleTools(ctx, lr.Tools))
 				return m.withExecution(ctx, rev, lr), nil
 			}
 			return res, err
@@ -580,6 +583,13 @@ func (m *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, rev str
 	} else if p.RequestState != "" || p.InputResponses != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("tools/call %q: inputResponses and requestState are protocol revision %s's (multi round-trip); this request is on %q", policy.Bound(p.Name), RevisionResultType, rev)}
+	}
+	// A tool that runs only as a task, for a 2026-07-28 caller that did not
+	// opt in to the tasks extension (tasksext.go).
+	if pipeline.TaskFrom(ctx) == nil {
+		if err := m.requireTasksExtension(ctx, p, rev); err != nil {
+			return nil, err
+		}
 	}
 	if pipeline.ProgressFrom(ctx) == nil {
 		if sink := sdkProgressSink(ctx, req); sink != nil {

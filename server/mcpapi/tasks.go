@@ -23,9 +23,11 @@ package mcpapi
 // SDK's framing; `tasks` is added to the SDK's initialize answer
 // (taskcaps.go); and a tool's execution.taskSupport is added to the SDK's
 // tools/list answer for a 2025-11-25 caller, while a task-required tool is
-// listed only to callers that can call it (tasksupport.go). Revisions other than 2025-11-25 are
-// not served tasks (2026-07-28 moved them to an extension, SEP-2663): their
-// requests go to the SDK, which refuses the methods as unknown.
+// listed only to callers that can call it (tasksupport.go). 2026-07-28
+// moved tasks to an extension (SEP-2663) with a wire of its own, served by
+// tasksext.go over the same records and upstream requests. Older revisions
+// are not served tasks: their requests go to the SDK, which refuses the
+// methods as unknown.
 
 import (
 	"bytes"
@@ -83,13 +85,20 @@ type taskRequest struct {
 	// taskID is tasks/get, tasks/result, tasks/cancel's; cursor tasks/list's.
 	taskID string
 	cursor string
+	// ext: a request of the 2026-07-28 tasks extension (tasksext.go).
+	ext *extRequest
 }
 
 // recogniseTask is an authenticated POST the face answers as tasks, or
 // false: everything else (and anything unusual) goes on as before. It
 // costs a 2025-11-25 request that names no task one substring search.
 func (m *Server) recogniseTask(r *http.Request, body []byte) (*taskRequest, bool) {
-	if m.tasks == nil || m.taskUps == nil || r.Method != http.MethodPost || r.Header.Get(protocolVersionHeader) != RevisionTasks {
+	if m.tasks == nil || m.taskUps == nil || r.Method != http.MethodPost {
+		return nil, false
+	}
+	if v := r.Header.Get(protocolVersionHeader); v >= RevisionResultType {
+		return m.recogniseTaskExt(r, body)
+	} else if v != RevisionTasks {
 		return nil, false
 	}
 	if !containsTask(body) || !(*fastPath)(nil).headersOK(r) || sdkjson.CheckDepth(body) != nil || !json.Valid(body) {
@@ -159,8 +168,12 @@ func containsTask(body []byte) bool {
 // serveTask answers tr, counted and access-logged as any method.
 func (m *Server) serveTask(w http.ResponseWriter, r *http.Request, tr *taskRequest) {
 	// As for an older client's tools/call, the work is not tied to the
-	// HTTP request (server.go, PropagateRequestCancellation).
-	ctx := context.WithoutCancel(r.Context())
+	// HTTP request (server.go, PropagateRequestCancellation); a 2026-07-28
+	// request's ends when its caller hangs up.
+	ctx := r.Context()
+	if tr.ext == nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	handler := m.observe(func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		raw, err := m.answerTask(ctx, tr)
 		if raw != nil {
@@ -178,9 +191,12 @@ func (m *Server) serveTask(w http.ResponseWriter, r *http.Request, tr *taskReque
 		raw = rr.raw
 	} else if res != nil {
 		// A tools/call's own answer (the call was refused as a call).
+		if tr.ext != nil {
+			annotateServerInfo(res, m.impl)
+		}
 		raw, err = encodeResult(res)
 	}
-	m.writeTaskResponse(w, tr.id, raw, err)
+	m.writeTaskResponse(w, tr.id, raw, err, tr.ext != nil)
 }
 
 // rawResult carries an answer already encoded through observe.
@@ -199,6 +215,9 @@ func (m *Server) answerTask(ctx context.Context, tr *taskRequest) (raw json.RawM
 		}
 	}()
 	owner := ownerOf(ctx)
+	if tr.ext != nil {
+		return m.answerTaskExt(ctx, tr, owner)
+	}
 	switch tr.method {
 	case "tools/call":
 		return m.createTask(ctx, tr, owner)
@@ -326,14 +345,21 @@ func (m *Server) createTask(ctx context.Context, tr *taskRequest, owner string) 
 		// or cannot run as a task: nothing tells them apart.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %q: no tool of that name can run as a task here", policy.Bound(p.Name))}
 	}
+	rev := RevisionTasks
+	if tr.ext != nil {
+		rev = tr.ext.rev
+	}
 	slot := &pipeline.TaskSlot{TTLMs: tr.ttlMs}
-	res, err := m.toolsCall(pipeline.WithTask(ctx, slot), tr.call, RevisionTasks)
+	res, err := m.toolsCall(pipeline.WithTask(ctx, slot), tr.call, rev)
 	if err != nil {
 		return nil, err
 	}
 	ct := slot.Created
 	if ct == nil {
 		// Refused as a call (policy, arguments, the backend): that answer.
+		if tr.ext != nil {
+			annotateServerInfo(res, m.impl)
+		}
 		return encodeResult(res)
 	}
 	ttl := mcptasks.MaxTTL
@@ -367,9 +393,12 @@ func (m *Server) createTask(ctx context.Context, tr *taskRequest, owner string) 
 	if lu == "" {
 		lu = ct.CreatedAt
 	}
-	t := gatewayTask(id, &mcpupstream.Task{Status: ct.Status, StatusMessage: ct.StatusMessage, TTL: upTTL, PollInterval: ct.PollInterval,
-		CreatedAt: ct.CreatedAt, LastUpdatedAt: lu})
-	return json.Marshal(map[string]any{"task": t})
+	ut := &mcpupstream.Task{Status: ct.Status, StatusMessage: ct.StatusMessage, TTL: upTTL, PollInterval: ct.PollInterval,
+		CreatedAt: ct.CreatedAt, LastUpdatedAt: lu}
+	if tr.ext != nil {
+		return m.createTaskResult(id, ut, rec)
+	}
+	return json.Marshal(map[string]any{"task": gatewayTask(id, ut)})
 }
 
 // listTasks is one page of the caller's tasks, each as its upstream
@@ -423,8 +452,10 @@ func (m *Server) listTasks(ctx context.Context, cursor, owner string) (json.RawM
 }
 
 // writeTaskResponse writes the JSON-RPC response to id in the SDK's
-// framing for a 2025-11-25 request: one SSE "message" event.
-func (m *Server) writeTaskResponse(w http.ResponseWriter, id jsonrpc.ID, raw json.RawMessage, err error) {
+// framing: one SSE "message" event; for a 2026-07-28 (newProtocol) error
+// that has an HTTP status of its own (SEP-2575, and -32020's 400), a JSON
+// body with that status.
+func (m *Server) writeTaskResponse(w http.ResponseWriter, id jsonrpc.ID, raw json.RawMessage, err error, newProtocol bool) {
 	resp := &jsonrpc.Response{ID: id, Result: raw}
 	if err != nil {
 		resp.Result, resp.Error = nil, err
@@ -435,6 +466,16 @@ func (m *Server) writeTaskResponse(w http.ResponseWriter, id jsonrpc.ID, raw jso
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}})
 	}
 	setStreamHeaders(w.Header())
+	status := sep2575Status(newProtocol, resp.Error)
+	if je, ok := resp.Error.(*jsonrpc.Error); ok && newProtocol && je.Code == mcp.CodeHeaderMismatch {
+		status = http.StatusBadRequest
+	}
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(data)
+		return
+	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	buf.WriteString(sseEventPrefix)

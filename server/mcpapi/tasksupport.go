@@ -1,7 +1,8 @@
 package mcpapi
 
 // Which upstream tools take tasks, so tools/list offers a task-required
-// tool only to a caller that can call it as a task (one on RevisionTasks):
+// tool only to a caller that can call it as a task (one on RevisionTasks,
+// or on 2026-07-28 declaring the tasks extension: tasksext.go):
 // to any other it could only ever fail ("requires task augmentation"); and
 // tells that caller each such tool's execution.taskSupport, as its
 // upstream does (withExecution).
@@ -47,6 +48,7 @@ type taskSupportEntry struct {
 	at      time.Time         // when tools was read (zero: never)
 	failed  time.Time
 	reading bool
+	done    chan struct{} // closed when the read under way ends
 }
 
 func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) taskSupportKey {
@@ -82,7 +84,7 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 	}
 	now := time.Now()
 	if !ent.reading && now.Sub(ent.at) > taskSupportTTL && now.Sub(ent.failed) > taskSupportRetry {
-		ent.reading = true
+		ent.reading, ent.done = true, make(chan struct{})
 		spec, ts := *sp, e.Tool.Spec.TLS
 		go m.readTaskSupport(context.WithoutCancel(ctx), k, &spec, ts)
 	}
@@ -93,7 +95,8 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no stdio upstream's tasks",
 				"tool", e.Tool.Name)
 		} else {
-			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers on MCP "+RevisionTasks+", the revision whose tasks the gateway relays",
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers that can use tasks — on MCP "+RevisionTasks+
+				", or on "+RevisionResultType+" declaring the "+TasksExtension+" extension",
 				"tool", e.Tool.Name)
 		}
 	}
@@ -109,6 +112,7 @@ func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *regi
 	defer c.mu.Unlock()
 	ent := c.ups[k]
 	ent.reading = false
+	close(ent.done)
 	if err != nil {
 		ent.failed = time.Now()
 		m.log.DebugContext(ctx, "MCP tasks: the upstream's tools' task support was not read", "error", err)
@@ -117,12 +121,24 @@ func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *regi
 	ent.tools, ent.at = tools, time.Now()
 }
 
-// withoutTaskRequired drops from a listing for a caller on revision rev
-// the tools it cannot call: those whose upstream requires tasks, unless
-// rev is the one tasks are served on and the upstream is over HTTP — a
-// stdio upstream's tasks are relayed to no one (tasks.go), so its
+// firstTaskSupportRead is the end of the read under way of e's upstream
+// when it has never been read, else nil.
+func (m *Server) firstTaskSupportRead(e *registry.Entry) <-chan struct{} {
+	c := &m.taskSupport
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ent := c.ups[keyOfTaskSupport(e.Tool.Spec.MCPTool, e.Tool.Spec.TLS)]; ent != nil && ent.reading && ent.at.IsZero() {
+		return ent.done
+	}
+	return nil
+}
+
+// withoutTaskRequired drops from a listing the tools its caller cannot
+// call: those whose upstream requires tasks, unless the caller can use
+// tasks (usable: tasksUsable of its request) and the upstream is over
+// HTTP — a stdio upstream's tasks are relayed to no one (tasks.go), so its
 // task-required tools are listed to no one.
-func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*mcp.Tool) []*mcp.Tool {
+func (m *Server) withoutTaskRequired(ctx context.Context, usable bool, tools []*mcp.Tool) []*mcp.Tool {
 	if m.taskUps == nil {
 		return tools
 	}
@@ -131,7 +147,7 @@ func (m *Server) withoutTaskRequired(ctx context.Context, rev string, tools []*m
 	for _, t := range tools {
 		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
 			_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
-			if (stdio || rev != RevisionTasks) && m.taskRequired(ctx, e) {
+			if (stdio || !usable) && m.taskRequired(ctx, e) {
 				continue
 			}
 		}
