@@ -85,7 +85,7 @@ func TestMCPSessionIDs(t *testing.T) {
 		{"a changed session id is unknown", http.MethodPost, list, with("agent-key", string(tampered), rev), http.StatusNotFound, "session not found"},
 		{"a made-up session id is unknown", http.MethodPost, list, with("agent-key", "abc", rev), http.StatusNotFound, "session not found"},
 		{"an oversized session id is unknown", http.MethodPost, list, with("agent-key", strings.Repeat("A", 4096), rev), http.StatusNotFound, "session not found"},
-		{"a request under another revision than the session's is refused", http.MethodPost, list, with("agent-key", id, "2025-06-18"), http.StatusBadRequest, "negotiated revision"},
+		{"a request under another revision than the session's is served under its own, as without a session", http.MethodPost, list, with("agent-key", id, "2025-03-26"), http.StatusOK, "create_note"},
 		{"a DELETE of a session is refused: sealed ids are not revoked", http.MethodDelete, "", with("agent-key", id, rev), http.StatusMethodNotAllowed, "does not terminate sessions"},
 		{"a DELETE of an unknown session is 404", http.MethodDelete, "", with("agent-key", "abc", rev), http.StatusNotFound, "session not found"},
 	}
@@ -101,7 +101,7 @@ func TestMCPSessionIDs(t *testing.T) {
 		})
 	}
 
-	t.Run("the session holds the negotiated revision, not the one asked for", func(t *testing.T) {
+	t.Run("an initialize asking for an unknown revision gets a session of the negotiated one", func(t *testing.T) {
 		code, h, body := mcpDo(t, http.MethodPost, env.MCPURL, bearer("agent-key"), initialize("2099-01-01"))
 		var reply struct {
 			Result struct {
@@ -113,11 +113,11 @@ func TestMCPSessionIDs(t *testing.T) {
 			t.Fatalf("initialize: HTTP %d %s", code, body)
 		}
 		sid := h.Get("Mcp-Session-Id")
+		if sid == "" || reply.Result.ProtocolVersion >= "2026-07-28" {
+			t.Fatalf("negotiated %q with session id %q; want a revision before 2026-07-28 and an id", reply.Result.ProtocolVersion, sid)
+		}
 		if code, _, body := mcpDo(t, http.MethodPost, env.MCPURL, with("agent-key", sid, reply.Result.ProtocolVersion), list); code != http.StatusOK {
 			t.Errorf("under the negotiated %s: HTTP %d %s", reply.Result.ProtocolVersion, code, body)
-		}
-		if code, _, _ := mcpDo(t, http.MethodPost, env.MCPURL, with("agent-key", sid, "2099-01-01"), list); code == http.StatusOK {
-			t.Errorf("under the revision asked for but not negotiated: HTTP %d", code)
 		}
 	})
 
