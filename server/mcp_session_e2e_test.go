@@ -7,14 +7,21 @@ package server_test
 // never sends.
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,15 +45,34 @@ func mcpDo(t *testing.T, method, url string, header http.Header, body string) (i
 	return resp.StatusCode, resp.Header, string(raw)
 }
 
+// sessionKeyFile is a key file for mcp_upstreams.input.key_files.
+func sessionKeyFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(p, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sessionInitialize(rev string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + rev +
+		`","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"raw","version":"0"}}}`
+}
+
 func TestMCPSessionIDs(t *testing.T) {
-	env := mcpAuthEnv(t)
+	key := sessionKeyFile(t)
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithConfig(func(c *server.Config) {
+		c.Policy.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+			{Name: "agent", SHA256: policy.HashAPIKey("agent-key"), Roles: []string{policy.RoleInvoker}},
+			{Name: "operator", SHA256: policy.HashAPIKey("operator-key"), Roles: []string{policy.RoleAdmin}},
+		}}
+		c.Policy.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{"agent": {Allow: []string{"create_*"}}}}
+		c.Policy.MCPUpstreams.Input.KeyFiles = []string{key}
+	}))
 	ctx := testCtx(t)
 	bearer := func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
 	const rev = "2025-11-25"
-	initialize := func(rev string) string {
-		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + rev +
-			`","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"raw","version":"0"}}}`
-	}
+	initialize := sessionInitialize
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
 	call := string(toolsCall("create_note", `{"title":"t"}`))
 
@@ -137,4 +163,22 @@ func TestMCPSessionIDs(t *testing.T) {
 			t.Errorf("close (DELETE answered 405): %v", err)
 		}
 	})
+}
+
+// TestMCPNoSessionWithoutKeyFiles: without mcp_upstreams.input.key_files
+// the face mints no session id (a per-process key would make the other
+// replicas answer the session's requests 404) and ignores the header, as
+// before.
+func TestMCPNoSessionWithoutKeyFiles(t *testing.T) {
+	env := mcpAuthEnv(t)
+	bearer := http.Header{"Authorization": {"Bearer agent-key"}}
+	code, h, body := mcpDo(t, http.MethodPost, env.MCPURL, bearer, sessionInitialize("2025-11-25"))
+	if code != http.StatusOK || h.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize: HTTP %d, session id %q, %s; want 200 without one", code, h.Get("Mcp-Session-Id"), body)
+	}
+	bearer.Set("Mcp-Session-Id", "not-ours")
+	bearer.Set("Mcp-Protocol-Version", "2025-11-25")
+	if code, _, body := mcpDo(t, http.MethodPost, env.MCPURL, bearer, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`); code != http.StatusOK {
+		t.Fatalf("a request with a session id the face never gave: HTTP %d %s; want it served, the header ignored", code, body)
+	}
 }

@@ -21,8 +21,11 @@ import (
 // carries an Mcp-Session-Id the face mints, which holds the caller's
 // binding (subject and authentication method), the negotiated revision,
 // the declared capabilities and an expiry, sealed under the round-state
-// keys (input.go): any replica holding the keys reads it back, nothing is
-// stored, and a caller can neither read nor change it. A later request
+// key files (input.go): every replica lists them, so any replica reads it
+// back, nothing is stored, and a caller can neither read nor change it.
+// Without key files no session is minted and the header is ignored: a
+// per-process random key would make another replica answer the session's
+// requests 404, which requests without a session never were. A later request
 // carrying it gets the session in its context (sessionFrom); one whose id
 // does not open, has expired or is another caller's is answered 404, as
 // the streamable HTTP transport says of a session the server no longer
@@ -92,7 +95,9 @@ func sessionFrom(ctx context.Context) *faceSession {
 func (m *Server) checkSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionHeader)
-		if id == "" {
+		if id == "" || m.input().Keys == nil {
+			// No key files: the face has no sessions and ignores the
+			// header, as it always did.
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -121,7 +126,11 @@ func (m *Server) openSession(ctx context.Context, id string) (*faceSession, stri
 	if len(id) > maxSessionIDBytes {
 		return nil, "not one this gateway issued"
 	}
-	plain, err := m.inputState().Keys.Open(sessionPurpose, id)
+	keys := m.input().Keys
+	if keys == nil {
+		return nil, "not one this gateway issued"
+	}
+	plain, err := keys.Open(sessionPurpose, id)
 	if err != nil {
 		return nil, "not one this gateway issued"
 	}
@@ -230,11 +239,12 @@ func (m *Server) mintSessions(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// sealSession is a new session id for the request's caller, or "" when the
-// caller cannot have one (its subject is too long to carry).
+// sealSession is a new session id for the request's caller, or "" when
+// there is none to give: no key files, or a subject too long to carry.
 func (m *Server) sealSession(ctx context.Context, rev string, caps *mcp.ClientCapabilities) string {
+	keys := m.input().Keys
 	caller, _ := policy.CallerFrom(ctx)
-	if len(caller.Subject) > maxSessionSubjectBytes {
+	if keys == nil || len(caller.Subject) > maxSessionSubjectBytes {
 		return ""
 	}
 	now := time.Now()
@@ -245,5 +255,5 @@ func (m *Server) sealSession(ctx context.Context, rev string, caps *mcp.ClientCa
 	if err != nil {
 		return ""
 	}
-	return m.inputState().Keys.Seal(sessionPurpose, plain)
+	return keys.Seal(sessionPurpose, plain)
 }

@@ -65,6 +65,17 @@ func TestSessionIDs(t *testing.T) {
 		})
 	}
 
+	t.Run("without key files no session is minted and none opens", func(t *testing.T) {
+		// A per-process key would make the other replicas answer 404.
+		unkeyed := &Server{input: func() InputState { return InputState{} }, randomKeys: sealedstate.Random(), sessionTTL: time.Hour}
+		if id := unkeyed.sealSession(aliceCtx, "2025-11-25", nil); id != "" {
+			t.Fatalf("minted %q", id)
+		}
+		if s, _ := unkeyed.openSession(aliceCtx, unkeyed.randomKeys.Seal(sessionPurpose, []byte(`{"s":"alice","m":"api-key","e":9999999999}`))); s != nil {
+			t.Fatalf("opened %+v", s)
+		}
+	})
+
 	t.Run("a caller with an overlong subject gets no session", func(t *testing.T) {
 		long := policy.WithCaller(t.Context(), policy.Caller{Subject: strings.Repeat("s", maxSessionSubjectBytes+1), Method: policy.MethodJWT})
 		if id := m.sealSession(long, "2025-11-25", nil); id != "" {
