@@ -120,6 +120,7 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 		r, done := m.trackSDKRequest(r, body)
 		defer done()
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		w, r = withSessionMint(w, r, body) // session.go
 		if m.isTasksInitialize(r, body) {
 			m.serveTasksInitialize(w, r, next) // capabilities.tasks (taskcaps.go)
 			return

@@ -6,7 +6,9 @@ package mcpapi
 //
 // Design, briefly:
 //   - Stateless transport: every POST is answered on its own, so any replica
-//     can answer any request; no Mcp-Session-Id, no session affinity.
+//     can answer any request; no session affinity. The Mcp-Session-Id an
+//     initialize answer carries is sealed state, not a key into a store
+//     (session.go).
 //   - tools/list comes from the SDK's tool set, which follows the registry
 //     (Changes → AddTool/RemoveTools); a receiving middleware filters it per
 //     caller. Changing the set is also what makes the SDK send
@@ -40,6 +42,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -147,6 +150,9 @@ type Config struct {
 	// callers Discovery names; SetDiscovery replaces them.
 	Search    *search.Index
 	Discovery DiscoveryPolicy
+	// SessionTTL is the lifetime of the session ids the face mints for
+	// callers before 2026-07-28 (session.go); 0: DefaultSessionTTL.
+	SessionTTL time.Duration
 	// CancelFleet, when set, carries an older caller's
 	// notifications/cancelled to the replica running its call (cancel.go).
 	CancelFleet CancelFleet
@@ -191,6 +197,8 @@ type Server struct {
 	// input and randomKeys seal round state (input.go).
 	input      func() InputState
 	randomKeys *sealedstate.Keyring
+	// sessionTTL is a minted session's lifetime (session.go).
+	sessionTTL time.Duration
 	// tasks and taskUps serve tasks.go (nil: not offered).
 	tasks       mcptasks.Store
 	taskUps     TaskUpstreams
@@ -246,9 +254,12 @@ func New(cfg Config) (*Server, error) {
 		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
-		input: cfg.InputState, randomKeys: sealedstate.Random(),
+		input: cfg.InputState, randomKeys: sealedstate.Random(), sessionTTL: cfg.SessionTTL,
 		tasks: cfg.Tasks, taskUps: cfg.TaskUpstreams, search: cfg.Search, fleet: cfg.CancelFleet}
 	m.SetDiscovery(cfg.Discovery)
+	if m.sessionTTL <= 0 {
+		m.sessionTTL = DefaultSessionTTL
+	}
 	if m.input == nil {
 		m.input = func() InputState { return InputState{} }
 	}
@@ -301,10 +312,10 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	// Origin and authentication read headers only; the body is read
 	// (bounded) after them.
-	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.readBody(h))))))
+	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.readBody(h)))))))
 	// Each bundle's endpoint (bundles.go): the same chain, behind the
 	// bundle's lookup.
-	mux.Handle(Path+"/", m.accessLog(m.bundleEndpoint(m.checkOrigin(m.traceContext(m.authenticate(m.readBody(h)))))))
+	mux.Handle(Path+"/", m.accessLog(m.bundleEndpoint(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.readBody(h))))))))
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
@@ -458,7 +469,7 @@ func (m *Server) unreachable(context.Context, *mcp.CallToolRequest) (*mcp.CallTo
 // middleware runs on every MCP method the SDK receives: counted and
 // access-logged (accesslog.go) around the gateway's own handling.
 func (m *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return m.observe(m.handle(next))
+	return m.observe(m.mintSessions(m.handle(next)))
 }
 
 // handle routes the methods the gateway answers itself.
