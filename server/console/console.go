@@ -46,6 +46,14 @@ type Config struct {
 	// Approve and Reject apply a tool's pending upstream change at the
 	// revision the admin reviewed, recording the audit line as caller.
 	Approve, Reject func(ctx context.Context, caller policy.Caller, tool string, revision int64) error
+	// Invoke calls a tool through the whole pipeline as the invocation's
+	// caller (the try-it panel's Invoke); nil: the console does not invoke.
+	Invoke func(context.Context, Invocation) Answer
+	// MayInvoke reports whether the policy in force lets caller call tool
+	// (its roles and allow/deny lists): what lets a viewer session Invoke.
+	MayInvoke func(ctx context.Context, caller policy.Caller, tool string) bool
+	// InvokeTimeout bounds an Invoke (0: DefaultInvokeTimeout).
+	InvokeTimeout time.Duration
 	// RepairStats is the repair analytics of a tool (every tool's for
 	// ""): repairstats.Stats.Snapshot. Nil: the page says none are kept.
 	RepairStats func(tool string) repairstats.Snapshot
@@ -103,6 +111,9 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /console/tools", c.viewer(c.catalog))
 	mux.HandleFunc("GET /console/tools/{name}", c.viewer(c.tool))
 	mux.HandleFunc("POST /console/tools/{name}/try", c.viewer(c.try))
+	// Viewers too: invoke admits a viewer only when the policy lets its
+	// principal call the tool (mayInvoke).
+	mux.HandleFunc("POST /console/tools/{name}/invoke", c.viewer(c.invoke))
 	mux.HandleFunc("GET /console/pending", c.viewer(c.pending))
 	mux.HandleFunc("POST /console/pending/{name}/approve", c.admin(c.decide(true)))
 	mux.HandleFunc("POST /console/pending/{name}/reject", c.admin(c.decide(false)))

@@ -27,7 +27,8 @@ type session struct {
 	id         string
 	subject    string
 	method     string
-	admin      bool // admin role; otherwise viewer (read-only)
+	roles      []string // the principal's roles: a console Invoke is its call
+	admin      bool     // admin role; otherwise viewer (read-only)
 	csrf       string
 	policyHash string // the policy in force at login
 	created    time.Time
@@ -43,7 +44,7 @@ type sessions struct {
 // create records a session for caller, ending the least recently used one
 // when MaxSessions are live.
 func (s *sessions) create(caller policy.Caller, admin bool, policyHash string, now time.Time) *session {
-	ses := &session{id: rand.Text(), subject: caller.Subject, method: caller.Method, admin: admin,
+	ses := &session{id: rand.Text(), subject: caller.Subject, method: caller.Method, roles: caller.Roles, admin: admin,
 		csrf: rand.Text(), policyHash: policyHash, created: now, lastSeen: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +121,9 @@ func cookie(r *http.Request, ses *session) *http.Cookie {
 	return c
 }
 
-// caller is the session's identity as an audit line names it.
+// caller is the session's principal as an audit line names it and as the
+// console's Invoke calls a tool: its subject, method and roles, never a
+// bearer token (a session keeps none).
 func (ses session) caller() policy.Caller {
-	return policy.Caller{Subject: ses.subject, Method: ses.method}
+	return policy.Caller{Subject: ses.subject, Method: ses.method, Roles: ses.roles}
 }

@@ -1,9 +1,10 @@
 // Drives the gateway's admin console (server/console) in Debian's
 // Chromium with playwright-core, as an operator would: logs in as a viewer
-// and as an admin, browses and filters the catalog, tries arguments,
-// approves a held upstream change and filters the audit log. It prints one
-// JSON report: each step's ARIA snapshot (the structure the Go test
-// compares with its golden files) and what it read, or the error.
+// and as an admin, browses and filters the catalog, tries arguments and
+// invokes the tool with them, approves a held upstream change and filters
+// the audit log. It prints one JSON report: each step's ARIA snapshot (the
+// structure the Go test compares with its golden files) and what it read,
+// or the error.
 //
 // Environment: FLOWDROP_CONSOLE_URL (the admin listener's base URL),
 // FLOWDROP_CONSOLE_ADMIN_KEY and FLOWDROP_CONSOLE_VIEWER_KEY (API keys:
@@ -64,6 +65,11 @@ try {
   await page.getByRole('button', { name: 'Normalize and validate' }).click();
   await snap(page, 'try-result', '#result');
   report.read.verdict = await page.locator('#verdict').innerText();
+  // Invoke: a real call of the tool as the logged-in operator.
+  await page.getByRole('button', { name: 'Invoke' }).click();
+  await page.waitForURL(/\/console\/tools\/create_note\/invoke$/);
+  await snap(page, 'invoke-result', '#invoked');
+  report.read.outcome = await page.locator('#outcome').innerText();
   await page.getByRole('link', { name: 'repair analytics', exact: true }).click();
   await page.waitForURL(/\/console\/repairs\?tool=create_note$/);
   await snap(page, 'repairs-tool');
