@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/observe"
@@ -71,9 +69,10 @@ type Console struct {
 	cfg      Config
 	sessions sessions
 	// failedLogins bounds the credential checks failed logins may cost
-	// (JWT verification, key hashing) and slows guessing: past it a login
-	// is answered 429 until the bucket refills.
-	failedLogins *rate.Limiter
+	// (JWT verification, key hashing) and slows guessing, per source and
+	// in all (login_limit.go): past either a login is answered 429 until
+	// its bucket refills.
+	failedLogins *loginLimits
 	now          func() time.Time
 }
 
@@ -82,7 +81,7 @@ func New(cfg Config) *Console {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Console{cfg: cfg, failedLogins: rate.NewLimiter(rate.Every(time.Second), 20), now: time.Now}
+	return &Console{cfg: cfg, failedLogins: newLoginLimits(), now: time.Now}
 }
 
 // maxFormBytes bounds a POST's body (the try-it panel's arguments are
@@ -234,13 +233,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
 		c.render(w, status, pages.login, view{Title: "Log in", Nav: "login", Error: msg})
 	}
-	if c.failedLogins.Tokens() < 1 {
-		refuse(http.StatusTooManyRequests, "too many failed logins: wait a few seconds")
+	src := source(r)
+	if why := c.failedLogins.refused(src, c.now()); why != "" {
+		refuse(http.StatusTooManyRequests, why)
 		return
 	}
 	caller, err := c.cfg.Authenticate(r.Context(), policy.Credentials{Bearer: cred})
 	if err != nil {
-		c.failedLogins.Allow()
+		c.failedLogins.failed(src, c.now())
 		msg := "the credential was not accepted"
 		var pe *policy.Error
 		if errors.As(err, &pe) {
@@ -251,7 +251,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	admin := caller.HasRole(policy.RoleAdmin)
 	if !admin && !caller.HasRole(policy.RoleViewer) {
-		c.failedLogins.Allow()
+		c.failedLogins.failed(src, c.now())
 		refuse(http.StatusForbidden, "this credential holds neither the admin nor the viewer role")
 		return
 	}
