@@ -81,6 +81,12 @@ func (c *Console) invoke(w http.ResponseWriter, r *http.Request, ses session) {
 		c.fail(w, r, &ses, http.StatusForbidden, "Invoke calls the tool's backend: it needs the admin role, or a role the policy grants for InvokeTool on this tool; the session holds the viewer role (read-only)")
 		return
 	}
+	if !ses.tokenExpiry.IsZero() && !c.now().Before(ses.tokenExpiry) {
+		// A call as the principal needs its credential valid now, though
+		// the session (reading pages) may outlive the token.
+		c.fail(w, r, &ses, http.StatusUnauthorized, "the token this session logged in with has expired: log in again to invoke")
+		return
+	}
 	text, key := r.PostFormValue("arguments"), r.PostFormValue("idempotency_key")
 	timeout := c.cfg.InvokeTimeout
 	if timeout <= 0 {

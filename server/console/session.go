@@ -31,8 +31,11 @@ type session struct {
 	admin      bool     // admin role; otherwise viewer (read-only)
 	csrf       string
 	policyHash string // the policy in force at login
-	created    time.Time
-	lastSeen   time.Time
+	// tokenExpiry is when the bearer token logged in with expires (zero:
+	// an API key, or a token without one): no Invoke past it.
+	tokenExpiry time.Time
+	created     time.Time
+	lastSeen    time.Time
 }
 
 // sessions are the live sessions, by id (a 128-bit random text).
@@ -46,6 +49,9 @@ type sessions struct {
 func (s *sessions) create(caller policy.Caller, admin bool, policyHash string, now time.Time) *session {
 	ses := &session{id: rand.Text(), subject: caller.Subject, method: caller.Method, roles: caller.Roles, admin: admin,
 		csrf: rand.Text(), policyHash: policyHash, created: now, lastSeen: now}
+	if caller.Token != nil {
+		ses.tokenExpiry = caller.Token.Expiry
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
