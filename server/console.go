@@ -7,6 +7,11 @@ import (
 	"regexp"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/console"
@@ -44,13 +49,57 @@ func (g *Gateway) serveConsole(cfg *Config) {
 				return t.Revision, err
 			})
 		},
-		RepairStats: g.repairs.Snapshot,
-		Replay:      g.consoleReplay,
-		AuditPath:   cfg.Policy.Audit.Path,
-		Log:         g.log,
+		Invoke: g.consoleInvoke,
+		MayInvoke: func(ctx context.Context, caller policy.Caller, tool string) bool {
+			return g.pipe.Allowed(policy.WithCaller(ctx, caller), tool)
+		},
+		InvokeTimeout: min(console.DefaultInvokeTimeout, cfg.MaxCallTimeout),
+		RepairStats:   g.repairs.Snapshot,
+		Replay:        g.consoleReplay,
+		AuditPath:     cfg.Policy.Audit.Path,
+		Log:           g.log,
 	})
 	g.admin.Handle("/console/", c.Handler())
 	g.admin.Handle("/console", c.Handler())
+}
+
+// consoleInvoke is the console's Invoke: the pasted text becomes a call
+// as the session's principal (no bearer token: a session keeps none) and
+// runs the whole pipeline as a gRPC InvokeTool with arguments_json does —
+// audit included, the line's client "console" — and the answer is the
+// gRPC face's (result, is_error, content, meta) as JSON.
+func (g *Gateway) consoleInvoke(ctx context.Context, in console.Invocation) console.Answer {
+	c := pipeline.NewCall(in.Tool, "", nil)
+	c.ReceiveJSON(pipeline.ArgumentsJSONField, in.Arguments, false)
+	c.SetIdempotencyKey(in.IdempotencyKey)
+	c.SetClient(policy.ClientConsole)
+	c.AuditClient = policy.ClientConsole
+	res, perr := g.pipe.Invoke(policy.WithCaller(ctx, in.Caller), c)
+	ans := console.Answer{Repairs: c.Report.Repairs, Err: perr}
+	if perr != nil {
+		if c.Entry != nil && pipeline.IsBackendFailure(perr) {
+			// The page names neither the target nor the cause; the log does.
+			g.log.WarnContext(ctx, "console invoke: backend failed", "tool", c.Tool, "backend", c.Entry.Tool.Target(), "error", perr.Error())
+		}
+		return ans
+	}
+	resp := &gatewayv1.InvokeResponse{Result: res.Value, IsError: res.IsError}
+	if res.Encoded != nil {
+		resp = new(gatewayv1.InvokeResponse)
+		if err := proto.Unmarshal(res.Encoded, resp); err != nil {
+			g.log.ErrorContext(ctx, "console invoke: the backend's answer does not decode", "tool", c.Tool, "error", err.Error())
+			ans.Err = &pipeline.Error{Code: pipeline.Internal, Reason: pipeline.ReasonInternal, Message: "the backend's answer does not decode (the gateway's log says why)"}
+			return ans
+		}
+	}
+	b, err := protojson.Marshal(resp)
+	if err != nil {
+		g.log.ErrorContext(ctx, "console invoke: the answer does not encode as JSON", "tool", c.Tool, "error", err.Error())
+		ans.Err = &pipeline.Error{Code: pipeline.Internal, Reason: pipeline.ReasonInternal, Message: "the answer does not encode as JSON (the gateway's log says why)"}
+		return ans
+	}
+	ans.Result, ans.IsError, ans.Replayed = b, resp.IsError, res.Replayed || c.Replayed()
+	return ans
 }
 
 // consoleWrite makes a registry write for a console user and records its

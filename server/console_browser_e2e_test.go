@@ -92,8 +92,11 @@ func consoleBrowser(t *testing.T) (chromium, node string) {
 // TestConsoleInABrowser: Debian's Chromium, driven by playwright-core
 // (tools/console/console.mjs), logs in as a viewer (no approve button;
 // logging out ends the session) and as an admin, filters the catalog,
-// tries arguments, approves the held upstream change and filters the
-// audit log; each page's ARIA snapshot (its structure, not its pixels)
+// tries arguments and invokes the tool with them (the backend receives the
+// call, audited as the console's), approves the held upstream change,
+// filters the audit log and pastes a candidate policy on the replay page
+// (its changed-decisions table); each page's ARIA snapshot (its structure,
+// not its pixels)
 // must equal testdata/console/NAME.aria.yml once clock readings, ports,
 // hashes and latencies are masked (-update-console-golden rewrites them).
 // With FLOWDROP_CONSOLE_SCREENSHOTS=DIR it also writes PNG screenshots.
@@ -101,19 +104,26 @@ func TestConsoleInABrowser(t *testing.T) {
 	// Not parallel: a browser started beside the package's other tests
 	// (TestStatusPageInABrowser's among them) slows them on a small machine.
 	chromium, node := consoleBrowser(t)
-	env, _ := consoleEnv(t)
+	env, audit := consoleEnv(t)
 	// A denial and a call, so the audit log has lines to filter out; the
 	// call's stringified tags are a repair the analytics page shows.
 	env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "run_command", Arguments: gatewaytest.Args(t, map[string]any{"command": "ls && rm -rf /"})})
 	env.Client.InvokeTool(withKey(keyInvoker), &gatewayv1.InvokeToolRequest{Tool: "create_note", Arguments: gatewaytest.Args(t, map[string]any{"title": "x", "tags": `["a"]`})})
+
+	// The replay page replays them; they must be on the file by then.
+	awaitAudit(t, audit, `"tool":"create_note","decision":"allow"`)
+	replayPolicy, err := filepath.Abs(filepath.Join("testdata", "replay", "policy.candidate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// A browser starting on a loaded machine needs more than testCtx's bound.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "console.mjs")
 	cmd.Dir = consoleDir
-	cmd.Env = append(os.Environ(), "FLOWDROP_CONSOLE_URL="+env.AdminURL, "FLOWDROP_CONSOLE_ADMIN_KEY="+keyAdmin,
-		"FLOWDROP_CONSOLE_VIEWER_KEY="+keyViewer, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "FLOWDROP_CONSOLE_URL="+env.AdminURL, "FLOWDROP_CONSOLE_ADMIN_KEY="+keyOperator,
+		"FLOWDROP_CONSOLE_VIEWER_KEY="+keyViewer, "CHROMIUM="+chromium, "FLOWDROP_CONSOLE_REPLAY_POLICY="+replayPolicy)
 	if dir := os.Getenv("FLOWDROP_CONSOLE_SCREENSHOTS"); dir != "" {
 		abs, _ := filepath.Abs(dir)
 		cmd.Env = append(cmd.Env, "FLOWDROP_CONSOLE_SCREENSHOTS="+abs)
@@ -140,6 +150,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		{"viewerApproveButtons", "the viewer is read-only", float64(0)},
 		{"afterLogout", "logging out returns to the login page", "/console/login"},
 		{"verdict", "the arguments are repaired, then valid", "valid: the backend would receive the arguments below"},
+		{"outcome", "Invoke called the tool as the operator", "the tool answered"},
+		{"replaySummary", "the candidate drops the chaining rule (the denial is allowed now); it has no key named operator, so the Invoke is not replayable",
+			"4 line(s) read, 3 tool call(s); 2 replayed: 1 unchanged (0 refused for another reason), 0 allowed → refused (0 by a changed schema), 1 refused → allowed."},
 		{"notice", "the approval is confirmed", "approved the change of weather.forecast"},
 	} {
 		if got := r.Read[c.key]; got != c.want {
@@ -149,7 +162,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	if e, _ := env.Registry.Lookup(pendingTool); e.Tool.Pending != nil {
 		t.Error("the approval clicked in the browser did not apply the change")
 	}
-	names := []string{"login", "viewer-pending", "overview", "catalog-filtered", "try-result", "repairs-tool", "pending", "approved", "audit-filtered"}
+	if calls := env.Backend.CallsFor("create_note"); len(calls) != 2 || calls[1].Request.GetArguments().GetFields()["title"].GetStringValue() != "Tom & Jerry" {
+		t.Errorf("the backend received %d create_note calls, want the gRPC one and the Invoke clicked, with the repaired title", len(calls))
+	}
+	awaitAudit(t, audit, `"caller_subject":"operator","caller_method":"api-key","caller_roles":["admin","invoker"],"client":"console","tool":"create_note","decision":"allow"`)
+	names := []string{"login", "viewer-pending", "overview", "catalog-filtered", "try-result", "invoke-result", "repairs-tool", "pending", "approved", "audit-filtered", "replay-changes"}
 	for _, name := range names {
 		got, ok := r.Snapshots[name]
 		if !ok {
@@ -175,7 +192,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("the %s page's structure changed (-%s +browser):\n%s", name, path, diff)
 		}
 	}
-	for _, never := range []string{keyAdmin, keyViewer, pendingSecretQ} {
+	for _, never := range []string{keyOperator, keyViewer, pendingSecretQ} {
 		for name, s := range r.Snapshots {
 			if strings.Contains(s, never) {
 				t.Errorf("the %s page shows %q", name, never)

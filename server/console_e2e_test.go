@@ -23,16 +23,24 @@ import (
 )
 
 const (
-	keyViewer      = "fd_e2e_viewer_0d93be11"
-	pendingTool    = "weather.forecast"
-	pendingURL     = "http://127.0.0.1:9/mcp"
-	pendingSecretQ = "s3cr3t-q"
+	keyViewer = "fd_e2e_viewer_0d93be11"
+	// keyOperator holds admin and invoker: the console's Invoke calls
+	// tools as it could over gRPC.
+	keyOperator = "fd_e2e_operator_6c1e90aa"
+	// keyViewerInvoker holds viewer and invoker: the policy lets this
+	// viewer call tools, so the console lets it Invoke.
+	keyViewerInvoker = "fd_e2e_viewinv_41d7c2f0"
+	pendingTool      = "weather.forecast"
+	pendingURL       = "http://127.0.0.1:9/mcp"
+	pendingSecretQ   = "s3cr3t-q"
 )
 
 // consolePolicy is testPolicy with a viewer key and an audit file.
 func consolePolicy(t *testing.T) (server.PolicyConfig, string) {
 	p := testPolicy(nil)
-	p.Auth.APIKeys = append(p.Auth.APIKeys, policy.APIKey{Name: "viewer", SHA256: policy.HashAPIKey(keyViewer), Roles: []string{policy.RoleViewer}})
+	p.Auth.APIKeys = append(p.Auth.APIKeys, policy.APIKey{Name: "viewer", SHA256: policy.HashAPIKey(keyViewer), Roles: []string{policy.RoleViewer}},
+		policy.APIKey{Name: "operator", SHA256: policy.HashAPIKey(keyOperator), Roles: []string{policy.RoleAdmin, policy.RoleInvoker}},
+		policy.APIKey{Name: "viewer-invoker", SHA256: policy.HashAPIKey(keyViewerInvoker), Roles: []string{policy.RoleViewer, policy.RoleInvoker}})
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	p.Audit.Path = audit
 	return p, audit

@@ -57,7 +57,7 @@ func TestImportBoundaries(t *testing.T) {
 			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/observe"}},
 		{pkg: "server/replay", reason: "policy replay runs the pipeline's stages offline: no face, no backend",
 			forbidden: []string{"google.golang.org/grpc", module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},
-		{pkg: "server/console", reason: "the console reads the registry and the pipeline's stages; it calls no backend and no face",
+		{pkg: "server/console", reason: "the console reads the registry and the pipeline's stages, and calls tools only through the pipeline the gateway hands it; it imports no backend and no face",
 			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},
 		{pkg: "server/policyreload", reason: "the reloader knows how a policy changes, not the faces or backends it reaches",
 			forbidden: []string{module + "/server/grpcapi", module + "/server/mcpapi", module + "/server/backend"}},

@@ -26,6 +26,10 @@ const (
 	DecisionError = "error"
 )
 
+// ClientConsole is the audit line's client for a call the admin console
+// made for its logged-in operator (server/console's Invoke).
+const ClientConsole = "console"
+
 // AuditRecord is one JSON line per call. It has no field for headers or
 // credentials, so they cannot be logged by construction.
 type AuditRecord struct {
@@ -36,7 +40,11 @@ type AuditRecord struct {
 	// its token), so a policy replay judges the call as it was made
 	// (server/replay). At most maxAuditRoles, each bounded.
 	CallerRoles []string `json:"caller_roles,omitempty"`
-	Tool        string   `json:"tool"`
+	// Client names the program that made the call when the gateway itself
+	// is that program: ClientConsole for the console's try-it Invoke. A
+	// face's caller-chosen names (MCP clientInfo) are not recorded here.
+	Client string `json:"client,omitempty"`
+	Tool   string `json:"tool"`
 	// Target is the tool an alias call went to (Tool is the alias called);
 	// empty for a call to a tool by its own name.
 	Target   string `json:"target,omitempty"`
@@ -132,7 +140,7 @@ const maxAuditViolations = 16
 func (a *AuditRecord) bound() {
 	a.CallerSubject, a.Tool, a.CallID = Bound(a.CallerSubject), Bound(a.Tool), Bound(a.CallID)
 	a.IdempotencyKey = Bound(a.IdempotencyKey)
-	a.IdentitySubject = Bound(a.IdentitySubject)
+	a.IdentitySubject, a.Client = Bound(a.IdentitySubject), Bound(a.Client)
 	if len(a.CallerRoles) > maxAuditRoles || slices.ContainsFunc(a.CallerRoles, func(r string) bool { return len(r) > MaxRecordedBytes }) {
 		// A token's role claim is the issuer's to fill: bounded like the
 		// other caller-supplied strings (the caller's slice stays as it was).
@@ -181,7 +189,7 @@ func (a AuditRecord) MarshalJSON() ([]byte, error) {
 // bytes with every optional member a call line has) plus what varies.
 // An undersized buffer doubles once, a copy of the whole line per call.
 func (a *AuditRecord) lineSizeHint() int {
-	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Tool) + len(a.Target) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
+	n := 320 + len(a.CallerSubject) + len(a.CallerMethod) + len(a.Client) + len(a.Tool) + len(a.Target) + len(a.CallID) + len(a.Reason) + len(a.Rule) +
 		len(a.BackendCode) + len(a.IdentityMode) + len(a.IdentitySubject) + len(a.IdempotencyKey) + len(a.Operation) +
 		len(a.ArgsSent) + len(a.ArgsRepaired)
 	for _, r := range a.Repairs {

@@ -38,6 +38,7 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	b = str(b, "client", a.Client, true)
 	b = str(b, "tool", a.Tool, false)
 	b = str(b, "target", a.Target, true)
 	b = str(b, "call_id", a.CallID, true)

@@ -11,7 +11,7 @@ import (
 func TestAuditLineMatchesEncodingJSON(t *testing.T) {
 	full := AuditRecord{
 		Time: time.Date(2026, 12, 3, 13, 0, 0, 123456789, time.FixedZone("x", 3600)), CallerSubject: "agent <a&b>", CallerMethod: "api-key",
-		CallerRoles: []string{"invoker", "r<&>"}, Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied, Rule: "no-<shell>",
+		CallerRoles: []string{"invoker", "r<&>"}, Client: "con<sole>", Tool: "create_note", CallID: "c\"1\\\n", Decision: DecisionDeny, Reason: ReasonRuleDenied, Rule: "no-<shell>",
 		Repairs: []AuditRepair{{Path: "/title", Kind: "entities"}, {Path: "/tags", Kind: "json"}}, Validation: "failed",
 		Violations: []string{"/a: bad \u2028", "/b: é"}, BackendCode: "OK", IdentityMode: "gateway-signed", IdentitySubject: "alice", LatencyMS: 0.123,
 		ArgsSent: json.RawMessage(`{"a":"\u003cx\u003e"}`), ArgsRepaired: json.RawMessage(`{"a":1}`),

@@ -29,8 +29,9 @@ const (
 	RoleInvoker = "invoker"
 	// RoleViewer may read the admin console (server/console): the catalog,
 	// pending changes, the audit tail, the policy and health, and try
-	// arguments offline; it changes nothing and calls no tool, and sees no
-	// backend address. It grants no gRPC method.
+	// arguments offline; it changes nothing and calls no tool (the
+	// console's Invoke needs a role that grants InvokeTool as well), and
+	// sees no backend address. It grants no gRPC method.
 	RoleViewer = "viewer"
 )
 

@@ -74,8 +74,11 @@ type toolData struct {
 	Schema, OutputSchema             string
 	Writes                           []auditLine
 	AuditNote                        string
-	Arguments                        string
+	Arguments, IdempotencyKey        string
 	Result                           *tryResult
+	// MayInvoke shows the Invoke action; Invoked is its answer.
+	MayInvoke bool
+	Invoked   *invokeResult
 }
 
 // tryResult is the try-it panel's answer.
@@ -91,7 +94,7 @@ type violation struct{ Pointer, Message string }
 type repairRow struct{ Path, Kind string }
 
 func (c *Console) tool(w http.ResponseWriter, r *http.Request, ses session) {
-	c.toolPage(w, r, ses, "", nil)
+	c.toolPageWith(w, r, ses, "", "", nil, nil)
 }
 
 // try shows the try-it panel's preview of the pasted arguments.
@@ -123,7 +126,7 @@ func (c *Console) try(w http.ResponseWriter, r *http.Request, ses session) {
 	if pv.Normalized != nil && (pv.Refusal == nil || pv.Refusal.Kind == pipeline.KindValidation) {
 		res.Normalized = prettyStruct(pv.Normalized)
 	}
-	c.toolPage(w, r, ses, text, res)
+	c.toolPageWith(w, r, ses, text, r.PostFormValue("idempotency_key"), res, nil)
 }
 
 func cmpOr(s, def string) string {
@@ -133,7 +136,9 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-func (c *Console) toolPage(w http.ResponseWriter, r *http.Request, ses session, args string, res *tryResult) {
+// toolPageWith is the tool's page with the try-it form as posted (args,
+// key) and the answer of Normalize (res) or Invoke (inv).
+func (c *Console) toolPageWith(w http.ResponseWriter, r *http.Request, ses session, args, key string, res *tryResult, inv *invokeResult) {
 	e, ok := c.cfg.Registry.Lookup(r.PathValue("name"))
 	if !ok {
 		c.fail(w, r, &ses, http.StatusNotFound, "no such tool")
@@ -142,7 +147,8 @@ func (c *Console) toolPage(w http.ResponseWriter, r *http.Request, ses session, 
 	t := &e.Tool
 	kind, target := registry.OperatorView(t)
 	d := toolData{Name: t.Name, Kind: kind, Description: t.Description, Revision: t.Revision, Edited: t.Edited(), Pending: t.Pending != nil,
-		Schema: prettyStruct(t.InputSchema), Arguments: args, Result: res}
+		Schema: prettyStruct(t.InputSchema), Arguments: args, IdempotencyKey: key, Result: res, Invoked: inv,
+		MayInvoke: c.mayInvoke(r.Context(), ses, t.Name)}
 	if ses.admin {
 		d.Backend = target
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/observe"
@@ -46,6 +44,14 @@ type Config struct {
 	// Approve and Reject apply a tool's pending upstream change at the
 	// revision the admin reviewed, recording the audit line as caller.
 	Approve, Reject func(ctx context.Context, caller policy.Caller, tool string, revision int64) error
+	// Invoke calls a tool through the whole pipeline as the invocation's
+	// caller (the try-it panel's Invoke); nil: the console does not invoke.
+	Invoke func(context.Context, Invocation) Answer
+	// MayInvoke reports whether the policy in force lets caller call tool
+	// (its roles and allow/deny lists): what lets a viewer session Invoke.
+	MayInvoke func(ctx context.Context, caller policy.Caller, tool string) bool
+	// InvokeTimeout bounds an Invoke (0: DefaultInvokeTimeout).
+	InvokeTimeout time.Duration
 	// RepairStats is the repair analytics of a tool (every tool's for
 	// ""): repairstats.Stats.Snapshot. Nil: the page says none are kept.
 	RepairStats func(tool string) repairstats.Snapshot
@@ -63,9 +69,10 @@ type Console struct {
 	cfg      Config
 	sessions sessions
 	// failedLogins bounds the credential checks failed logins may cost
-	// (JWT verification, key hashing) and slows guessing: past it a login
-	// is answered 429 until the bucket refills.
-	failedLogins *rate.Limiter
+	// (JWT verification, key hashing) and slows guessing, per source and
+	// in all (login_limit.go): past either a login is answered 429 until
+	// its bucket refills.
+	failedLogins *loginLimits
 	now          func() time.Time
 }
 
@@ -74,7 +81,7 @@ func New(cfg Config) *Console {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Console{cfg: cfg, failedLogins: rate.NewLimiter(rate.Every(time.Second), 20), now: time.Now}
+	return &Console{cfg: cfg, failedLogins: newLoginLimits(), now: time.Now}
 }
 
 // maxFormBytes bounds a POST's body (the try-it panel's arguments are
@@ -103,6 +110,9 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /console/tools", c.viewer(c.catalog))
 	mux.HandleFunc("GET /console/tools/{name}", c.viewer(c.tool))
 	mux.HandleFunc("POST /console/tools/{name}/try", c.viewer(c.try))
+	// Viewers too: invoke admits a viewer only when the policy lets its
+	// principal call the tool (mayInvoke).
+	mux.HandleFunc("POST /console/tools/{name}/invoke", c.viewer(c.invoke))
 	mux.HandleFunc("GET /console/pending", c.viewer(c.pending))
 	mux.HandleFunc("POST /console/pending/{name}/approve", c.admin(c.decide(true)))
 	mux.HandleFunc("POST /console/pending/{name}/reject", c.admin(c.decide(false)))
@@ -223,13 +233,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
 		c.render(w, status, pages.login, view{Title: "Log in", Nav: "login", Error: msg})
 	}
-	if c.failedLogins.Tokens() < 1 {
-		refuse(http.StatusTooManyRequests, "too many failed logins: wait a few seconds")
+	src := source(r)
+	if why := c.failedLogins.refused(src, c.now()); why != "" {
+		refuse(http.StatusTooManyRequests, why)
 		return
 	}
 	caller, err := c.cfg.Authenticate(r.Context(), policy.Credentials{Bearer: cred})
 	if err != nil {
-		c.failedLogins.Allow()
+		c.failedLogins.failed(src, c.now())
 		msg := "the credential was not accepted"
 		var pe *policy.Error
 		if errors.As(err, &pe) {
@@ -240,7 +251,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	admin := caller.HasRole(policy.RoleAdmin)
 	if !admin && !caller.HasRole(policy.RoleViewer) {
-		c.failedLogins.Allow()
+		c.failedLogins.failed(src, c.now())
 		refuse(http.StatusForbidden, "this credential holds neither the admin nor the viewer role")
 		return
 	}

@@ -27,11 +27,15 @@ type session struct {
 	id         string
 	subject    string
 	method     string
-	admin      bool // admin role; otherwise viewer (read-only)
+	roles      []string // the principal's roles: a console Invoke is its call
+	admin      bool     // admin role; otherwise viewer (read-only)
 	csrf       string
 	policyHash string // the policy in force at login
-	created    time.Time
-	lastSeen   time.Time
+	// tokenExpiry is when the bearer token logged in with expires (zero:
+	// an API key, or a token without one): no Invoke past it.
+	tokenExpiry time.Time
+	created     time.Time
+	lastSeen    time.Time
 }
 
 // sessions are the live sessions, by id (a 128-bit random text).
@@ -43,8 +47,11 @@ type sessions struct {
 // create records a session for caller, ending the least recently used one
 // when MaxSessions are live.
 func (s *sessions) create(caller policy.Caller, admin bool, policyHash string, now time.Time) *session {
-	ses := &session{id: rand.Text(), subject: caller.Subject, method: caller.Method, admin: admin,
+	ses := &session{id: rand.Text(), subject: caller.Subject, method: caller.Method, roles: caller.Roles, admin: admin,
 		csrf: rand.Text(), policyHash: policyHash, created: now, lastSeen: now}
+	if caller.Token != nil {
+		ses.tokenExpiry = caller.Token.Expiry
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
@@ -120,7 +127,9 @@ func cookie(r *http.Request, ses *session) *http.Cookie {
 	return c
 }
 
-// caller is the session's identity as an audit line names it.
+// caller is the session's principal as an audit line names it and as the
+// console's Invoke calls a tool: its subject, method and roles, never a
+// bearer token (a session keeps none).
 func (ses session) caller() policy.Caller {
-	return policy.Caller{Subject: ses.subject, Method: ses.method}
+	return policy.Caller{Subject: ses.subject, Method: ses.method, Roles: ses.roles}
 }

@@ -44,6 +44,10 @@ type Call struct {
 	CallID string
 	// IdempotencyKey makes the call idempotent (idempotency.go); "" is none.
 	IdempotencyKey string
+	// AuditClient is the audit line's client (policy.AuditRecord.Client),
+	// set only when the gateway itself makes the call for its caller
+	// (policy.ClientConsole); "" for a call a face received.
+	AuditClient string
 
 	// Caller is the authenticated identity (set by the caller stage from
 	// the face's authentication); HasCaller is false before that stage or

@@ -94,6 +94,7 @@ func (a *AuditRecorder) RecordCall(ctx context.Context, c *Call, o Outcome) {
 func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait bool) error {
 	rec := policy.AuditRecord{
 		Time:        c.start,
+		Client:      c.AuditClient,
 		Tool:        c.Tool,
 		Target:      c.AliasTarget(),
 		CallID:      c.CallID,

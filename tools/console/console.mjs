@@ -1,21 +1,27 @@
 // Drives the gateway's admin console (server/console) in Debian's
 // Chromium with playwright-core, as an operator would: logs in as a viewer
-// and as an admin, browses and filters the catalog, tries arguments,
-// approves a held upstream change and filters the audit log. It prints one
-// JSON report: each step's ARIA snapshot (the structure the Go test
-// compares with its golden files) and what it read, or the error.
+// and as an admin, browses and filters the catalog, tries arguments and
+// invokes the tool with them, approves a held upstream change, filters
+// the audit log and replays it against a candidate policy. It prints one
+// JSON report: each step's ARIA snapshot (the
+// structure the Go test compares with its golden files) and what it read,
+// or the error.
 //
 // Environment: FLOWDROP_CONSOLE_URL (the admin listener's base URL),
 // FLOWDROP_CONSOLE_ADMIN_KEY and FLOWDROP_CONSOLE_VIEWER_KEY (API keys:
 // passed in the environment, not argv), CHROMIUM (default
-// /usr/bin/chromium: no browser is downloaded), and optionally
+// /usr/bin/chromium: no browser is downloaded),
+// FLOWDROP_CONSOLE_REPLAY_POLICY (a candidate policy file to paste on the
+// replay page), and optionally
 // FLOWDROP_CONSOLE_SCREENSHOTS, a directory for PNG screenshots.
+import { readFile } from 'node:fs/promises';
 import { chromium } from 'playwright-core';
 
 const base = process.env.FLOWDROP_CONSOLE_URL;
 const adminKey = process.env.FLOWDROP_CONSOLE_ADMIN_KEY;
 const viewerKey = process.env.FLOWDROP_CONSOLE_VIEWER_KEY;
 const shots = process.env.FLOWDROP_CONSOLE_SCREENSHOTS;
+const replayPolicy = process.env.FLOWDROP_CONSOLE_REPLAY_POLICY;
 const report = { snapshots: {}, read: {}, error: null };
 
 async function snap(page, name, selector = 'main') {
@@ -64,6 +70,11 @@ try {
   await page.getByRole('button', { name: 'Normalize and validate' }).click();
   await snap(page, 'try-result', '#result');
   report.read.verdict = await page.locator('#verdict').innerText();
+  // Invoke: a real call of the tool as the logged-in operator.
+  await page.getByRole('button', { name: 'Invoke' }).click();
+  await page.waitForURL(/\/console\/tools\/create_note\/invoke$/);
+  await snap(page, 'invoke-result', '#invoked');
+  report.read.outcome = await page.locator('#outcome').innerText();
   await page.getByRole('link', { name: 'repair analytics', exact: true }).click();
   await page.waitForURL(/\/console\/repairs\?tool=create_note$/);
   await snap(page, 'repairs-tool');
@@ -79,6 +90,13 @@ try {
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.waitForURL(/\/console\/audit\?/);
   await snap(page, 'audit-filtered', '#audit');
+  // Policy replay: the audit tail against a pasted candidate policy.
+  await page.getByRole('link', { name: 'Policy replay' }).click();
+  await page.getByLabel(/^Candidate policy file/).fill(await readFile(replayPolicy, 'utf8'));
+  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.waitForURL(base + '/console/replay');
+  await snap(page, 'replay-changes', '#changes');
+  report.read.replaySummary = await page.locator('#replay-summary').innerText();
 } catch (e) {
   report.error = { name: e.name, message: String(e.message).slice(0, 4000) };
 } finally {
