@@ -213,6 +213,9 @@ type mcpClients struct {
 	sessions []*mcp.ClientSession
 }
 
+// rejectedByTransport is the go-sdk's jsonrpc2.ErrRejected code.
+const rejectedByTransport = -32005
+
 var mcpHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}
 
 func (m *mcpClients) close() {
@@ -241,8 +244,11 @@ func (m *mcpClients) call(ctx context.Context, url string, r int, o *Outcome, id
 	res, err := m.sessions[r].CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: o.Tool,
 		Arguments: map[string]any{"id": id, "n": n}})
 	if err != nil {
+		// The go-sdk client reports a failed HTTP exchange (the replica
+		// down, or restarted without the session) as ErrRejected: a
+		// transport failure, after which the session is opened again.
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != rejectedByTransport {
 			o.Code = fmt.Sprintf("jsonrpc %d", werr.Code)
 			return
 		}
