@@ -187,6 +187,17 @@ func analyse(cfg Config, f *Fleet, c *Callers, faults []*Fault, start, end time.
 	if rep.IdempotencyViolations > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%d idempotency keys ran more than once", rep.IdempotencyViolations))
 	}
+	for _, face := range []string{FaceGRPC, FaceMCP} {
+		fc := rep.Faces[face]
+		if fc == nil {
+			continue
+		}
+		for code, n := range fc.ByCode {
+			if code != "OK" && !documented(code) {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("%d %s calls ended %s: not a refusal RELIABILITY.md documents for these faults", n, face, code))
+			}
+		}
+	}
 	for face, fc := range rep.Faces {
 		if fc.Succeeded == 0 {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("no call succeeded on %s", face))
@@ -324,4 +335,31 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "  FAIL %s\n", f)
 	}
 	return b.String()
+}
+
+// documentedRefusals are how a call may fail under the soak's faults, as
+// RELIABILITY.md says the fleet fails closed: the limit (or, Redis away,
+// its fallback deny), the idempotency store away or the key's claim still
+// held by a killed replica, a backend address gone mid-call. Anything else
+// (Internal, a wrong argument, a tool error) is a finding.
+var documentedRefusals = map[string]bool{
+	"rate-limited": true, "rate-limit-unavailable": true,
+	"idempotency-unavailable": true, "idempotency-in-progress": true,
+	"backend-unavailable": true,
+}
+
+// documented says whether a failed call's code is a documented refusal or
+// a transport failure (the replica it was sent to was down).
+func documented(code string) bool {
+	if code == "transport" || strings.HasSuffix(code, "/transport") {
+		return true
+	}
+	_, reason, ok := strings.Cut(code, "/")
+	if !ok {
+		return false
+	}
+	// gRPC's ErrorInfo has the reason as RATE_LIMITED; MCP's _meta as
+	// rate-limited.
+	reason = strings.ReplaceAll(strings.ToLower(reason), "_", "-")
+	return documentedRefusals[reason]
 }
