@@ -26,6 +26,10 @@ const (
 	toolMCP     = "mcp_echo"
 )
 
+// etcdPrefix is the fleet's key space; the registry is under
+// etcdPrefix/registry (docs/registry.md), where the etcd probe writes.
+const etcdPrefix = "/flowdrop-chaos"
+
 // Fleet is everything the soak runs: etcd, Redis behind Sentinel, the
 // backends, the MCP upstream and the gateway replicas.
 type Fleet struct {
@@ -137,7 +141,7 @@ func (f *Fleet) newReplica(i int, bin, tools string) (*Replica, error) {
 	}
 	r.args = []string{"--listen", ports[0], "--mcp-listen", ports[1], "--admin-listen", ports[2],
 		"--policy", pol, "--tools", tools,
-		"--store", "etcd", "--etcd-endpoints", strings.Join(f.Etcd.Endpoints(), ","),
+		"--store", "etcd", "--etcd-endpoints", strings.Join(f.Etcd.Endpoints(), ","), "--etcd-prefix", etcdPrefix,
 		"--redis-mode", "sentinel", "--redis-addr", f.Redis.Addrs(), "--redis-sentinel-master", redistest.MasterName,
 		// A keyed call's claim outlives a replica killed mid-call by
 		// --max-call-timeout + 30 s: longer than a caller's retries.

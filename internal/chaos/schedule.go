@@ -11,7 +11,6 @@ import (
 	"github.com/flowdrop/gateway/internal/redistest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/etcdstore"
-	"github.com/flowdrop/gateway/server"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -180,7 +179,7 @@ const probeTimeout = 30 * time.Second
 // own and measures when each replica serves it (GetTool answers from the
 // replica's snapshot, kept by its watch).
 func probeRegistry(ctx context.Context, t testing.TB, f *Fleet, c *Callers, up time.Time) []time.Duration {
-	st, err := etcdstore.New(f.Etcd.Client(t), server.DefaultEtcdPrefix+"/registry")
+	st, err := etcdstore.New(f.Etcd.Client(t), etcdPrefix+"/registry")
 	if err != nil {
 		t.Fatalf("chaos: etcd store: %v", err)
 	}
