@@ -29,6 +29,7 @@ type Report struct {
 	// lag of a killed primary).
 	Keys                  int      `json:"idempotency_keys"`
 	KeysUnanswered        int      `json:"idempotency_keys_unanswered"`
+	UnansweredSeen        []string `json:"idempotency_unanswered_examples,omitempty"`
 	AnsweredOnRetry       int      `json:"idempotency_answered_on_retry"`
 	IdempotencyViolations int      `json:"idempotency_violations"`
 	ViolationSeen         []string `json:"idempotency_violation_examples,omitempty"`
@@ -131,15 +132,24 @@ func analyse(cfg Config, f *Fleet, c *Callers, faults []*Fault, start, end time.
 	}
 	c.mu.Unlock()
 	rep.Keys = len(keys)
-	for k, tool := range keys {
-		if !okKeys[k] {
-			rep.KeysUnanswered++
+	attempts := map[string][]string{}
+	for _, o := range out {
+		if o.Key != "" && !okKeys[o.Key] {
+			attempts[o.Key] = append(attempts[o.Key], fmt.Sprintf("+%.1fs replica-%d %s", o.Began.Sub(start).Seconds(), o.Replica, o.Code))
 		}
+	}
+	for k, tool := range keys {
 		rs := f.BackendRuns
 		if tool == toolMCP {
 			rs = f.UpstreamRuns
 		}
 		n, first := rs.get(k)
+		if !okKeys[k] {
+			rep.KeysUnanswered++
+			if len(rep.UnansweredSeen) < examples {
+				rep.UnansweredSeen = append(rep.UnansweredSeen, fmt.Sprintf("%s (%s, ran %d times): %s", k, tool, n, strings.Join(attempts[k], ", ")))
+			}
+		}
 		if n <= 1 {
 			continue
 		}
@@ -315,6 +325,9 @@ func (r *Report) Summary() string {
 	fmt.Fprintf(&b, "  wrong results %d, lost audit lines %d (%d lines read, %d unreadable)\n", r.Wrong, r.LostAuditLines, r.AuditLines, r.AuditUnread)
 	fmt.Fprintf(&b, "  idempotency: %d keys, %d unanswered in their retry window, %d answered on a retry, %d violations, %d re-runs at a failover\n",
 		r.Keys, r.KeysUnanswered, r.AnsweredOnRetry, r.IdempotencyViolations, r.RerunsAtFailover)
+	for _, u := range r.UnansweredSeen {
+		fmt.Fprintf(&b, "    unanswered %s\n", u)
+	}
 	fmt.Fprintf(&b, "  fleet limit on %s: %d admitted, bound %d\n", toolLimited, r.LimitAdmitted, r.LimitBound)
 	for _, f := range r.Faults {
 		fmt.Fprintf(&b, "  fault %-13s %-26s down +%.1fs, restored +%.1fs; %s:", f.Kind, f.Target, f.Down, f.Up, f.Measure)
