@@ -130,6 +130,7 @@ func (p *Pipeline) dispatchOnce(ctx context.Context, c *Call) (Result, *Error) {
 	for range claimRounds {
 		e, claimed, err := id.Store.Claim(ctx, key, hash, token, id.Lease)
 		if err != nil {
+			p.releaseOrphan(key, token)
 			return Result{}, p.fail(c, idempotencyUnavailable(c, err))
 		}
 		if claimed {
