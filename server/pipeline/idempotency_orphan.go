@@ -17,7 +17,8 @@ import (
 // failovers). So the pipeline releases it under the call's own token once
 // the store answers again: Release is token-checked, so a claim that was
 // never written leaves the key as it is, and another call's claim or
-// outcome is never touched.
+// outcome is never touched. The same holds for a failed run whose
+// Release failed (keep): its claim is released the same way.
 
 // maxOrphans bounds the releases in progress at once: during a long store
 // outage every keyed call leaves one; past the bound the lease frees the
