@@ -130,6 +130,7 @@ func (p *Pipeline) dispatchOnce(ctx context.Context, c *Call) (Result, *Error) {
 	for range claimRounds {
 		e, claimed, err := id.Store.Claim(ctx, key, hash, token, id.Lease)
 		if err != nil {
+			p.releaseOrphan(key, token)
 			return Result{}, p.fail(c, idempotencyUnavailable(c, err))
 		}
 		if claimed {
@@ -291,7 +292,8 @@ func (p *Pipeline) keep(ctx context.Context, c *Call, key string, token idempote
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
-	if e != nil || res.InputRequired {
+	release := e != nil || res.InputRequired
+	if release {
 		// A round that asked for input is no outcome: the key is free
 		// for the call's next round.
 		err = id.Store.Release(ctx, key, token)
@@ -309,7 +311,13 @@ func (p *Pipeline) keep(ctx context.Context, c *Call, key string, token idempote
 			"tool", c.Tool)
 		return
 	}
-	if err != nil {
+	if err != nil && release {
+		// Unreleased, the claim would refuse the key's retries as in
+		// progress until its lease ends; released once the store answers.
+		p.cfg.Log.Warn("idempotency store: a failed call's key was not released; it is released once the store answers",
+			"tool", c.Tool, "error", err.Error())
+		p.releaseOrphan(key, token)
+	} else if err != nil {
 		p.cfg.Log.Warn("idempotency store: a call's outcome was not recorded; duplicates wait until its claim's lease ends",
 			"tool", c.Tool, "error", err.Error())
 	}

@@ -94,6 +94,9 @@ type Pipeline struct {
 	detached runGroup
 	life     context.Context
 	endLife  context.CancelFunc
+	// orphans counts the claims being released after a Claim whose
+	// answer was lost (idempotency_orphan.go).
+	orphans atomic.Int64
 }
 
 // New builds a pipeline.
