@@ -570,14 +570,23 @@ func TestRegistryServiceListTools(t *testing.T) {
 
 func TestRegistryServiceListPageSizeBounds(t *testing.T) {
 	t.Parallel()
-	g := startRegistryService(t, memstore.New())
-	ctx := rsCtx(t)
+	// The tools go into the store before the registry starts: one load
+	// instead of 1001 writes, each deriving a new snapshot, which on a
+	// loaded machine took longer than rsGuard. The listing has its own
+	// guard.
+	store := memstore.New()
 	schema := boardSchema(t)
+	seed := rsCtx(t)
 	for i := range maxListPageSize + 1 {
-		if _, err := g.reg.Register(ctx, registry.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: schema, Backend: "127.0.0.1:1"}, registry.RegisterOptions{}); err != nil {
+		if _, err := store.Put(seed, registry.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: schema, Backend: "127.0.0.1:1"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
+	g := startRegistryService(t, store)
+	if n := g.reg.Snapshot().Len(); n != maxListPageSize+1 {
+		t.Fatalf("the registry loaded %d tools, want %d", n, maxListPageSize+1)
+	}
+	ctx := rsCtx(t)
 	cases := []struct {
 		name   string
 		reason string
