@@ -217,6 +217,8 @@ func TestRegistryServiceErrors(t *testing.T) {
 			call: register(&gatewayv1.RegisterToolRequest{}), code: codes.InvalidArgument, msg: "tool is required", check: wantField("tool", "is required")},
 		{name: "bad-name", reason: "a name outside the pattern is refused naming tool.name",
 			call: register(&gatewayv1.RegisterToolRequest{Tool: boardTool(t, "bad name!")}), code: codes.InvalidArgument, msg: `tool "bad name!": name`, check: wantField("tool.name", registry.NamePattern)},
+		{name: "reserved-label-name", reason: "a tool named as the label unregistered names are counted under is refused naming tool.name (its series would merge with theirs)",
+			call: register(&gatewayv1.RegisterToolRequest{Tool: boardTool(t, registry.LabelUnregistered)}), code: codes.InvalidArgument, msg: `tool "_unknown": name`, check: wantField("tool.name", "is reserved")},
 		{name: "empty-backend", reason: "a tool needs a backend",
 			call: register(&gatewayv1.RegisterToolRequest{Tool: &gatewayv1.Tool{Name: "x", InputSchema: boardSchema(t)}}), code: codes.InvalidArgument, msg: "backend", check: wantField("tool.backend", "must not be empty")},
 		{name: "bad-backend", reason: "a backend that is not a gRPC dial target is refused with the scheme named",
