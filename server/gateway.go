@@ -247,6 +247,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay, Ejection: cfg.BackendEjection,
 		MCPIdleConnsPerUpstream: cfg.BackendMCPIdleConns,
+		MCPSubjectSessions:      cfg.BackendMCPSubjectSessions, MCPSubjectSessionIdle: cfg.BackendMCPSubjectSessionIdle,
+		CountMCPSessionEviction: g.metrics.CountMCPSessionEviction,
 		PassDebugInfo:           cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
 		CredentialAllowed: g.credentialAllowed, InputForbidden: g.mcpInputForbidden, Identity: g.identity.Load}
