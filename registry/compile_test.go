@@ -38,6 +38,8 @@ func TestCompileRefuses(t *testing.T) {
 		{reason: "name longer than 64", tool: registry.Tool{Name: strings.Repeat("x", 65)}, schema: okSchema, field: "name", want: "must match"},
 		{reason: "the discovery search meta-tool's name", tool: registry.Tool{Name: registry.SearchToolsName, Backend: "127.0.0.1:1"}, schema: okSchema, field: "name", want: "reserved"},
 		{reason: "the discovery describe meta-tool's name", tool: registry.Tool{Name: registry.DescribeToolName, Backend: "127.0.0.1:1"}, schema: okSchema, field: "name", want: "reserved"},
+		{reason: "the label unregistered names are counted under (its counts would merge with theirs)", tool: registry.Tool{Name: "_unknown", Backend: "127.0.0.1:1"}, schema: okSchema, field: "name", want: "reserved: the gateway's metrics count"},
+		{reason: "the label tools over a cap are counted under", tool: registry.Tool{Name: "_other", Backend: "127.0.0.1:1"}, schema: okSchema, field: "name", want: "reserved: the gateway's metrics count"},
 		{reason: "no backend", tool: registry.Tool{Name: "t"}, schema: okSchema, field: "backend", want: "must not be empty"},
 		{reason: "backend without port", tool: registry.Tool{Name: "t", Backend: "tools.local"}, schema: okSchema, field: "backend", want: "host:port"},
 		{reason: "port out of range", tool: registry.Tool{Name: "t", Backend: "127.0.0.1:70000"}, schema: okSchema, field: "backend", want: "1 to 65535"},

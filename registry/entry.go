@@ -57,6 +57,9 @@ func (o CompileOptions) Compile(t Tool) (*Entry, error) {
 	if Reserved(t.Name) {
 		return nil, &ToolError{Tool: t.Name, Field: "name", Reason: "is reserved for the gateway's discovery meta-tools (" + SearchToolsName + ", " + DescribeToolName + ")"}
 	}
+	if ReservedLabel(t.Name) {
+		return nil, &ToolError{Tool: t.Name, Field: "name", Reason: "is reserved: the gateway's metrics count unregistered names (" + LabelUnregistered + ") and tools over a cap (" + LabelOther + ") under it"}
+	}
 	if te := checkBounds(t); te != nil {
 		return nil, te
 	}

@@ -14,3 +14,17 @@ const (
 func Reserved(name string) bool {
 	return name == SearchToolsName || name == DescribeToolName
 }
+
+// The tool label values the gateway counts under in place of a name: a
+// call of a name that is not registered (metrics, the status page's last
+// errors) and, in the repair analytics, tools over their cap. No tool may
+// take them: its counts would merge with everything folded there.
+const (
+	LabelUnregistered = "_unknown"
+	LabelOther        = "_other"
+)
+
+// ReservedLabel reports whether name is one of the label values above.
+func ReservedLabel(name string) bool {
+	return name == LabelUnregistered || name == LabelOther
+}

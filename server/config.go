@@ -116,6 +116,13 @@ type Config struct {
 	// mcpupstream.DefaultIdleConnsPerUpstream). Fewer than the calls in
 	// flight to one upstream makes the rest open and close a connection each.
 	BackendMCPIdleConns int
+	// BackendMCPSubjectSessions bounds the per-caller sessions to one
+	// upstream MCP server under a non-static identity mode, the least
+	// recently used closed first (0: backend.DefaultMCPSubjectSessions);
+	// BackendMCPSubjectSessionIdle closes one unused that long (0:
+	// backend.DefaultMCPSubjectSessionIdle).
+	BackendMCPSubjectSessions    int
+	BackendMCPSubjectSessionIdle time.Duration
 
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
@@ -205,6 +212,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BackendMCPIdleConns < 0 {
 		bad("backend MCP idle connections must not be negative, got %d", c.BackendMCPIdleConns)
+	}
+	if c.BackendMCPSubjectSessions < 0 {
+		bad("backend MCP subject sessions must not be negative, got %d", c.BackendMCPSubjectSessions)
+	}
+	if c.BackendMCPSubjectSessionIdle < 0 {
+		bad("backend MCP subject session idle time must not be negative, got %v", c.BackendMCPSubjectSessionIdle)
 	}
 	if c.BackendReconnectMaxDelay < 0 {
 		bad("backend reconnect max delay must not be negative, got %v", c.BackendReconnectMaxDelay)

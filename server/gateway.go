@@ -190,9 +190,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	g.search = search.New(g.reg)
 	undo = append(undo, g.search.Close)
 	g.notReady.Store(&reasonStarting)
-	if g.admin != nil {
-		g.admin.SetStatus(g.status)
-	}
 
 	g.metrics.WatchRegistryStaleness(g.reg.StaleFor)
 	g.metrics.WatchReady(func() bool { return g.readiness() == nil })
@@ -231,6 +228,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	undo = append(undo, g.closePolicy)
 	policyMetrics := observe.NewPolicyMetrics(g.metrics)
 	g.reload = policyreload.New(policyreload.Config[PolicyConfig]{Policy: cfg.Policy, Hash: policyHash, Metrics: policyMetrics, Log: log})
+	if g.admin != nil {
+		// Once the policy is in force: the page names its hash.
+		g.admin.SetStatus(g.status)
+	}
 	if g.auth.Off() {
 		log.Warn("authentication is off: every caller is anonymous and holds the anonymous roles; set auth.mode: on in a policy file for any shared deployment")
 	}
@@ -246,6 +247,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		MaxRecvMsgSize: cfg.BackendMaxRecvMsgSize, MaxSendMsgSize: cfg.BackendMaxSendMsgSize,
 		TracePropagated: g.tracing.On, ReconnectMaxDelay: cfg.BackendReconnectMaxDelay, Ejection: cfg.BackendEjection,
 		MCPIdleConnsPerUpstream: cfg.BackendMCPIdleConns,
+		MCPSubjectSessions:      cfg.BackendMCPSubjectSessions, MCPSubjectSessionIdle: cfg.BackendMCPSubjectSessionIdle,
+		CountMCPSessionEviction: g.metrics.CountMCPSessionEviction,
 		PassDebugInfo:           cfg.Policy.BackendErrors.PassDebugInfo, TargetTLS: cfg.Policy.BackendTLS,
 		MCPStdio: cfg.Policy.MCPUpstreams.Stdio, Log: log, CountStdioStart: g.metrics.CountStdioStart,
 		CredentialAllowed: g.credentialAllowed, InputForbidden: g.mcpInputForbidden, Identity: g.identity.Load}

@@ -16,6 +16,8 @@ import (
 func (g *Gateway) status() observe.Status {
 	s := observe.Status{Version: buildinfo.Read().String(), Store: g.storeDesc,
 		StaleSeconds: g.reg.StaleFor().Seconds(), Generated: time.Now()}
+	// The policy in force, as flowdrop_policy_info and the console name it.
+	s.PolicyHash, s.PolicyReloaded = g.reload.InForce()
 	if err := g.readiness(); err != nil {
 		s.NotReady = err.Error()
 	} else {

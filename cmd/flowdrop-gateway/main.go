@@ -181,6 +181,8 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.DurationVar(&cfg.BackendEjection.Max, "backend-eject-max", cfg.BackendEjection.Max, "balanced backends: longest ejection")
 	fs.IntVar(&cfg.BackendEjection.MaxPercent, "backend-eject-max-percent", cfg.BackendEjection.MaxPercent, "balanced backends: most of a target's addresses ejected at once, in percent (never all)")
 	fs.IntVar(&cfg.BackendMCPIdleConns, "backend-mcp-idle-conns", cfg.BackendMCPIdleConns, "idle connections kept to each upstream MCP server (0: 64)")
+	fs.IntVar(&cfg.BackendMCPSubjectSessions, "backend-mcp-subject-sessions", cfg.BackendMCPSubjectSessions, "per-caller sessions kept to each upstream MCP server under a non-static upstream_identity, the least recently used closed first (0: 256)")
+	fs.DurationVar(&cfg.BackendMCPSubjectSessionIdle, "backend-mcp-subject-session-idle", cfg.BackendMCPSubjectSessionIdle, "close a per-caller upstream MCP session unused this long (0: 10m)")
 	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", cfg.DefaultTimeout, "backend call timeout when neither the caller nor the tool sets one")
 	fs.DurationVar(&cfg.MaxCallTimeout, "max-call-timeout", cfg.MaxCallTimeout, "cap on every backend call: the effective deadline is the earliest of the caller's, the tool's timeout and this")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long shutdown waits for calls in flight")

@@ -19,7 +19,7 @@ var flagGroups = []struct {
 		"etcd-endpoints", "etcd-prefix", "etcd-request-timeout", "etcd-reconnect-max-delay", "etcd-ca-file", "etcd-cert-file", "etcd-key-file"}},
 	{"Policy (authentication, authorization, rules, limits, audit)", []string{"policy", "watch-policy", "auth-off"}},
 	{"Calls and backends", []string{"default-timeout", "max-call-timeout", "backend-reconnect-max-delay", "backend-eject-failures", "backend-eject-base",
-		"backend-eject-max", "backend-eject-max-percent", "backend-mcp-idle-conns",
+		"backend-eject-max", "backend-eject-max-percent", "backend-mcp-idle-conns", "backend-mcp-subject-sessions", "backend-mcp-subject-session-idle",
 		"max-recv-msg-size", "max-send-msg-size", "backend-max-recv-msg-size", "backend-max-send-msg-size", "disable-fast-paths"}},
 	{"Fleet state (Redis: rate limits shared by every replica)", []string{"redis-addr", "redis-username", "redis-password-file",
 		"redis-db", "redis-mode", "redis-sentinel-master", "redis-sentinel-password-file", "redis-timeout", "redis-tls", "redis-tls-ca-file", "redis-tls-cert-file", "redis-tls-key-file", "redis-tls-server-name"}},

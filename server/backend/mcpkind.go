@@ -75,6 +75,11 @@ type MCPUpstream struct {
 	// stdioExec is what each stdio upstream's listings said of its tools'
 	// execution (mcptasks.go), by URL.
 	stdioExec sync.Map
+	// sweepStop ends the goroutine expiring idle per-caller sessions
+	// (mcpsessions.go; nil until the first such session); sweeping waits
+	// for it.
+	sweepStop chan struct{}
+	sweeping  sync.WaitGroup
 }
 
 // NoticeSession is the method OnNotice is told with when a session to an
@@ -182,6 +187,10 @@ type mcpUpstreamSession struct {
 	retired bool
 	// started is when a stdio server's process was last started.
 	started time.Time
+	// used is when a call last took or released the session (UnixNano):
+	// per-caller sessions are evicted least recently used first, and
+	// expire unused (mcpsessions.go).
+	used atomic.Int64
 	// generation changes when cs is made and when the upstream says its
 	// prompts or resources changed: what was read of it before is stale
 	// (Current).
@@ -280,6 +289,7 @@ func (m *MCPUpstream) end(s *mcpUpstreamSession) {
 func (m *MCPUpstream) release(s *mcpUpstreamSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.used.Store(time.Now().UnixNano())
 	s.calls--
 	m.closeIdle(s)
 }
@@ -292,15 +302,19 @@ func NewMCPUpstream(ts *ToolService) *MCPUpstream {
 // Close ends every session; calls fail afterwards.
 func (m *MCPUpstream) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed = true
+	if m.sweepStop != nil {
+		close(m.sweepStop)
+	}
 	for k, s := range m.sessions {
 		s.mu.Lock()
 		m.end(s) // in parallel: a stdio server may take seconds to exit
 		s.mu.Unlock()
 		delete(m.sessions, k)
 	}
+	m.mu.Unlock()
 	m.ending.Wait()
+	m.sweeping.Wait() // not under m.mu, which a sweep in progress waits on
 }
 
 // Invoke calls the upstream tool.
@@ -448,20 +462,37 @@ func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
 func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, subject string) (_ *mcpUpstreamSession, _ *mcp.ClientSession, _ *mcpupstream.Caller, fresh bool, _ error) {
 	k := keyFor(up, ts)
 	k.subject = subject
-	m.mu.Lock()
-	if m.closed {
+	var s *mcpUpstreamSession
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, nil, nil, false, errors.New("the gateway is shutting down")
+		}
+		s = m.sessions[k]
+		if s == nil {
+			if subject != "" {
+				if err := m.makeRoomLocked(k); err != nil {
+					m.mu.Unlock()
+					return nil, nil, nil, false, err
+				}
+			}
+			s = &mcpUpstreamSession{}
+			s.used.Store(time.Now().UnixNano())
+			m.sessions[k] = s
+		}
 		m.mu.Unlock()
-		return nil, nil, nil, false, errors.New("the gateway is shutting down")
+		s.mu.Lock()
+		// Evicted between the lookup and here: its session is closed, and
+		// one made on it would be outside the per-caller bound.
+		if s.retired && s.cs == nil && subject != "" {
+			s.mu.Unlock()
+			continue
+		}
+		break
 	}
-	s := m.sessions[k]
-	if s == nil {
-		s = &mcpUpstreamSession{}
-		m.sessions[k] = s
-	}
-	m.mu.Unlock()
-
-	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.used.Store(time.Now().UnixNano())
 	if s.cs != nil {
 		s.calls++
 		return s, s.cs, s.caller, false, nil
@@ -570,6 +601,9 @@ func (m *MCPUpstream) drop(s *mcpUpstreamSession, cs *mcp.ClientSession) {
 // not followed, is FailedPrecondition naming the tool; anything else —
 // refused connection, HTTP error, a closed session — is Unavailable.
 func (m *MCPUpstream) failure(ctx context.Context, c *pipeline.Call, budget time.Duration, source string, err error) *pipeline.Error {
+	if errors.Is(err, errSubjectSessionsFull) {
+		return m.subjectSessionsFull(c)
+	}
 	if errors.Is(context.Cause(ctx), mcpupstream.ErrResponseTooLarge) {
 		return m.ts.responseTooLarge(c)
 	}

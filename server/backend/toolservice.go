@@ -81,6 +81,15 @@ type ToolServiceConfig struct {
 	// MCP server (streamable HTTP) are kept for the next calls (0:
 	// mcpupstream.DefaultIdleConnsPerUpstream).
 	MCPIdleConnsPerUpstream int
+	// MCPSubjectSessions bounds the per-caller sessions one upstream MCP
+	// server gets under a non-static identity mode, the least recently
+	// used evicted (0: DefaultMCPSubjectSessions); MCPSubjectSessionIdle
+	// closes one unused that long (0: DefaultMCPSubjectSessionIdle).
+	MCPSubjectSessions    int
+	MCPSubjectSessionIdle time.Duration
+	// CountMCPSessionEviction hears each per-caller session closed by
+	// those bounds, with EvictionCap or EvictionIdle (nil: none).
+	CountMCPSessionEviction func(reason string)
 	// CredentialAllowed says whether an upstream MCP tool may use the
 	// credential it names, before it is read (nil: any): the gateway's
 	// policy declares the sources (credentials).

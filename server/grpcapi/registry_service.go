@@ -94,10 +94,11 @@ type registryService struct {
 
 	stop     chan struct{} // closed by Close: ends every WatchTools stream
 	stopOnce sync.Once
+	watches  *watchSlots // the open WatchTools streams (registry_watchlimit.go)
 }
 
 func newRegistryService(reg *registry.Registry, opts ...registryServiceOption) *registryService {
-	s := &registryService{reg: reg, lintProfiles: defaultLintProfiles, stop: make(chan struct{})}
+	s := &registryService{reg: reg, lintProfiles: defaultLintProfiles, stop: make(chan struct{}), watches: newWatchSlots(WatchLimits{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -303,7 +304,8 @@ func decodePageToken(tok string) (string, error) {
 	return name, nil
 }
 
-// WatchTools streams registry changes. start_revision 0 first sends every
+// WatchTools streams registry changes, within the open-stream bounds
+// (WithWatchLimits). start_revision 0 first sends every
 // current tool as a PUT (from one consistent store list), then the events
 // after that list; otherwise the events after start_revision. The stream
 // ends when the client cancels, or with Unavailable naming the revision to
@@ -313,6 +315,11 @@ func (s *registryService) WatchTools(req *gatewayv1.WatchToolsRequest, stream gr
 	if after < 0 {
 		return statusError(&requestFieldError{field: "start_revision", reason: fmt.Sprintf("must not be negative, got %d", after)})
 	}
+	release, err := s.watches.acquire(stream.Context())
+	if err != nil {
+		return statusError(err)
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel() // ends the store watch and its goroutines
 

@@ -217,6 +217,8 @@ func TestRegistryServiceErrors(t *testing.T) {
 			call: register(&gatewayv1.RegisterToolRequest{}), code: codes.InvalidArgument, msg: "tool is required", check: wantField("tool", "is required")},
 		{name: "bad-name", reason: "a name outside the pattern is refused naming tool.name",
 			call: register(&gatewayv1.RegisterToolRequest{Tool: boardTool(t, "bad name!")}), code: codes.InvalidArgument, msg: `tool "bad name!": name`, check: wantField("tool.name", registry.NamePattern)},
+		{name: "reserved-label-name", reason: "a tool named as the label unregistered names are counted under is refused naming tool.name (its series would merge with theirs)",
+			call: register(&gatewayv1.RegisterToolRequest{Tool: boardTool(t, registry.LabelUnregistered)}), code: codes.InvalidArgument, msg: `tool "_unknown": name`, check: wantField("tool.name", "is reserved")},
 		{name: "empty-backend", reason: "a tool needs a backend",
 			call: register(&gatewayv1.RegisterToolRequest{Tool: &gatewayv1.Tool{Name: "x", InputSchema: boardSchema(t)}}), code: codes.InvalidArgument, msg: "backend", check: wantField("tool.backend", "must not be empty")},
 		{name: "bad-backend", reason: "a backend that is not a gRPC dial target is refused with the scheme named",
@@ -570,14 +572,23 @@ func TestRegistryServiceListTools(t *testing.T) {
 
 func TestRegistryServiceListPageSizeBounds(t *testing.T) {
 	t.Parallel()
-	g := startRegistryService(t, memstore.New())
-	ctx := rsCtx(t)
+	// The tools go into the store before the registry starts: one load
+	// instead of 1001 writes, each deriving a new snapshot, which on a
+	// loaded machine took longer than rsGuard. The listing has its own
+	// guard.
+	store := memstore.New()
 	schema := boardSchema(t)
+	seed := rsCtx(t)
 	for i := range maxListPageSize + 1 {
-		if _, err := g.reg.Register(ctx, registry.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: schema, Backend: "127.0.0.1:1"}, registry.RegisterOptions{}); err != nil {
+		if _, err := store.Put(seed, registry.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: schema, Backend: "127.0.0.1:1"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
+	g := startRegistryService(t, store)
+	if n := g.reg.Snapshot().Len(); n != maxListPageSize+1 {
+		t.Fatalf("the registry loaded %d tools, want %d", n, maxListPageSize+1)
+	}
+	ctx := rsCtx(t)
 	cases := []struct {
 		name   string
 		reason string

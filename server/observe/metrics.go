@@ -38,6 +38,9 @@ type Metrics struct {
 	// stdioStarts counts stdio MCP server starts by server (a configured
 	// name: bounded) and result.
 	stdioStarts *prometheus.CounterVec
+	// sessionEvictions counts per-caller upstream MCP sessions closed by
+	// their bound, by reason (cap or idle: bounded).
+	sessionEvictions *prometheus.CounterVec
 	// preAuth counts gRPC streams ended before they were authenticated
 	// (reason: a policy Reason or one of grpcapi's two bounds: bounded).
 	preAuth *prometheus.CounterVec
@@ -74,6 +77,8 @@ func NewMetrics() *Metrics {
 			Help: "Spans the OTLP exporter failed to deliver (the collector down or refusing them); each failed export is logged, at most once a minute."}),
 		stdioStarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_stdio_starts_total",
 			Help: "Starts of the stdio MCP servers the gateway runs, by server and result (ok: it answered initialize; failed)."}, []string{"server", "result"}),
+		sessionEvictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_mcp_upstream_session_evictions_total",
+			Help: "Per-caller sessions to upstream MCP servers (non-static upstream_identity) the gateway closed by their bound, by reason: cap (the least recently used made room for a new subject) or idle (unused for the idle time)."}, []string{"reason"}),
 		preAuth: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flowdrop_grpc_preauth_refusals_total",
 			Help: "gRPC streams ended before the gateway read their message for an unauthenticated peer, by reason: the refused credential's reason (on the headers), unauthenticated-streams (over the per-connection cap) or receive-timeout (the message did not arrive in time)."}, []string{"reason"}),
 	}
@@ -83,7 +88,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.ShortRevision(), "goversion": bi.GoVersion}})
 	build.Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.traceLost, m.outputBad, m.stdioStarts, m.preAuth,
+	m.reg.MustRegister(m.grpc, m.repairs, m.invalid, m.denials, m.backendH, m.addedH, m.mcpReqs, m.stageH, m.auditDrop, m.traceLost, m.outputBad, m.stdioStarts, m.sessionEvictions, m.preAuth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -192,6 +197,12 @@ func (m *Metrics) SetStdioServers(names []string) {
 		m.stdioStarts.WithLabelValues(n, "ok")
 		m.stdioStarts.WithLabelValues(n, "failed")
 	}
+}
+
+// CountMCPSessionEviction counts one per-caller upstream MCP session
+// closed by its bound (backend.EvictionCap or EvictionIdle).
+func (m *Metrics) CountMCPSessionEviction(reason string) {
+	m.sessionEvictions.WithLabelValues(reason).Inc()
 }
 
 // CountStdioStart counts one start of a stdio MCP server.

@@ -301,7 +301,7 @@ func (p *Pipeline) Finish(ctx context.Context, c *Call, err error) *Error {
 	if e == nil && err != nil {
 		e = Classify(err)
 	}
-	o := Outcome{Err: e, Decision: policy.DecisionAllow, Label: "_unknown", Validation: c.validation, BackendCode: c.backend}
+	o := Outcome{Err: e, Decision: policy.DecisionAllow, Label: registry.LabelUnregistered, Validation: c.validation, BackendCode: c.backend}
 	// Only registered names become labels (bounded cardinality). A call
 	// refused before the normalize stage set Entry (role, allow-list, rate
 	// limit) is still labelled with its tool when that tool is registered.

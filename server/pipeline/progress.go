@@ -36,6 +36,7 @@ type ProgressSink struct {
 	mu     sync.Mutex
 	emit   func(Progress)
 	rate   *rate.Limiter
+	now    func() time.Time // time.Now; a test's fixed clock
 	sent   int
 	prev   float64
 	closed bool
@@ -44,7 +45,7 @@ type ProgressSink struct {
 // NewProgressSink is a sink that hands each report within the bounds to
 // emit, under the sink's lock (so never after Close returns).
 func NewProgressSink(emit func(Progress)) *ProgressSink {
-	return &ProgressSink{emit: emit, rate: rate.NewLimiter(rate.Every(ProgressInterval), ProgressBurst), prev: math.Inf(-1)}
+	return &ProgressSink{emit: emit, rate: rate.NewLimiter(rate.Every(ProgressInterval), ProgressBurst), now: time.Now, prev: math.Inf(-1)}
 }
 
 // Report relays p if it is within the bounds, reporting whether it did.
@@ -54,7 +55,7 @@ func (s *ProgressSink) Report(p Progress) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.sent >= ProgressMaxPerCall || p.Progress <= s.prev || !s.rate.Allow() {
+	if s.closed || s.sent >= ProgressMaxPerCall || p.Progress <= s.prev || !s.rate.AllowN(s.now(), 1) {
 		return false
 	}
 	p.Message = truncateUTF8(p.Message, ProgressMaxMessage)

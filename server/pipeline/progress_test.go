@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/time/rate"
@@ -30,6 +31,10 @@ func TestProgressSinkBounds(t *testing.T) {
 			t.Parallel()
 			var got []Progress
 			s := NewProgressSink(func(p Progress) { got = append(got, p) })
+			// One instant: a loaded machine taking longer than
+			// ProgressInterval over the reports must not refill the burst.
+			at := time.Now()
+			s.now = func() time.Time { return at }
 			for i, p := range tc.reports {
 				if i == tc.close {
 					s.Close()

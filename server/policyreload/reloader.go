@@ -50,6 +50,7 @@ type Reloader[P any] struct {
 	mu      sync.Mutex
 	cfg     P
 	hash    string
+	swapped time.Time     // when a reload swapped the policy in force in (zero: at start)
 	retired []*time.Timer // each runs its Retire; stopped at CloseRetired
 	retire  []func()      // by index of retired
 	history []Event       // history.go
@@ -87,8 +88,8 @@ func (r *Reloader[P]) Reload(next P, apply func(cur, next *P) (Applied, error)) 
 		r.retired = append(r.retired, time.AfterFunc(r.grace, a.Retire))
 	}
 	prev := r.hash
-	r.cfg, r.hash = next, r.hashOf(&next)
-	r.recordLocked(Event{Time: time.Now(), OK: true, Hash: r.hash, Previous: prev})
+	r.cfg, r.hash, r.swapped = next, r.hashOf(&next), time.Now()
+	r.recordLocked(Event{Time: r.swapped, OK: true, Hash: r.hash, Previous: prev})
 	if r.metrics != nil {
 		r.metrics.SetPolicy(r.hash)
 		r.metrics.CountReload(observe.ReloadOK)
@@ -121,6 +122,15 @@ func (r *Reloader[P]) Hash() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.hash
+}
+
+// InForce is the hash of the policy in force and when a reload swapped it
+// in (zero: it is the policy the gateway started with). Unlike History's
+// newest OK event, it outlives any number of refused reloads.
+func (r *Reloader[P]) InForce() (hash string, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hash, r.swapped
 }
 
 // Do runs f with the policy in force, no reload running meanwhile; f must

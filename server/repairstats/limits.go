@@ -3,12 +3,14 @@ package repairstats
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flowdrop/gateway/registry"
 )
 
 // Other is the label value counts over a cap are kept under; None is a
 // caller or client the call did not name.
 const (
-	Other = "_other"
+	Other = registry.LabelOther // no tool may have it (registry.ReservedLabel)
 	None  = "_none"
 )
 

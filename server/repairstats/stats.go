@@ -175,7 +175,7 @@ func (*Stats) RecordBackend(string, string, time.Duration) {}
 // or naming no registered tool, is not counted.
 func (s *Stats) RecordCall(ctx context.Context, c *pipeline.Call, o pipeline.Outcome) {
 	failed := o.Validation == "failed" && o.Err != nil
-	if o.Label == "_unknown" || (c.Entry == nil && !failed) {
+	if o.Label == registry.LabelUnregistered || (c.Entry == nil && !failed) {
 		return
 	}
 	t := (*s.tools.Load())[o.Label]
