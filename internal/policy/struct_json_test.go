@@ -82,3 +82,41 @@ func TestAppendStructJSONMatchesProtojson(t *testing.T) {
 		})
 	}
 }
+
+// FuzzAppendStructJSON holds AppendStructJSON to protojson on any Struct
+// protojson can read from the input: the same compacted bytes, or both
+// refusing (NaN and invalid UTF-8 cannot come from JSON text, so the
+// table test above holds the refusals).
+func FuzzAppendStructJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `{"a":1,"b":[true,null,"x"],"c":{"d":-0.5e-7}}`,
+		`{"<&>":"\u2028\u2029\u0000\u001f\"\\","日本":"𝄞","n":1e21,"m":123456789012345678901234567890}`,
+		`{"z":{"y":{"x":[[[[{}]]]]}},"k":"\t\n\r\b\f"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 4096 {
+			return
+		}
+		var s structpb.Struct
+		if protojson.Unmarshal(in, &s) != nil {
+			return
+		}
+		want, werr := protojson.Marshal(&s)
+		got, gerr := AppendStructJSON(nil, &s)
+		if (werr != nil) != (gerr != nil) {
+			t.Fatalf("protojson error %v, AppendStructJSON error %v, for %q", werr, gerr, in)
+		}
+		if werr != nil {
+			return
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, compact.Bytes()) {
+			t.Fatalf("for %q:\n got %s\nwant %s", in, got, compact.Bytes())
+		}
+	})
+}
