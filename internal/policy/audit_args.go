@@ -59,6 +59,16 @@ func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) er
 	return nil
 }
 
+// AppendStructJSON appends s as the audit line writes arguments, without
+// redaction and with strings escaped as protojson escapes them: the bytes
+// protojson.Marshal writes, compacted (TestAppendStructJSONMatchesProtojson),
+// without its reflection. It refuses what protojson refuses (NaN, ±Inf, a
+// Value with no kind, invalid UTF-8). The MCP client leg sends a call's
+// arguments with it.
+func AppendStructJSON(b []byte, s *structpb.Struct) ([]byte, error) {
+	return argsEncoder{plain: true}.object(b, s, nil)
+}
+
 // sensitivity is the Redactor's Sensitivity when it marks anything (nil
 // otherwise: nothing to redact, nothing to walk).
 func (r *Redactor) sensitivity() *schema.Sensitivity {
@@ -71,6 +81,15 @@ func (r *Redactor) sensitivity() *schema.Sensitivity {
 // argsEncoder writes a Struct as JSON, redacting as Redactor.Redact does.
 type argsEncoder struct {
 	red *schema.Sensitivity // nil: nothing is sensitive
+	// plain: strings escaped as protojson escapes them (no \u escapes
+	// for <, >, &, U+2028, U+2029), so a request is as long as protojson
+	// made it; the audit line keeps encoding/json's HTML escaping.
+	plain bool
+}
+
+// quote is appendJSONString, or its plain form.
+func (e argsEncoder) quote(b []byte, s string) ([]byte, error) {
+	return quote(b, s, false, !e.plain)
 }
 
 func (e argsEncoder) root() schema.Nodes {
@@ -94,7 +113,7 @@ func (e argsEncoder) object(b []byte, s *structpb.Struct, nodes schema.Nodes) ([
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendJSONString(b, k); err != nil {
+		if b, err = e.quote(b, k); err != nil {
 			return b, err
 		}
 		b = append(b, ':')
@@ -125,7 +144,7 @@ func (e argsEncoder) value(b []byte, v *structpb.Value, nodes schema.Nodes) ([]b
 		if redact && e.red.Holds(nodes) {
 			return appendJSONString(b, Redacted)
 		}
-		return appendJSONString(b, k.StringValue)
+		return e.quote(b, k.StringValue)
 	case *structpb.Value_StructValue:
 		if !redact {
 			nodes = nil
@@ -182,12 +201,18 @@ func appendJSONString[T string | []byte](b []byte, s T) ([]byte, error) {
 // appendQuoted is appendJSONString; with replaceInvalid, invalid UTF-8
 // becomes \ufffd (as encoding/json writes it) instead of an error.
 func appendQuoted[T string | []byte](b []byte, s T, replaceInvalid bool) ([]byte, error) {
+	return quote(b, s, replaceInvalid, true)
+}
+
+// quote is appendQuoted; without html, <, >, &, U+2028 and U+2029 are
+// written as they are (as protojson writes them).
+func quote[T string | []byte](b []byte, s T, replaceInvalid, html bool) ([]byte, error) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
@@ -223,7 +248,7 @@ func appendQuoted[T string | []byte](b []byte, s T, replaceInvalid bool) ([]byte
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
+		if html && (r == '\u2028' || r == '\u2029') {
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			start = i + size

@@ -1,12 +1,16 @@
 package backend
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -77,5 +81,57 @@ func TestMCPUpstreamInvoke(t *testing.T) {
 	var pe *pipeline.Error
 	if !errors.As(err, &pe) || pe.Code != pipeline.Unavailable || !strings.Contains(pe.Message, "mcp.t") || strings.Contains(pe.Message, url) {
 		t.Errorf("an upstream that is gone: %v, want Unavailable naming the tool, not %s", err, url)
+	}
+}
+
+// TestMCPUpstreamArgumentsOnTheWire: a real go-sdk upstream receives a
+// call's arguments as protojson wrote them (compacted: same keys, order,
+// and escapes — the encoder is policy.AppendStructJSON now; its numbers
+// are held to protojson in policy), and
+// arguments JSON cannot carry are refused before anything is sent.
+func TestMCPUpstreamArgumentsOnTheWire(t *testing.T) {
+	up := mcpupstreamtest.Start(t)
+	ts := NewToolService(ToolServiceConfig{DefaultTimeout: 5 * time.Second, MaxRecvMsgSize: 1 << 20, MaxSendMsgSize: 1 << 20})
+	t.Cleanup(ts.Close)
+	m := NewMCPUpstream(ts)
+	t.Cleanup(m.Close)
+
+	c := mcpCall(t, up.URL, "add_items", map[string]any{"items": []any{
+		map[string]any{"title": "<b>&amp;</b> \u2028\u2029 \"q\" \\ \n\t\x01 日本語 𝄞"},
+		map[string]any{"title": "ünïcödé \x7f"},
+	}})
+	if _, err := m.Invoke(context.Background(), c); err != nil {
+		t.Fatalf("Invoke: %v", err)
+	}
+	args, err := c.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pj, err := protojson.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := json.Compact(&want, pj); err != nil {
+		t.Fatal(err)
+	}
+	received := up.Args()
+	if len(received) != 1 {
+		t.Fatalf("upstream received %d calls, want 1", len(received))
+	}
+	if err := json.Compact(&got, received[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("upstream received\n %s\nwant (protojson, compacted)\n %s", got.Bytes(), want.Bytes())
+	}
+
+	nan := mcpCall(t, up.URL, "add_items", nil)
+	nan.Init(nan.Tool, "call-2", &structpb.Struct{Fields: map[string]*structpb.Value{"items": structpb.NewNumberValue(math.NaN())}})
+	if _, err := m.Invoke(context.Background(), nan); err == nil || !strings.Contains(err.Error(), "encoding the arguments") {
+		t.Errorf("NaN arguments: %v, want the encoding refused", err)
+	}
+	if n := len(up.Args()); n != 1 {
+		t.Errorf("upstream received %d calls after the refused one, want still 1", n)
 	}
 }
