@@ -201,8 +201,12 @@ func TestMCPFederationCache(t *testing.T) {
 		if took := time.Since(start); took > 2*initializeBound {
 			t.Fatalf("20 initializes took %v; want under %v", took, 2*initializeBound)
 		}
-		if n := stalled.requests.Load() - stalledBefore; n != 0 {
-			t.Fatalf("20 gateway initializes sent the stalled upstream %d requests; want 0 (one read is under way)", n)
+		// At most one: the read under way may fail and, federationRetry
+		// later, one initialize may start the next (on a loaded machine the
+		// subtest above can outlast that); without the guard each of the
+		// 20 would start one.
+		if n := stalled.requests.Load() - stalledBefore; n > 1 {
+			t.Fatalf("20 gateway initializes sent the stalled upstream %d requests; want at most 1 (one read is under way, or one retry after it failed)", n)
 		}
 		if n := counted.count("initialize") - countedBefore; n != 0 {
 			t.Fatalf("20 gateway initializes sent the counted upstream %d initialize requests; want 0 (its session is live)", n)
