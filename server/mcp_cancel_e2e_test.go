@@ -139,7 +139,9 @@ func TestMCPUpstreamCancel(t *testing.T) {
 			reason:     "a gRPC deadline travels as grpc-timeout; its expiry ends the server handler's context as a cancel does",
 			wantCancel: true,
 			call: func(t *testing.T, ctx context.Context, env *gatewaytest.Env, u *hangUpstream) error {
-				cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				// Long enough for the call to reach the upstream on a loaded
+				// machine (500 ms did not always); the row waits it out.
+				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
 				_, err := env.Client.InvokeTool(cctx, &gatewayv1.InvokeToolRequest{Tool: "up.hang", Arguments: &structpb.Struct{}})
 				if status.Code(err) != codes.DeadlineExceeded {
