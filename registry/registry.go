@@ -102,6 +102,13 @@ func (s *Snapshot) without(name string, rev int64) *Snapshot {
 	c.entries = maps.Clone(s.entries)
 	delete(c.entries, name)
 	c.sorted = slices.DeleteFunc(slices.Clone(s.sorted), func(e *Entry) bool { return e.Tool.Name == name })
+	if _, shadowed := s.exported.exported[name]; !shadowed && ExportName(name) == name {
+		// A provider-safe name no export name meets: the index holds.
+		c.exported = s.exported.over(c.entries)
+		return c
+	}
+	// Who else claims the export names it touched is not kept: re-derive
+	// (O(n), an allocation per name that is not provider-safe).
 	c.exported = exportIndex(c.entries)
 	return c
 }
