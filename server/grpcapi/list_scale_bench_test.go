@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"testing"
@@ -16,16 +17,18 @@ import (
 	"github.com/flowdrop/gateway/registry/memstore"
 )
 
+var listScaleTools = flag.Int("list-tools", 100_000, "tools BenchmarkListToolsScale lists")
+
 // BenchmarkListToolsScale: ListTools over real gRPC on loopback, paging
 // (page_size 100) through everything one caller sees in a registry of
 // 100,000 tools, the caller's view decided by the policy's own allow/deny
-// lists (policy.Authorizer.AllowTool, as pipeline.Visible asks it). One
+// lists (policy.Authorizer.ToolAllowed, as pipeline.Visible asks it). One
 // op is one page; a caller whose tools are few and spread out makes every
 // page scan far (the last one to the end of the catalog).
 //
 //	go test -run '^$' -bench BenchmarkListToolsScale -benchmem ./server/grpcapi/
 func BenchmarkListToolsScale(b *testing.B) {
-	const n = 100_000
+	n := *listScaleTools
 	ctx := context.Background()
 	store := memstore.New()
 	schema := boardSchemaB(b)
@@ -62,7 +65,7 @@ func BenchmarkListToolsScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			gs := grpc.NewServer()
-			svc := registerRegistryService(gs, reg, WithToolFilter(func(_ context.Context, name string) bool { return az.AllowTool(c, name) == nil }))
+			svc := registerRegistryService(gs, reg, WithToolFilter(func(_ context.Context, name string) bool { return az.ToolAllowed(c, name) }))
 			go gs.Serve(lis)
 			defer func() { svc.Close(); gs.Stop() }()
 			conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
