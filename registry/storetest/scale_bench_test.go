@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -104,6 +105,12 @@ func fillEtcd(b *testing.B, s registry.Store, tools []registry.Tool) {
 	}
 }
 
+// progress prints a measure as it is taken (stderr): at 100,000 tools on a
+// loaded machine a run takes long, and the first measures matter most.
+func progress(b *testing.B, format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().UTC().Format("15:04:05"), b.Name(), fmt.Sprintf(format, args...))
+}
+
 func heapInUse() uint64 {
 	runtime.GC()
 	runtime.GC()
@@ -149,6 +156,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			serving := time.Since(t0)
+			progress(b, "serving after %s", serving)
 			if got := r.Snapshot().Len(); got != n {
 				b.Fatalf("serving %d tools, want %d", got, n)
 			}
@@ -158,10 +166,12 @@ func BenchmarkRegistryScale(b *testing.B) {
 				b.Fatalf("Lookup(%s) = %v, %v", tools[n/2].Name, e, ok)
 			}
 			first := time.Since(t1)
+			progress(b, "first call compiled in %s; heap in use %d B a tool listed", first, (int64(listed)-int64(before))/int64(n))
 			if err := r.WaitCompiled(ctx); err != nil {
 				b.Fatal(err)
 			}
 			warm := time.Since(t0)
+			progress(b, "warm-up done %s after the start", warm)
 			if got := r.Snapshot().Len(); got != n {
 				b.Fatalf("%d tools after the warm-up, want %d", got, n)
 			}
@@ -179,6 +189,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 	b.Run(fmt.Sprintf("bolt-%d", n), func(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "registry.db")
 		fillBolt(b, path, tools)
+		progress(b, "filled")
 		start(b, func() registry.Store {
 			s, err := boltstore.Open(path)
 			if err != nil {
@@ -204,6 +215,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 		w := open()
 		defer w.Close()
 		fillEtcd(b, w, tools)
+		progress(b, "filled")
 		start(b, open)
 
 		// Fan-out: three replicas see one write.
@@ -241,6 +253,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 				}
 			}
 			lat = append(lat, time.Since(t0)+put)
+			progress(b, "change %d seen by 3 replicas %s after the Put call", i, lat[len(lat)-1])
 		}
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-fanout-p50")
