@@ -32,13 +32,13 @@ func (s *Snapshot) Bundles() []*BundleEntry {
 func (s *Snapshot) LookupIn(bundle, name string) (*Entry, bool) {
 	e, ok := s.entries[name]
 	if !ok || bundle == "" {
-		return e, ok
+		return e.compiled()
 	}
 	b, ok := s.bundles[bundle]
 	if !ok || !b.Selects(&e.Tool) {
 		return nil, false
 	}
-	return e, true
+	return e.compiled()
 }
 
 // LookupIn is Snapshot.LookupIn on the current snapshot.

@@ -27,6 +27,8 @@ type Entry struct {
 	Method protoreflect.MethodDescriptor
 	// Output is the compiled output schema (nil: results are not checked).
 	Output *schema.Schema
+	// lazy is set on a stub (lazy.go): Tool only, compiled on first use.
+	lazy *lazyEntry
 }
 
 // Compile validates a tool definition and compiles its schema with the

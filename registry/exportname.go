@@ -1,5 +1,7 @@
 package registry
 
+import "maps"
+
 // Provider-safe names. Model APIs take narrower tool names than the
 // registry (NamePattern allows '.'; a gRPC method imported as a tool is
 // named <package>.<Service>.<Method>): OpenAI ^[a-zA-Z0-9_-]{1,64}$,
@@ -96,6 +98,28 @@ func exportIndex(entries map[string]*Entry) *ExportNames {
 	return x
 }
 
+// over is x for a set of the same names held in entries.
+func (x *ExportNames) over(entries map[string]*Entry) *ExportNames {
+	return &ExportNames{registered: func(n string) bool { _, ok := entries[n]; return ok }, exported: x.exported}
+}
+
+// adding is x with the new name added (entries holds x's names and it):
+// what exportIndex(entries) builds, without visiting every name.
+func (x *ExportNames) adding(name string, entries map[string]*Entry) *ExportNames {
+	c := x.over(entries)
+	e := ExportName(name)
+	_, shadows := x.exported[name] // a tool exported as name: ambiguous now
+	if !shadows && (e == "" || e == name) {
+		return c // nothing of the index changes: share it
+	}
+	c.exported = maps.Clone(x.exported)
+	if shadows {
+		c.exported[name] = ""
+	}
+	c.add(name)
+	return c
+}
+
 func (x *ExportNames) add(name string) {
 	e := ExportName(name)
 	if e == "" || e == name {
@@ -137,11 +161,10 @@ func (s *Snapshot) ExportNames() *ExportNames { return s.exported }
 // name that only it has).
 func (s *Snapshot) Resolve(name string) (*Entry, bool) {
 	if e, ok := s.entries[name]; ok {
-		return e, true
+		return e.compiled()
 	}
 	if orig := s.exported.exported[name]; orig != "" {
-		e, ok := s.entries[orig]
-		return e, ok
+		return s.entries[orig].compiled()
 	}
 	return nil, false
 }

@@ -3,7 +3,9 @@ package registry
 import (
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -36,23 +38,83 @@ func (s *Snapshot) derive(rev int64) *Snapshot {
 	return &c
 }
 
-// Lookup returns the compiled entry for a tool.
+// Lookup returns the compiled entry for a tool (compiling it now if it
+// was loaded lazily and not compiled yet: lazy.go).
 func (s *Snapshot) Lookup(name string) (*Entry, bool) {
-	e, ok := s.entries[name]
-	return e, ok
+	return s.entries[name].compiled()
 }
 
 // Len is the number of tools.
 func (s *Snapshot) Len() int { return len(s.sorted) }
 
-// List returns the entries sorted by name (a fresh slice; entries are shared).
+// List returns the entries sorted by name (a fresh slice; entries are
+// shared). An entry's Tool is always set; under WithLazyCompile its
+// compiled parts (Plan, Schema, Method, Output) may not be yet: a call
+// takes its entry from Lookup, Resolve or LookupIn.
 func (s *Snapshot) List() []*Entry { return slices.Clone(s.sorted) }
 
-func newSnapshot(rev int64, entries map[string]*Entry, bundles map[string]*BundleEntry) *Snapshot {
-	sorted := make([]*Entry, 0, len(entries))
-	for _, e := range entries {
-		sorted = append(sorted, e)
+// Since yields the entries named from on (all when from is ""), sorted by
+// name, without copying the list: a page of a listing costs its page, not
+// the registry. Entries are as List's.
+func (s *Snapshot) Since(from string) iter.Seq[*Entry] {
+	i, _ := slices.BinarySearchFunc(s.sorted, from, compareName)
+	return func(yield func(*Entry) bool) {
+		for _, e := range s.sorted[i:] {
+			if !yield(e) {
+				return
+			}
+		}
 	}
+}
+
+func compareName(e *Entry, name string) int { return strings.Compare(e.Tool.Name, name) }
+
+// with is s at revision rev with e added or replacing its tool's entry.
+// One change costs copies of the map and of the sorted slice (O(n)
+// pointer copies, no sort and no per-tool allocation): at 100,000 tools a
+// full rebuild per change cost tens of milliseconds (BENCHMARKS.md,
+// "Registry at 100,000 tools").
+func (s *Snapshot) with(e *Entry, rev int64) *Snapshot {
+	c := s.derive(rev)
+	name := e.Tool.Name
+	c.entries = maps.Clone(s.entries)
+	c.entries[name] = e
+	i, found := slices.BinarySearchFunc(s.sorted, name, compareName)
+	if found {
+		c.sorted = slices.Clone(s.sorted)
+		c.sorted[i] = e
+		// Same names: the export-name index still holds.
+		c.exported = s.exported.over(c.entries)
+		return c
+	}
+	c.sorted = make([]*Entry, len(s.sorted)+1)
+	copy(c.sorted, s.sorted[:i])
+	c.sorted[i] = e
+	copy(c.sorted[i+1:], s.sorted[i:])
+	c.exported = s.exported.adding(name, c.entries)
+	return c
+}
+
+// without is s at revision rev without the tool called name (which it
+// holds).
+func (s *Snapshot) without(name string, rev int64) *Snapshot {
+	c := s.derive(rev)
+	c.entries = maps.Clone(s.entries)
+	delete(c.entries, name)
+	c.sorted = slices.DeleteFunc(slices.Clone(s.sorted), func(e *Entry) bool { return e.Tool.Name == name })
+	if _, shadowed := s.exported.exported[name]; !shadowed && ExportName(name) == name {
+		// A provider-safe name no export name meets: the index holds.
+		c.exported = s.exported.over(c.entries)
+		return c
+	}
+	// Who else claims the export names it touched is not kept: re-derive
+	// (O(n), an allocation per name that is not provider-safe).
+	c.exported = exportIndex(c.entries)
+	return c
+}
+
+func newSnapshot(rev int64, entries map[string]*Entry, bundles map[string]*BundleEntry) *Snapshot {
+	sorted := slices.Collect(maps.Values(entries))
 	slices.SortFunc(sorted, func(a, b *Entry) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
 	return &Snapshot{Revision: rev, entries: entries, sorted: sorted, bundles: bundles, exported: exportIndex(entries)}
 }
@@ -144,6 +206,13 @@ type Registry struct {
 	compile     func(Tool) (*Entry, error) // replaced in tests to count compilations
 	check       func(Tool) *ToolError      // WithAdmissionCheck
 	probeEvery  time.Duration
+	lazy        bool // WithLazyCompile
+
+	// life ends at Close: it bounds the lazy warm-ups (lazy.go), which
+	// warming counts.
+	life    context.Context
+	endLife context.CancelFunc
+	warming sync.WaitGroup
 
 	snap atomic.Pointer[Snapshot]
 
@@ -167,6 +236,7 @@ type Registry struct {
 	cancel      context.CancelFunc
 	done        chan struct{}
 	subs        map[chan struct{}]struct{}
+	warmDone    chan struct{} // closed when the latest warm-up ends; nil: none yet
 }
 
 // New returns a registry over store with an empty snapshot; call Start to
@@ -187,6 +257,7 @@ func New(store Store, opts ...Option) *Registry {
 		o(r)
 	}
 	r.compile = r.compileOpts.Compile
+	r.life, r.endLife = context.WithCancel(context.Background())
 	r.snap.Store(newSnapshot(0, map[string]*Entry{}, map[string]*BundleEntry{}))
 	return r
 }
@@ -248,6 +319,8 @@ func (r *Registry) Close() error {
 		cancel()
 		<-done
 	}
+	r.endLife()
+	r.warming.Wait()
 	return nil
 }
 
@@ -585,6 +658,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
 	cur := r.snap.Load()
 	next := make(map[string]*Entry, len(tools))
+	var stubs []*Entry
 	for _, t := range tools {
 		if d, ok := r.tombs[t.Name]; ok && d > t.Revision {
 			continue
@@ -593,9 +667,21 @@ func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
 			next[t.Name] = e
 			continue
 		}
+		if r.lazy {
+			e := r.stub(t)
+			stubs = append(stubs, e)
+			next[t.Name] = e
+			continue
+		}
 		if e := r.compileLogged(t); e != nil {
 			next[t.Name] = e
 		}
+	}
+	if len(stubs) > 0 {
+		done := make(chan struct{})
+		r.warming.Add(1)
+		go r.warm(r.life, stubs, r.warmDone, done)
+		r.warmDone = done
 	}
 	// Local writes newer than the list are not in it yet.
 	for name, e := range cur.entries {
@@ -657,12 +743,7 @@ func (r *Registry) putLocked(e *Entry) {
 	if d, ok := r.tombs[e.Tool.Name]; ok && d >= e.Tool.Revision {
 		return
 	}
-	next := make(map[string]*Entry, len(cur.entries)+1)
-	for k, v := range cur.entries {
-		next[k] = v
-	}
-	next[e.Tool.Name] = e
-	r.publishLocked(newSnapshot(max(cur.Revision, e.Tool.Revision), next, cur.bundles))
+	r.publishLocked(cur.with(e, max(cur.Revision, e.Tool.Revision)))
 }
 
 // deleteLocked removes name as of revision rev unless a newer entry is held.
@@ -681,13 +762,7 @@ func (r *Registry) deleteLocked(name string, rev int64) {
 		}
 		return
 	}
-	next := make(map[string]*Entry, len(cur.entries))
-	for k, v := range cur.entries {
-		if k != name {
-			next[k] = v
-		}
-	}
-	r.publishLocked(newSnapshot(max(cur.Revision, rev), next, cur.bundles))
+	r.publishLocked(cur.without(name, max(cur.Revision, rev)))
 }
 
 func (r *Registry) pruneTombsLocked() {

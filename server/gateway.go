@@ -154,8 +154,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, fmt.Errorf("config: policy: %w", err)
 	}
 	g.creds.Store(credSources)
+	// Lazy: a start serves without compiling every stored tool first (at
+	// 100,000 tools that took minutes); registry/lazy.go.
 	ropts := []registry.Option{registry.WithLogger(log), registry.WithMaxSchemaEvaluations(cfg.Policy.Limits.MaxSchemaEvaluations),
-		registry.WithAdmissionCheck(g.credentialCheck)}
+		registry.WithAdmissionCheck(g.credentialCheck), registry.WithLazyCompile()}
 	if cfg.DisableFastPaths {
 		ropts = append(ropts, registry.WithoutFastPaths())
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -251,22 +250,20 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 	if err != nil {
 		return nil, statusError(err)
 	}
-	entries := snap.List()
 	// Start past the cursor and at the prefix: names are sorted, so every
-	// match is at or after both.
-	from := max(after, prefix)
-	i := sort.Search(len(entries), func(i int) bool {
-		n := entries[i].Tool.Name
-		return n > after && n >= from
-	})
+	// match is at or after both. The snapshot is walked in place: a page
+	// costs what it scans, not a copy of the registry.
 	resp := &gatewayv1.ListToolsResponse{}
 	backends := s.showsBackend(ctx)
-	for ; i < len(entries); i++ {
-		t := entries[i].Tool
+	for e := range snap.Since(max(after, prefix)) {
+		t := &e.Tool
+		if t.Name == after {
+			continue
+		}
 		if !strings.HasPrefix(t.Name, prefix) {
 			break // sorted: no later name has the prefix either
 		}
-		if !labelsMatch(t.Labels, labels) || !inBundle(&t) || !s.shows(ctx, t.Name) {
+		if !labelsMatch(t.Labels, labels) || !inBundle(t) || !s.shows(ctx, t.Name) {
 			continue
 		}
 		if len(resp.Tools) == size {
@@ -274,7 +271,7 @@ func (s *registryService) ListTools(ctx context.Context, req *gatewayv1.ListTool
 			resp.NextPageToken = encodePageToken(resp.Tools[size-1].GetName())
 			break
 		}
-		resp.Tools = append(resp.Tools, s.readProto(t, backends))
+		resp.Tools = append(resp.Tools, s.readProto(*t, backends))
 	}
 	return resp, nil
 }
@@ -292,13 +289,19 @@ func encodePageToken(lastName string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + lastName))
 }
 
+// maxPageTokenLen bounds a page token: one tool name's (registry.NamePattern).
+var maxPageTokenLen = base64.RawURLEncoding.EncodedLen(len(pageTokenPrefix) + 64)
+
 func decodePageToken(tok string) (string, error) {
 	if tok == "" {
 		return "", nil
 	}
+	if len(tok) > maxPageTokenLen {
+		return "", &requestFieldError{field: "page_token", reason: "is not a token this server issued; start again without one"}
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	name, ok := strings.CutPrefix(string(raw), pageTokenPrefix)
-	if err != nil || !ok || name == "" {
+	if err != nil || !ok || !registry.ValidName(name) {
 		return "", &requestFieldError{field: "page_token", reason: "is not a token this server issued; start again without one"}
 	}
 	return name, nil

@@ -355,7 +355,7 @@ func (p *Pipeline) Allowed(ctx context.Context, tool string) bool {
 		return true
 	}
 	caller, ok := policy.CallerFrom(ctx)
-	return ok && az.AllowMethod(caller, InvokeMethod) == nil && az.AllowTool(caller, tool) == nil
+	return ok && az.AllowMethod(caller, InvokeMethod) == nil && az.ToolAllowed(caller, tool)
 }
 
 // registerMethod is RegisterTool's full gRPC method name.
