@@ -147,6 +147,10 @@ func (s *ConsoleSessions) End(ctx context.Context, key string) error {
 	return sessionEndScript.Run(ctx, s.c.rdb, []string{ses, live}, key).Err()
 }
 
+// Ping checks Redis answers (the console's login form is not offered
+// while it does not).
+func (s *ConsoleSessions) Ping(ctx context.Context) error { return s.c.Ping(ctx) }
+
 // Retire ends, fleet-wide, every session logged in under policyHash so
 // far: the policy left force on the calling replica.
 func (s *ConsoleSessions) Retire(ctx context.Context, policyHash string) error {

@@ -319,6 +319,9 @@ func (c *Console) fail(w http.ResponseWriter, _ *http.Request, ses *session, sta
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	_, ok, err := c.lookup(r)
+	if err == nil && !ok {
+		err = c.stored(c.sessions.Ping(r.Context()))
+	}
 	if err != nil {
 		c.fail(w, r, nil, http.StatusServiceUnavailable, storeUnavailable)
 		return

@@ -52,6 +52,8 @@ type SessionStore interface {
 	// Retire ends every session logged in under policyHash so far: that
 	// policy left force.
 	Retire(ctx context.Context, policyHash string) error
+	// Ping checks the store answers: the login form is offered only then.
+	Ping(ctx context.Context) error
 }
 
 // session is one logged-in operator: who, what they may do, and the token
