@@ -218,3 +218,49 @@ func TestConsoleSessionsBoundedAcrossReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleSessionsRetireRetried: a policy reload on A while Redis does
+// not answer cannot mark the old policy's sessions ended; A keeps the
+// mark and lands it at its next console request once Redis answers, so
+// the session made on B (still on the old policy) ends then.
+func TestConsoleSessionsRetireRetried(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	p, envs := consoleFleet(t, rs)
+	a, b := envs[0], envs[1]
+	u := newConsoleUser(t, b)
+	u.login(keyViewer)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	// One connection, set up before the pause (a new one's handshake
+	// would wait too).
+	conn := rdb.Conn()
+	defer conn.Close()
+	if err := conn.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Every script waits (past --redis-timeout) until
+	// CLIENT UNPAUSE.
+	if err := conn.Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	next := p
+	next.Authz.Callers = map[string]policy.ToolAccess{"limited": {Allow: []string{"create_note"}, Mode: policy.ModeShadow}}
+	if err := a.Gateway.ReloadPolicy(next); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !u.on(b).loggedIn() {
+		t.Fatal("the session ended before A could mark its policy retired (the test means the mark to fail first)")
+	}
+	// A's next console request lands the mark first.
+	if resp, body := newConsoleUser(t, a).do(http.MethodGet, "/console/login", nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("A's login page = %d:\n%.1000s", resp.StatusCode, body)
+	}
+	if u.on(b).loggedIn() {
+		t.Error("the session made under the policy A left still admits on B once Redis answered again")
+	}
+}
