@@ -13,6 +13,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/internal/redisstate"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/console"
 	"github.com/flowdrop/gateway/server/observe"
@@ -57,10 +58,30 @@ func (g *Gateway) serveConsole(cfg *Config) {
 		RepairStats:   g.repairs.Snapshot,
 		Replay:        g.consoleReplay,
 		AuditPath:     cfg.Policy.Audit.Path,
+		Sessions:      g.consoleSessions(),
 		Log:           g.log,
 	})
+	g.console = c
 	g.admin.Handle("/console/", c.Handler())
 	g.admin.Handle("/console", c.Handler())
+}
+
+// redisConsoleSessions is the console sessions' namespace in Redis: one
+// hash tag, so each script's keys share a Cluster slot.
+const redisConsoleSessions = "flowdrop:{console}:"
+
+// consoleSessions is where the console keeps its sessions: Redis when
+// configured, so a login holds on every replica and a logout or a policy
+// change ends it on all (and while Redis does not answer the console
+// refuses, 503); else this process's memory.
+func (g *Gateway) consoleSessions() console.SessionStore {
+	switch {
+	case g.redis != nil:
+		return g.redis.ConsoleSessions(redisConsoleSessions, redisstate.ConsoleSessionLimits{
+			Max: console.MaxSessions, Idle: console.SessionIdle, Lifetime: console.SessionLifetime})
+	default:
+		return console.NewMemorySessions()
+	}
 }
 
 // consoleInvoke is the console's Invoke: the pasted text becomes a call

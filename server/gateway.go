@@ -24,6 +24,7 @@ import (
 	"github.com/flowdrop/gateway/registry/schema"
 	"github.com/flowdrop/gateway/registry/search"
 	"github.com/flowdrop/gateway/server/backend"
+	"github.com/flowdrop/gateway/server/console"
 	"github.com/flowdrop/gateway/server/grpcapi"
 	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/mcpapi"
@@ -65,6 +66,7 @@ type Gateway struct {
 	auditor *pipeline.AuditRecorder
 	// redis is the state shared by replicas (nil: none; redis.go).
 	redis         *redisstate.Client
+	console       *console.Console // nil without the admin listener
 	countFallback func(mode string)
 	// reload holds the policy in force and makes reloads one at a time
 	// (reload.go); its lock guards auth. Nil until the policy is built.

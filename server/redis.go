@@ -8,7 +8,7 @@ import (
 )
 
 // RedisConfig is how every replica reaches the shared Redis (rate limits,
-// idempotency, MCP tasks): one server, Sentinel or a Cluster. Empty Addr:
+// idempotency, MCP tasks, console sessions): one server, Sentinel or a Cluster. Empty Addr:
 // no Redis, each replica on its own.
 type RedisConfig = redisstate.Config
 

@@ -83,7 +83,9 @@ func (g *Gateway) ReloadPolicyFile(path string, adjust func(*PolicyConfig)) erro
 // again when it changed; the in-flight counters are kept when
 // limits.max_in_flight_per_tool is unchanged.
 func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
-	return g.reload.Reload(cfg, func(cur, next *PolicyConfig) (applied policyreload.Applied, err error) {
+	var prev string
+	err := g.reload.Reload(cfg, func(cur, next *PolicyConfig) (applied policyreload.Applied, err error) {
+		prev = policyHash(cur)
 		if err := next.validate(); err != nil {
 			return applied, err
 		}
@@ -127,6 +129,12 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		applied.LogAttrs = []any{"auth_off", pol.Auth.Off()}
 		return applied, nil
 	})
+	// The console's sessions made under the policy that left force end,
+	// on every replica sharing the session store (server/console).
+	if err == nil && g.console != nil && prev != g.PolicySHA256() {
+		g.console.PolicyLeft(context.Background(), prev)
+	}
+	return err
 }
 
 // unswappable names what differs between the policy in force and next

@@ -199,7 +199,7 @@ func parseFlags(args []string, stderr io.Writer) (server.Config, bool, error) {
 	fs.StringVar(&cfg.Store.EtcdCAFile, "etcd-ca-file", "", "PEM CA bundle verifying etcd's certificate for https:// endpoints (default: the system roots)")
 	fs.StringVar(&cfg.Store.EtcdCertFile, "etcd-cert-file", "", "client certificate (PEM) for an etcd that requires one; with --etcd-key-file")
 	fs.StringVar(&cfg.Store.EtcdKeyFile, "etcd-key-file", "", "client key (PEM) for --etcd-cert-file")
-	fs.StringVar(&cfg.Redis.Addr, "redis-addr", "", "host:port of a Redis every replica shares: rate limits, idempotency keys and MCP tasks become fleet-wide (rate_limit.fallback says what happens while it is unreachable); with --redis-mode sentinel the Sentinels, with cluster some of the Cluster's nodes, comma-separated")
+	fs.StringVar(&cfg.Redis.Addr, "redis-addr", "", "host:port of a Redis every replica shares: rate limits, idempotency keys, MCP tasks and console sessions become fleet-wide (rate_limit.fallback says what happens while it is unreachable); with --redis-mode sentinel the Sentinels, with cluster some of the Cluster's nodes, comma-separated")
 	fs.StringVar(&cfg.Redis.Mode, "redis-mode", "", "how Redis is deployed: single (default), sentinel (--redis-addr lists the Sentinels; --redis-sentinel-master names the primary) or cluster")
 	fs.StringVar(&cfg.Redis.SentinelMaster, "redis-sentinel-master", "", "the name the Sentinels monitor the primary under (--redis-mode sentinel)")
 	fs.StringVar(&cfg.Redis.SentinelPasswordFile, "redis-sentinel-password-file", "", "file holding the Sentinels' own password, if they require one (--redis-mode sentinel)")

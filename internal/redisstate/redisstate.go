@@ -1,7 +1,7 @@
 // Package redisstate is the gateway's state shared by every replica, kept
 // in Redis: rate-limit buckets (GCRA, one Lua script, so each decision is
 // atomic across replicas), the idempotency store, the MCP task records,
-// and the pub/sub that carries a caller's cancellation to the replica
+// the console's login sessions, and the pub/sub that carries a caller's cancellation to the replica
 // running its call (cancels.go). Redis is one server, a primary found
 // through Sentinel, or a Cluster (go-redis's universal client); every
 // script touches keys of one hash slot, so each runs on a Cluster too.

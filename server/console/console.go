@@ -7,7 +7,10 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowdrop/gateway/internal/policy"
@@ -61,13 +64,24 @@ type Config struct {
 	Replay func(ctx context.Context, policy, tools, audit []byte) (*replay.Report, error)
 	// AuditPath is the audit log file ("" or "-": not a file, no tail).
 	AuditPath string
-	Log       *slog.Logger
+	// Sessions keeps the sessions (nil: this process's memory). The
+	// gateway gives Redis's when configured, so every replica knows every
+	// login; a store that does not answer stops the console (503).
+	Sessions SessionStore
+	Log      *slog.Logger
 }
 
 // Console serves the console's pages; Handler mounts them.
 type Console struct {
 	cfg      Config
-	sessions sessions
+	sessions SessionStore
+	// retire are policies that left force whose sessions the store has
+	// not yet ended (it did not answer): retried before every request.
+	retireMu sync.Mutex
+	retire   []string
+	// storeDown: the store's last answer was an error (its outage is
+	// logged once, and its return).
+	storeDown atomic.Bool
 	// failedLogins bounds the credential checks failed logins may cost
 	// (JWT verification, key hashing) and slows guessing, per source and
 	// in all (login_limit.go): past either a login is answered 429 until
@@ -81,7 +95,89 @@ func New(cfg Config) *Console {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Console{cfg: cfg, failedLogins: newLoginLimits(), now: time.Now}
+	store := cfg.Sessions
+	if store == nil {
+		store = NewMemorySessions()
+	}
+	return &Console{cfg: cfg, sessions: store, failedLogins: newLoginLimits(), now: time.Now}
+}
+
+// storeUnavailable is the page every request gets while the session store
+// does not answer: no login, no page, never a per-process fallback (a
+// session logged out on another replica would live on here).
+const storeUnavailable = "the console's session store is not answering: no login and no page until it does (the gateway's log says why)"
+
+// stored notes the store's answer, logging an outage's start and end.
+func (c *Console) stored(err error) error {
+	if err != nil {
+		if !c.storeDown.Swap(true) {
+			c.cfg.Log.Error("console: the session store is not answering: the console answers 503", "error", err.Error())
+		}
+		return err
+	}
+	if c.storeDown.Swap(false) {
+		c.cfg.Log.Info("console: the session store answers again")
+	}
+	return nil
+}
+
+// PolicyLeft ends every session logged in under the policy policyHash
+// (it left force on this replica): fleet-wide with a shared store, so a
+// replica still on that policy refuses them too. Not answered now, it is
+// retried before each of this replica's console requests, which fail
+// (503) until it lands.
+func (c *Console) PolicyLeft(ctx context.Context, policyHash string) {
+	c.retireMu.Lock()
+	if !slices.Contains(c.retire, policyHash) {
+		c.retire = append(c.retire, policyHash)
+	}
+	c.retireMu.Unlock()
+	if err := c.retirePending(ctx); err != nil {
+		c.cfg.Log.Error("console: the sessions under the previous policy could not be ended fleet-wide yet; retried at this replica's next console request",
+			"policy_sha256", policyHash, "error", err.Error())
+	}
+}
+
+// maxRetire bounds the retirements kept pending: past it the oldest is
+// dropped (its sessions are older than the lifetime's worth of reloads).
+const maxRetire = 64
+
+func (c *Console) retirePending(ctx context.Context) error {
+	c.retireMu.Lock()
+	defer c.retireMu.Unlock()
+	if len(c.retire) > maxRetire {
+		c.retire = c.retire[len(c.retire)-maxRetire:]
+	}
+	for len(c.retire) > 0 {
+		if err := c.stored(c.sessions.Retire(ctx, c.retire[0])); err != nil {
+			return err
+		}
+		c.retire = c.retire[1:]
+	}
+	return nil
+}
+
+// lookup is the request's live session, touched; an error means the
+// store did not answer.
+func (c *Console) lookup(r *http.Request) (session, bool, error) {
+	if err := c.retirePending(r.Context()); err != nil {
+		return session{}, false, err
+	}
+	key, ok := cookieKey(r)
+	if !ok {
+		return session{}, false, nil
+	}
+	payload, ok, err := c.sessions.Lookup(r.Context(), key, c.cfg.PolicyHash(), c.now())
+	if c.stored(err) != nil || !ok {
+		return session{}, false, err
+	}
+	ses, err := decodeSession(key, payload)
+	if err != nil {
+		c.cfg.Log.Error("console: a stored session does not decode: ended", "error", err.Error())
+		c.stored(c.sessions.End(r.Context(), key))
+		return session{}, false, nil
+	}
+	return ses, true, nil
 }
 
 // maxFormBytes bounds a POST's body (the try-it panel's arguments are
@@ -149,7 +245,11 @@ type handler func(http.ResponseWriter, *http.Request, session)
 // CSRF token. Without a session a GET is sent to the login page.
 func (c *Console) viewer(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ses, ok := c.sessions.lookup(r, c.now(), c.cfg.PolicyHash())
+		ses, ok, err := c.lookup(r)
+		if err != nil {
+			c.fail(w, r, nil, http.StatusServiceUnavailable, storeUnavailable)
+			return
+		}
 		if !ok {
 			http.SetCookie(w, cookie(r, nil))
 			if r.Method == http.MethodGet {
@@ -218,7 +318,15 @@ func (c *Console) fail(w http.ResponseWriter, _ *http.Request, ses *session, sta
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.sessions.lookup(r, c.now(), c.cfg.PolicyHash()); ok {
+	_, ok, err := c.lookup(r)
+	if err == nil && !ok {
+		err = c.stored(c.sessions.Ping(r.Context()))
+	}
+	if err != nil {
+		c.fail(w, r, nil, http.StatusServiceUnavailable, storeUnavailable)
+		return
+	}
+	if ok {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
@@ -232,6 +340,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	cred := strings.TrimSpace(r.PostFormValue("credential"))
 	refuse := func(status int, msg string) {
 		c.render(w, status, pages.login, view{Title: "Log in", Nav: "login", Error: msg})
+	}
+	if err := c.retirePending(r.Context()); err != nil {
+		refuse(http.StatusServiceUnavailable, storeUnavailable)
+		return
 	}
 	src := source(r)
 	if why := c.failedLogins.refused(src, c.now()); why != "" {
@@ -255,14 +367,24 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusForbidden, "this credential holds neither the admin nor the viewer role")
 		return
 	}
-	ses := c.sessions.create(caller, admin, c.cfg.PolicyHash(), c.now())
+	ses, payload, err := newSession(caller, admin)
+	if err == nil {
+		err = c.stored(c.sessions.Create(r.Context(), ses.key, payload, c.cfg.PolicyHash(), c.now()))
+	}
+	if err != nil {
+		refuse(http.StatusServiceUnavailable, storeUnavailable)
+		return
+	}
 	http.SetCookie(w, cookie(r, ses))
 	c.cfg.Log.Info("console login", "subject", caller.Subject, "method", caller.Method, "admin", admin)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, ses session) {
-	c.sessions.end(ses.id)
+	if c.stored(c.sessions.End(r.Context(), ses.key)) != nil {
+		c.fail(w, r, &ses, http.StatusServiceUnavailable, "the session could not be ended: the console's session store is not answering; log out again once it does (the gateway's log says why)")
+		return
+	}
 	http.SetCookie(w, cookie(r, nil))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }

@@ -81,13 +81,13 @@ func TestInvokeNeedsALiveToken(t *testing.T) {
 			if w.Code != http.StatusSeeOther || len(cookies) == 0 {
 				t.Fatalf("login = %d", w.Code)
 			}
-			ses, ok := con.sessions.lookup(withCookie(cookies[0].Value), now, "h")
-			if !ok {
-				t.Fatal("no session after login")
+			ses, ok, err := con.lookup(withCookie(cookies[0].Value))
+			if !ok || err != nil {
+				t.Fatalf("no session after login (%v)", err)
 			}
 			now = now.Add(c.after)
 			// Keep the session alive past the idle bound for the longer waits.
-			con.sessions.m[ses.id].lastSeen = now
+			con.sessions.(*memorySessions).m[ses.key].lastSeen = now
 			w = post("/console/tools/create_note/invoke", url.Values{"arguments": {`{"title":"x"}`}, "csrf": {ses.csrf}}, cookies[0])
 			if w.Code != c.status || calls != c.calls {
 				t.Errorf("invoke = %d with %d calls, want %d with %d (%s):\n%.1500s", w.Code, calls, c.status, c.calls, c.reason, w.Body.String())

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ func withCookie(id string) *http.Request {
 // past SessionLifetime, or the policy in force changed; used, it stays.
 func TestSessionLifetime(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
 	var everyTwenty []time.Duration // used every 20 minutes up to the lifetime
 	for d := 20 * time.Minute; d < SessionLifetime; d += 20 * time.Minute {
 		everyTwenty = append(everyTwenty, d)
@@ -37,14 +40,14 @@ func TestSessionLifetime(t *testing.T) {
 		{"reloaded", "the policy in force changed", nil, time.Minute, "h2", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var s sessions
-			ses := s.create(policy.Caller{Subject: "a"}, true, "h1", t0)
+			s := NewMemorySessions()
+			s.Create(ctx, "k", []byte("p"), "h1", t0)
 			for _, d := range c.steps {
-				if _, ok := s.lookup(withCookie(ses.id), t0.Add(d), "h1"); !ok {
+				if _, ok, _ := s.Lookup(ctx, "k", "h1", t0.Add(d)); !ok {
 					t.Fatalf("the session ended at +%s", d)
 				}
 			}
-			if _, ok := s.lookup(withCookie(ses.id), t0.Add(c.at), c.hash); ok != c.alive {
+			if _, ok, _ := s.Lookup(ctx, "k", c.hash, t0.Add(c.at)); ok != c.alive {
 				t.Errorf("alive at +%s = %t, want %t (%s)", c.at, ok, c.alive, c.reason)
 			}
 		})
@@ -52,31 +55,62 @@ func TestSessionLifetime(t *testing.T) {
 }
 
 // TestSessionsBounded: past MaxSessions a login ends the least recently
-// used session, never more; an unknown or empty cookie is no session.
+// used session, never more.
 func TestSessionsBounded(t *testing.T) {
-	var s sessions
+	s := NewMemorySessions().(*memorySessions)
+	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ids := make([]string, MaxSessions)
+	key := func(i int) string { return sessionKey(strings.Repeat("x", i)) }
 	for i := range MaxSessions {
-		ids[i] = s.create(policy.Caller{Subject: "a"}, false, "h", t0.Add(time.Duration(i)*time.Millisecond)).id
+		s.Create(ctx, key(i), []byte("p"), "h", t0.Add(time.Duration(i)*time.Millisecond))
 	}
 	// The first is used now: the second is the least recently used.
-	if _, ok := s.lookup(withCookie(ids[0]), t0.Add(time.Second), "h"); !ok {
+	if _, ok, _ := s.Lookup(ctx, key(0), "h", t0.Add(time.Second)); !ok {
 		t.Fatal("the first session is not live")
 	}
-	s.create(policy.Caller{Subject: "b"}, false, "h", t0.Add(2*time.Second))
+	s.Create(ctx, "new", []byte("p"), "h", t0.Add(2*time.Second))
 	if len(s.m) != MaxSessions {
 		t.Errorf("%d sessions live, want %d", len(s.m), MaxSessions)
 	}
-	if _, ok := s.m[ids[1]]; ok {
+	if _, ok := s.m[key(1)]; ok {
 		t.Error("the least recently used session was kept")
 	}
-	if _, ok := s.m[ids[0]]; !ok {
+	if _, ok := s.m[key(0)]; !ok {
 		t.Error("a recently used session was ended")
 	}
-	for _, id := range []string{"", "nope"} {
-		if _, ok := s.lookup(withCookie(id), t0.Add(3*time.Second), "h"); ok {
-			t.Errorf("cookie %q found a session", id)
+}
+
+// TestSessionCookie: a session id is 256 random bits, its store key its
+// SHA-256 (never the id); a cookie not of an id's form finds no session
+// and asks no store.
+func TestSessionCookie(t *testing.T) {
+	ses, payload, err := newSession(policy.Caller{Subject: "a", Roles: []string{"admin"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ses.id) != 43 || ses.key == ses.id || strings.Contains(string(payload), ses.id) || ses.key != sessionKey(ses.id) {
+		t.Errorf("id %q key %q payload %s: want a 43-character id, stored only as its hash", ses.id, ses.key, payload)
+	}
+	for _, c := range []struct{ value, reason string }{
+		{"", "no cookie value"},
+		{"nope", "too short"},
+		{strings.Repeat("*", 43), "not base64url"},
+		{ses.key, "the key (a hash) is not an id"},
+	} {
+		if _, ok := cookieKey(withCookie(c.value)); ok {
+			t.Errorf("cookie %q has a session key (%s)", c.value, c.reason)
+		}
+	}
+	if k, ok := cookieKey(withCookie(ses.id)); !ok || k != ses.key {
+		t.Errorf("the session's own cookie: key %q ok %t, want %q", k, ok, ses.key)
+	}
+	got, err := decodeSession(ses.key, payload)
+	if err != nil || got.subject != "a" || !got.admin || got.csrf != ses.csrf {
+		t.Errorf("decoded %+v, %v; want the session back", got, err)
+	}
+	for _, bad := range []string{"", "{", `{"s":"a"}`, `{"c":"x","r":"admin"}`} {
+		if _, err := decodeSession("k", []byte(bad)); err == nil {
+			t.Errorf("record %q decoded", bad)
 		}
 	}
 }
