@@ -12,6 +12,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -90,6 +91,10 @@ func registryWriteCaller(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor 
 		if e := a.BeginRegistryWrite(w.Tool); e != nil {
 			w.unrecordable = true
 			return nil, Status(e).Err()
+		}
+		if w.HasCaller {
+			// The store's revision history names the writer too.
+			ctx = registry.WithWriter(ctx, w.Caller.Subject)
 		}
 		return h(ctx, req)
 	}
