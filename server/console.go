@@ -39,12 +39,14 @@ func (g *Gateway) serveConsole(cfg *Config) {
 		Ejections:     g.tools.Ejections,
 		Preview:       g.pipe.Preview,
 		Approve: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
+			ctx = registry.WithWriter(ctx, caller.Subject) // the revision history names the approver
 			return g.consoleWrite(ctx, caller, "ApprovePendingChange", name, func() (int64, error) {
 				res, _, err := g.reg.ApprovePending(ctx, name, &rev, registry.RegisterOptions{StrictLint: cfg.StrictLint, LintProfiles: g.lintProfiles})
 				return res.Tool.Revision, err
 			})
 		},
 		Reject: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
+			ctx = registry.WithWriter(ctx, caller.Subject) // the revision history names the approver
 			return g.consoleWrite(ctx, caller, "RejectPendingChange", name, func() (int64, error) {
 				t, err := g.reg.RejectPending(ctx, name, &rev)
 				return t.Revision, err

@@ -84,6 +84,10 @@ commands:
                    repair analytics: calls repaired and failing validation by
                    field, caller and client, and suggested schema changes
                    (the answering replica's counts since it started)
+  history NAME [--limit N]
+                   the tool's kept definitions (its last 20), newest first:
+                   revision, time, writer, description; --output json gives
+                   each definition whole
   lint -f FILE [--profile P]...
                    check schemas against model providers offline
 
@@ -139,8 +143,10 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsReject(ctx, rest, stdout, stderr)
 	case "stats":
 		return toolsStats(ctx, rest, stdout, stderr)
+	case "history":
+		return toolsHistory(ctx, rest, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, alias, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats or lint)\n", sub)
+	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, alias, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats, history or lint)\n", sub)
 	return 2
 }
 

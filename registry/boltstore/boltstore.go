@@ -30,6 +30,9 @@ var (
 	bucketTools = []byte("tools")
 	// bucketBundles holds the bundles (bundles.go), under the same revision.
 	bucketBundles = []byte("bundles")
+	// bucketHistory holds a bucket per live tool of its last
+	// registry.HistoryDepth definitions keyed by revision (history.go).
+	bucketHistory = []byte("history")
 	keyRevision   = []byte("revision")
 )
 
@@ -84,7 +87,10 @@ type Store struct {
 	hub    *watchhub.Hub // history (in memory only: none before the open revision) and watchers
 }
 
-var _ registry.Store = (*Store)(nil)
+var (
+	_ registry.Store     = (*Store)(nil)
+	_ registry.Historian = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the store file at path. If another process
 // holds the file, Open fails after the open timeout with an error naming path.
@@ -116,6 +122,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 			return err
 		}
 		if _, err := tx.CreateBucketIfNotExists(bucketBundles); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketHistory); err != nil {
 			return err
 		}
 		rev, err = readRevision(meta)
@@ -258,6 +267,9 @@ func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (regi
 		if stored, err = toolcodec.Decode(v); err != nil {
 			return err
 		}
+		if err := record(tx, registry.ToolRevision{Revision: rev, Time: time.Now(), Writer: registry.WriterFrom(ctx), Tool: t}); err != nil {
+			return err
+		}
 		return tools.Put([]byte(t.Name), v)
 	})
 	if err != nil {
@@ -294,6 +306,9 @@ func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64
 			return registry.ErrNotFound
 		}
 		if rev, err = bumpRevision(tx); err != nil {
+			return err
+		}
+		if err := forget(tx, name); err != nil {
 			return err
 		}
 		return tools.Delete([]byte(name))

@@ -81,13 +81,19 @@ type Store struct {
 	// bundles is "<prefix>/bundles/" (bundles.go); one watch, over the
 	// range from it to the end of tools, orders both.
 	bundles string
-	opts    options
-	mu      sync.Mutex
-	closed  bool
-	stops   map[*int]context.CancelFunc // live watches, cancelled by Close
+	// versions is "<prefix>/versions/": each tool's history (history.go),
+	// outside the watched range.
+	versions string
+	opts     options
+	mu       sync.Mutex
+	closed   bool
+	stops    map[*int]context.CancelFunc // live watches, cancelled by Close
 }
 
-var _ registry.Store = (*Store)(nil)
+var (
+	_ registry.Store     = (*Store)(nil)
+	_ registry.Historian = (*Store)(nil)
+)
 
 // New returns a store keeping its tools under prefix (e.g. "/flowdrop/registry").
 func New(client *clientv3.Client, prefix string, opts ...Option) (*Store, error) {
@@ -102,7 +108,7 @@ func New(client *clientv3.Client, prefix string, opts ...Option) (*Store, error)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Store{cli: client, tools: prefix + "/tools/", bundles: prefix + "/bundles/", opts: o, stops: map[*int]context.CancelFunc{}}, nil
+	return &Store{cli: client, tools: prefix + "/tools/", bundles: prefix + "/bundles/", versions: prefix + "/versions/", opts: o, stops: map[*int]context.CancelFunc{}}, nil
 }
 
 func (s *Store) key(name string) string { return s.tools + name }
@@ -272,28 +278,43 @@ func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (regi
 		return registry.Tool{}, err
 	}
 	key := s.key(t.Name)
+	writer := registry.WriterFrom(ctx)
 	err = s.call(ctx, fmt.Sprintf("put %q", t.Name), func(ctx context.Context) error {
-		if expected == nil {
-			resp, err := s.cli.Put(ctx, key, string(val))
+		// The tool and its history entry go in one transaction, pinned to
+		// the tool's revision read with the history's keys: a concurrent
+		// write fails the pin and, unless the caller pinned a revision
+		// itself, is read again (each retry follows another's success).
+		for {
+			cur, hist, seq, err := s.readHistoryKeys(ctx, t.Name)
 			if err != nil {
 				return err
 			}
-			stored.Revision = resp.Header.Revision
-			return nil
+			if expected != nil && cur != *expected {
+				return &registry.RevisionMismatchError{Tool: t.Name, Expected: *expected, Actual: cur}
+			}
+			hv, err := toolcodec.EncodeRevision(registry.ToolRevision{Time: time.Now(), Writer: writer, Tool: stored})
+			if err != nil {
+				return err
+			}
+			ops := []clientv3.Op{clientv3.OpPut(key, string(val)), clientv3.OpPut(s.historyKey(t.Name, seq), string(hv))}
+			for i := 0; i < len(hist)+1-registry.HistoryDepth; i++ {
+				ops = append(ops, clientv3.OpDelete(string(hist[i].Key)))
+			}
+			resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", cur)).Then(ops...).Else(clientv3.OpGet(key)).Commit()
+			if err != nil {
+				return err
+			}
+			if resp.Succeeded {
+				stored.Revision = resp.Header.Revision
+				return nil
+			}
+			if expected != nil {
+				return mismatch(t.Name, *expected, resp)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		cmp := clientv3.Compare(clientv3.ModRevision(key), "=", *expected)
-		if *expected == 0 {
-			cmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-		}
-		resp, err := s.cli.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, string(val))).Else(clientv3.OpGet(key)).Commit()
-		if err != nil {
-			return err
-		}
-		if !resp.Succeeded {
-			return mismatch(t.Name, *expected, resp)
-		}
-		stored.Revision = resp.Header.Revision
-		return nil
 	})
 	if err != nil {
 		return registry.Tool{}, err
@@ -322,13 +343,17 @@ func actualRevision(resp *clientv3.TxnResponse) int64 {
 func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64, error) {
 	var rev int64
 	key := s.key(name)
+	forget := clientv3.OpDelete(s.historyPrefix(name), clientv3.WithPrefix())
 	err := s.call(ctx, fmt.Sprintf("delete %q", name), func(ctx context.Context) error {
 		if expected == nil {
-			resp, err := s.cli.Delete(ctx, key)
+			resp, err := s.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
+				Then(clientv3.OpDelete(key), forget).
+				Commit()
 			if err != nil {
 				return err
 			}
-			if resp.Deleted == 0 {
+			if !resp.Succeeded {
 				return registry.ErrNotFound
 			}
 			rev = resp.Header.Revision
@@ -338,7 +363,7 @@ func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64
 		// comparison always fails, and Else reports the actual revision.
 		resp, err := s.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", *expected), clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
-			Then(clientv3.OpDelete(key)).
+			Then(clientv3.OpDelete(key), forget).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -51,10 +52,16 @@ type Store struct {
 	rev     int64
 	tools   map[string]registry.Tool
 	bundles map[string]registry.Bundle
+	// history is each live tool's last registry.HistoryDepth definitions,
+	// oldest first (history.go).
+	history map[string][]registry.ToolRevision
 	hub     *watchhub.Hub // history and watchers; published under mu, in revision order
 }
 
-var _ registry.Store = (*Store)(nil)
+var (
+	_ registry.Store     = (*Store)(nil)
+	_ registry.Historian = (*Store)(nil)
+)
 
 // New returns an empty store at revision 0.
 func New(opts ...Option) *Store {
@@ -63,6 +70,7 @@ func New(opts ...Option) *Store {
 		watchBuf:   DefaultWatchBuffer,
 		tools:      make(map[string]registry.Tool),
 		bundles:    make(map[string]registry.Bundle),
+		history:    make(map[string][]registry.ToolRevision),
 	}
 	for _, o := range opts {
 		o(s)
@@ -154,6 +162,7 @@ func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (regi
 	s.rev++
 	t.Revision = s.rev
 	s.tools[t.Name] = t
+	s.record(registry.ToolRevision{Revision: t.Revision, Time: time.Now(), Writer: registry.WriterFrom(ctx), Tool: t})
 	s.publish(registry.Event{Type: registry.EventPut, Tool: t, Revision: s.rev})
 	return t, nil
 }
@@ -183,6 +192,7 @@ func (s *Store) Delete(ctx context.Context, name string, expected *int64) (int64
 	}
 	s.rev++
 	delete(s.tools, name)
+	delete(s.history, name)
 	s.publish(registry.Event{Type: registry.EventDelete, Tool: registry.Tool{Name: name}, Revision: s.rev})
 	return s.rev, nil
 }

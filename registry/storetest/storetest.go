@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"caller-mutation", "mutating the caller's tool after Put must not change what the store holds", testCallerMutation},
 	}
 	cases = append(cases, bundleCases...)
+	cases = append(cases, historyCases...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)

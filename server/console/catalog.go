@@ -74,8 +74,13 @@ type toolData struct {
 	Schema, OutputSchema             string
 	Writes                           []auditLine
 	AuditNote                        string
-	Arguments, IdempotencyKey        string
-	Result                           *tryResult
+	// History is the store's kept revisions, newest first (history.go);
+	// HistoryNote says why there are none.
+	History                   []revisionRow
+	HistoryNote               string
+	HistoryDepth              int
+	Arguments, IdempotencyKey string
+	Result                    *tryResult
 	// MayInvoke shows the Invoke action; Invoked is its answer.
 	MayInvoke bool
 	Invoked   *invokeResult
@@ -160,6 +165,8 @@ func (c *Console) toolPageWith(w http.ResponseWriter, r *http.Request, ses sessi
 	}
 	tail, note := c.readAudit(auditFilter{Tool: t.Name, writesOnly: true})
 	d.Writes, d.AuditNote = tail.Lines, note
+	d.History, d.HistoryNote = c.history(r.Context(), t.Name)
+	d.HistoryDepth = registry.HistoryDepth
 	c.render(w, http.StatusOK, pages.tool, ses.view(t.Name, "tools", d))
 }
 

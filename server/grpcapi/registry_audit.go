@@ -12,6 +12,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/policy"
+	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -78,10 +79,15 @@ type registryWriteKey struct{}
 
 // registryWriteCaller runs after authentication and before the role check
 // (so a caller without the admin role trying to write is on record with
-// its name): it puts the caller on the write's line and, under fail-closed
-// audit, refuses the write while the log cannot be written.
+// its name): it names the caller to the store's revision history, puts it
+// on the write's line and, under fail-closed audit, refuses the write
+// while the log cannot be written.
 func registryWriteCaller(a *pipeline.AuditRecorder) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if c, ok := policy.CallerFrom(ctx); ok {
+			// The store's revision history names the writer, audit or not.
+			ctx = registry.WithWriter(ctx, c.Subject)
+		}
 		w, _ := ctx.Value(registryWriteKey{}).(*registryWriteLine)
 		if w == nil {
 			return h(ctx, req)

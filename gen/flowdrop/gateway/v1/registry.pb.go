@@ -68,7 +68,177 @@ func (x WatchToolsResponse_EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchToolsResponse_EventType.Descriptor instead.
 func (WatchToolsResponse_EventType) EnumDescriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{37, 0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{40, 0}
+}
+
+type GetToolHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At most this many, newest first (0 or above 20: 20).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetToolHistoryRequest) Reset() {
+	*x = GetToolHistoryRequest{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetToolHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetToolHistoryRequest) ProtoMessage() {}
+
+func (x *GetToolHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetToolHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetToolHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetToolHistoryRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetToolHistoryRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type GetToolHistoryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revisions     []*ToolRevision        `protobuf:"bytes,1,rep,name=revisions,proto3" json:"revisions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetToolHistoryResponse) Reset() {
+	*x = GetToolHistoryResponse{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetToolHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetToolHistoryResponse) ProtoMessage() {}
+
+func (x *GetToolHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetToolHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetToolHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetToolHistoryResponse) GetRevisions() []*ToolRevision {
+	if x != nil {
+		return x.Revisions
+	}
+	return nil
+}
+
+// One stored definition of a tool.
+type ToolRevision struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Revision int64                  `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
+	// When the writing gateway stored it (its clock).
+	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The subject of the caller that wrote it; empty when the write had
+	// none (a tools file's seed, an upstream import).
+	Writer string `protobuf:"bytes,3,opt,name=writer,proto3" json:"writer,omitempty"`
+	// The definition as written (its revision is the revision above).
+	Tool          *Tool `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolRevision) Reset() {
+	*x = ToolRevision{}
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolRevision) ProtoMessage() {}
+
+func (x *ToolRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolRevision.ProtoReflect.Descriptor instead.
+func (*ToolRevision) Descriptor() ([]byte, []int) {
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolRevision) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ToolRevision) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ToolRevision) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
+}
+
+func (x *ToolRevision) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
 }
 
 type ListUserTokensRequest struct {
@@ -83,7 +253,7 @@ type ListUserTokensRequest struct {
 
 func (x *ListUserTokensRequest) Reset() {
 	*x = ListUserTokensRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -95,7 +265,7 @@ func (x *ListUserTokensRequest) String() string {
 func (*ListUserTokensRequest) ProtoMessage() {}
 
 func (x *ListUserTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[0]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -108,7 +278,7 @@ func (x *ListUserTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListUserTokensRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{0}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListUserTokensRequest) GetSubject() string {
@@ -136,7 +306,7 @@ type UserToken struct {
 
 func (x *UserToken) Reset() {
 	*x = UserToken{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +318,7 @@ func (x *UserToken) String() string {
 func (*UserToken) ProtoMessage() {}
 
 func (x *UserToken) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[1]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +331,7 @@ func (x *UserToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserToken.ProtoReflect.Descriptor instead.
 func (*UserToken) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UserToken) GetSubject() string {
@@ -189,7 +359,7 @@ type ListUserTokensResponse struct {
 
 func (x *ListUserTokensResponse) Reset() {
 	*x = ListUserTokensResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -201,7 +371,7 @@ func (x *ListUserTokensResponse) String() string {
 func (*ListUserTokensResponse) ProtoMessage() {}
 
 func (x *ListUserTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[2]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -214,7 +384,7 @@ func (x *ListUserTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListUserTokensResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListUserTokensResponse) GetTokens() []*UserToken {
@@ -243,7 +413,7 @@ type RevokeUserTokensRequest struct {
 
 func (x *RevokeUserTokensRequest) Reset() {
 	*x = RevokeUserTokensRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +425,7 @@ func (x *RevokeUserTokensRequest) String() string {
 func (*RevokeUserTokensRequest) ProtoMessage() {}
 
 func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[3]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +438,7 @@ func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RevokeUserTokensRequest) GetSubject() string {
@@ -295,7 +465,7 @@ type RevokeUserTokensResponse struct {
 
 func (x *RevokeUserTokensResponse) Reset() {
 	*x = RevokeUserTokensResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +477,7 @@ func (x *RevokeUserTokensResponse) String() string {
 func (*RevokeUserTokensResponse) ProtoMessage() {}
 
 func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[4]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +490,7 @@ func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RevokeUserTokensResponse) GetRevoked() int32 {
@@ -364,7 +534,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +546,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[5]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +559,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Bundle) GetName() string {
@@ -453,7 +623,7 @@ type PutBundleRequest struct {
 
 func (x *PutBundleRequest) Reset() {
 	*x = PutBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -465,7 +635,7 @@ func (x *PutBundleRequest) String() string {
 func (*PutBundleRequest) ProtoMessage() {}
 
 func (x *PutBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[6]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -478,7 +648,7 @@ func (x *PutBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBundleRequest.ProtoReflect.Descriptor instead.
 func (*PutBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{6}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PutBundleRequest) GetBundle() *Bundle {
@@ -505,7 +675,7 @@ type PutBundleResponse struct {
 
 func (x *PutBundleResponse) Reset() {
 	*x = PutBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +687,7 @@ func (x *PutBundleResponse) String() string {
 func (*PutBundleResponse) ProtoMessage() {}
 
 func (x *PutBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[7]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +700,7 @@ func (x *PutBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBundleResponse.ProtoReflect.Descriptor instead.
 func (*PutBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{7}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PutBundleResponse) GetBundle() *Bundle {
@@ -556,7 +726,7 @@ type GetBundleRequest struct {
 
 func (x *GetBundleRequest) Reset() {
 	*x = GetBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +738,7 @@ func (x *GetBundleRequest) String() string {
 func (*GetBundleRequest) ProtoMessage() {}
 
 func (x *GetBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[8]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +751,7 @@ func (x *GetBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBundleRequest.ProtoReflect.Descriptor instead.
 func (*GetBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{8}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetBundleRequest) GetName() string {
@@ -600,7 +770,7 @@ type GetBundleResponse struct {
 
 func (x *GetBundleResponse) Reset() {
 	*x = GetBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +782,7 @@ func (x *GetBundleResponse) String() string {
 func (*GetBundleResponse) ProtoMessage() {}
 
 func (x *GetBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[9]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +795,7 @@ func (x *GetBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBundleResponse.ProtoReflect.Descriptor instead.
 func (*GetBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{9}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetBundleResponse) GetBundle() *Bundle {
@@ -643,7 +813,7 @@ type ListBundlesRequest struct {
 
 func (x *ListBundlesRequest) Reset() {
 	*x = ListBundlesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -655,7 +825,7 @@ func (x *ListBundlesRequest) String() string {
 func (*ListBundlesRequest) ProtoMessage() {}
 
 func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[10]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -668,7 +838,7 @@ func (x *ListBundlesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesRequest.ProtoReflect.Descriptor instead.
 func (*ListBundlesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{10}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
 }
 
 type ListBundlesResponse struct {
@@ -680,7 +850,7 @@ type ListBundlesResponse struct {
 
 func (x *ListBundlesResponse) Reset() {
 	*x = ListBundlesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +862,7 @@ func (x *ListBundlesResponse) String() string {
 func (*ListBundlesResponse) ProtoMessage() {}
 
 func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[11]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +875,7 @@ func (x *ListBundlesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBundlesResponse.ProtoReflect.Descriptor instead.
 func (*ListBundlesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{11}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListBundlesResponse) GetBundles() []*Bundle {
@@ -725,7 +895,7 @@ type DeleteBundleRequest struct {
 
 func (x *DeleteBundleRequest) Reset() {
 	*x = DeleteBundleRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +907,7 @@ func (x *DeleteBundleRequest) String() string {
 func (*DeleteBundleRequest) ProtoMessage() {}
 
 func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[12]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +920,7 @@ func (x *DeleteBundleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteBundleRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{12}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteBundleRequest) GetName() string {
@@ -775,7 +945,7 @@ type DeleteBundleResponse struct {
 
 func (x *DeleteBundleResponse) Reset() {
 	*x = DeleteBundleResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +957,7 @@ func (x *DeleteBundleResponse) String() string {
 func (*DeleteBundleResponse) ProtoMessage() {}
 
 func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[13]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +970,7 @@ func (x *DeleteBundleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteBundleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteBundleResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{13}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
 }
 
 type ListPendingChangesRequest struct {
@@ -817,7 +987,7 @@ type ListPendingChangesRequest struct {
 
 func (x *ListPendingChangesRequest) Reset() {
 	*x = ListPendingChangesRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +999,7 @@ func (x *ListPendingChangesRequest) String() string {
 func (*ListPendingChangesRequest) ProtoMessage() {}
 
 func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[14]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +1012,7 @@ func (x *ListPendingChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{14}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListPendingChangesRequest) GetNamePrefix() string {
@@ -876,7 +1046,7 @@ type ListPendingChangesResponse struct {
 
 func (x *ListPendingChangesResponse) Reset() {
 	*x = ListPendingChangesResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +1058,7 @@ func (x *ListPendingChangesResponse) String() string {
 func (*ListPendingChangesResponse) ProtoMessage() {}
 
 func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[15]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1071,7 @@ func (x *ListPendingChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingChangesResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{15}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListPendingChangesResponse) GetChanges() []*PendingChange {
@@ -946,7 +1116,7 @@ type PendingChange struct {
 
 func (x *PendingChange) Reset() {
 	*x = PendingChange{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1128,7 @@ func (x *PendingChange) String() string {
 func (*PendingChange) ProtoMessage() {}
 
 func (x *PendingChange) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[16]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1141,7 @@ func (x *PendingChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
 func (*PendingChange) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{16}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PendingChange) GetTool() *Tool {
@@ -1025,7 +1195,7 @@ type GetPendingChangeRequest struct {
 
 func (x *GetPendingChangeRequest) Reset() {
 	*x = GetPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1207,7 @@ func (x *GetPendingChangeRequest) String() string {
 func (*GetPendingChangeRequest) ProtoMessage() {}
 
 func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[17]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1220,7 @@ func (x *GetPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{17}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetPendingChangeRequest) GetName() string {
@@ -1069,7 +1239,7 @@ type GetPendingChangeResponse struct {
 
 func (x *GetPendingChangeResponse) Reset() {
 	*x = GetPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1251,7 @@ func (x *GetPendingChangeResponse) String() string {
 func (*GetPendingChangeResponse) ProtoMessage() {}
 
 func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[18]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1264,7 @@ func (x *GetPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{18}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetPendingChangeResponse) GetChange() *PendingChange {
@@ -1116,7 +1286,7 @@ type ApprovePendingChangeRequest struct {
 
 func (x *ApprovePendingChangeRequest) Reset() {
 	*x = ApprovePendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1298,7 @@ func (x *ApprovePendingChangeRequest) String() string {
 func (*ApprovePendingChangeRequest) ProtoMessage() {}
 
 func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[19]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1311,7 @@ func (x *ApprovePendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{19}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApprovePendingChangeRequest) GetName() string {
@@ -1172,7 +1342,7 @@ type ApprovePendingChangeResponse struct {
 
 func (x *ApprovePendingChangeResponse) Reset() {
 	*x = ApprovePendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1184,7 +1354,7 @@ func (x *ApprovePendingChangeResponse) String() string {
 func (*ApprovePendingChangeResponse) ProtoMessage() {}
 
 func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[20]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1197,7 +1367,7 @@ func (x *ApprovePendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovePendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*ApprovePendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{20}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ApprovePendingChangeResponse) GetTool() *Tool {
@@ -1239,7 +1409,7 @@ type RejectPendingChangeRequest struct {
 
 func (x *RejectPendingChangeRequest) Reset() {
 	*x = RejectPendingChangeRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1421,7 @@ func (x *RejectPendingChangeRequest) String() string {
 func (*RejectPendingChangeRequest) ProtoMessage() {}
 
 func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[21]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1434,7 @@ func (x *RejectPendingChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeRequest.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{21}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RejectPendingChangeRequest) GetName() string {
@@ -1291,7 +1461,7 @@ type RejectPendingChangeResponse struct {
 
 func (x *RejectPendingChangeResponse) Reset() {
 	*x = RejectPendingChangeResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1473,7 @@ func (x *RejectPendingChangeResponse) String() string {
 func (*RejectPendingChangeResponse) ProtoMessage() {}
 
 func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[22]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1486,7 @@ func (x *RejectPendingChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectPendingChangeResponse.ProtoReflect.Descriptor instead.
 func (*RejectPendingChangeResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{22}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RejectPendingChangeResponse) GetTool() *Tool {
@@ -1345,7 +1515,7 @@ type ExportToolsRequest struct {
 
 func (x *ExportToolsRequest) Reset() {
 	*x = ExportToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1527,7 @@ func (x *ExportToolsRequest) String() string {
 func (*ExportToolsRequest) ProtoMessage() {}
 
 func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[23]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1540,7 @@ func (x *ExportToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsRequest.ProtoReflect.Descriptor instead.
 func (*ExportToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{23}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExportToolsRequest) GetFormat() string {
@@ -1426,7 +1596,7 @@ type ExportToolsResponse struct {
 
 func (x *ExportToolsResponse) Reset() {
 	*x = ExportToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1608,7 @@ func (x *ExportToolsResponse) String() string {
 func (*ExportToolsResponse) ProtoMessage() {}
 
 func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[24]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1621,7 @@ func (x *ExportToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportToolsResponse.ProtoReflect.Descriptor instead.
 func (*ExportToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{24}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExportToolsResponse) GetToolsJson() string {
@@ -1492,7 +1662,7 @@ type LeftOutTool struct {
 
 func (x *LeftOutTool) Reset() {
 	*x = LeftOutTool{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1674,7 @@ func (x *LeftOutTool) String() string {
 func (*LeftOutTool) ProtoMessage() {}
 
 func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[25]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1687,7 @@ func (x *LeftOutTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOutTool.ProtoReflect.Descriptor instead.
 func (*LeftOutTool) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{25}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LeftOutTool) GetName() string {
@@ -1550,7 +1720,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1732,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[26]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1745,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{26}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RegisterToolRequest) GetTool() *Tool {
@@ -1620,7 +1790,7 @@ type CompatibilityNote struct {
 
 func (x *CompatibilityNote) Reset() {
 	*x = CompatibilityNote{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1802,7 @@ func (x *CompatibilityNote) String() string {
 func (*CompatibilityNote) ProtoMessage() {}
 
 func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[27]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1815,7 @@ func (x *CompatibilityNote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompatibilityNote.ProtoReflect.Descriptor instead.
 func (*CompatibilityNote) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{27}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CompatibilityNote) GetPath() string {
@@ -1685,7 +1855,7 @@ type LintFinding struct {
 
 func (x *LintFinding) Reset() {
 	*x = LintFinding{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1867,7 @@ func (x *LintFinding) String() string {
 func (*LintFinding) ProtoMessage() {}
 
 func (x *LintFinding) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[28]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1880,7 @@ func (x *LintFinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LintFinding.ProtoReflect.Descriptor instead.
 func (*LintFinding) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{28}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LintFinding) GetProfile() string {
@@ -1753,7 +1923,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1935,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[29]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1948,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{29}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RegisterToolResponse) GetTool() *Tool {
@@ -1818,7 +1988,7 @@ type GetToolRequest struct {
 
 func (x *GetToolRequest) Reset() {
 	*x = GetToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2000,7 @@ func (x *GetToolRequest) String() string {
 func (*GetToolRequest) ProtoMessage() {}
 
 func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[30]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2013,7 @@ func (x *GetToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolRequest.ProtoReflect.Descriptor instead.
 func (*GetToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{30}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetToolRequest) GetName() string {
@@ -1862,7 +2032,7 @@ type GetToolResponse struct {
 
 func (x *GetToolResponse) Reset() {
 	*x = GetToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2044,7 @@ func (x *GetToolResponse) String() string {
 func (*GetToolResponse) ProtoMessage() {}
 
 func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[31]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2057,7 @@ func (x *GetToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolResponse.ProtoReflect.Descriptor instead.
 func (*GetToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{31}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetToolResponse) GetTool() *Tool {
@@ -1912,7 +2082,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2094,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[32]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2107,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{32}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -1985,7 +2155,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2167,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[33]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2180,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{33}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -2037,7 +2207,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2219,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[34]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2232,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{34}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -2087,7 +2257,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2269,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[35]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2282,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{35}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{38}
 }
 
 type WatchToolsRequest struct {
@@ -2125,7 +2295,7 @@ type WatchToolsRequest struct {
 
 func (x *WatchToolsRequest) Reset() {
 	*x = WatchToolsRequest{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2307,7 @@ func (x *WatchToolsRequest) String() string {
 func (*WatchToolsRequest) ProtoMessage() {}
 
 func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[36]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2320,7 @@ func (x *WatchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{36}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchToolsRequest) GetStartRevision() int64 {
@@ -2172,7 +2342,7 @@ type WatchToolsResponse struct {
 
 func (x *WatchToolsResponse) Reset() {
 	*x = WatchToolsResponse{}
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2354,7 @@ func (x *WatchToolsResponse) String() string {
 func (*WatchToolsResponse) ProtoMessage() {}
 
 func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[37]
+	mi := &file_flowdrop_gateway_v1_registry_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2367,7 @@ func (x *WatchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchToolsResponse.ProtoReflect.Descriptor instead.
 func (*WatchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{37}
+	return file_flowdrop_gateway_v1_registry_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchToolsResponse) GetType() WatchToolsResponse_EventType {
@@ -2225,7 +2395,17 @@ var File_flowdrop_gateway_v1_registry_proto protoreflect.FileDescriptor
 
 const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"I\n" +
+	"\"flowdrop/gateway/v1/registry.proto\x12\x13flowdrop.gateway.v1\x1a&flowdrop/gateway/v1/repair_stats.proto\x1a flowdrop/gateway/v1/search.proto\x1a\x1eflowdrop/gateway/v1/tool.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"A\n" +
+	"\x15GetToolHistoryRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"Y\n" +
+	"\x16GetToolHistoryResponse\x12?\n" +
+	"\trevisions\x18\x01 \x03(\v2!.flowdrop.gateway.v1.ToolRevisionR\trevisions\"\xa1\x01\n" +
+	"\fToolRevision\x12\x1a\n" +
+	"\brevision\x18\x01 \x01(\x03R\brevision\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06writer\x18\x03 \x01(\tR\x06writer\x12-\n" +
+	"\x04tool\x18\x04 \x01(\v2\x19.flowdrop.gateway.v1.ToolR\x04tool\"I\n" +
 	"\x15ListUserTokensRequest\x12\x18\n" +
 	"\asubject\x18\x01 \x01(\tR\asubject\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\"=\n" +
@@ -2371,7 +2551,7 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eEVENT_TYPE_PUT\x10\x01\x12\x15\n" +
-	"\x11EVENT_TYPE_DELETE\x10\x022\xd5\x0e\n" +
+	"\x11EVENT_TYPE_DELETE\x10\x022\xc0\x0f\n" +
 	"\x13ToolRegistryService\x12c\n" +
 	"\fRegisterTool\x12(.flowdrop.gateway.v1.RegisterToolRequest\x1a).flowdrop.gateway.v1.RegisterToolResponse\x12T\n" +
 	"\aGetTool\x12#.flowdrop.gateway.v1.GetToolRequest\x1a$.flowdrop.gateway.v1.GetToolResponse\x12Z\n" +
@@ -2392,7 +2572,8 @@ const file_flowdrop_gateway_v1_registry_proto_rawDesc = "" +
 	"\vListBundles\x12'.flowdrop.gateway.v1.ListBundlesRequest\x1a(.flowdrop.gateway.v1.ListBundlesResponse\x12c\n" +
 	"\fDeleteBundle\x12(.flowdrop.gateway.v1.DeleteBundleRequest\x1a).flowdrop.gateway.v1.DeleteBundleResponse\x12i\n" +
 	"\x0eListUserTokens\x12*.flowdrop.gateway.v1.ListUserTokensRequest\x1a+.flowdrop.gateway.v1.ListUserTokensResponse\x12o\n" +
-	"\x10RevokeUserTokens\x12,.flowdrop.gateway.v1.RevokeUserTokensRequest\x1a-.flowdrop.gateway.v1.RevokeUserTokensResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
+	"\x10RevokeUserTokens\x12,.flowdrop.gateway.v1.RevokeUserTokensRequest\x1a-.flowdrop.gateway.v1.RevokeUserTokensResponse\x12i\n" +
+	"\x0eGetToolHistory\x12*.flowdrop.gateway.v1.GetToolHistoryRequest\x1a+.flowdrop.gateway.v1.GetToolHistoryResponseB?Z=github.com/flowdrop/gateway/gen/flowdrop/gateway/v1;gatewayv1b\x06proto3"
 
 var (
 	file_flowdrop_gateway_v1_registry_proto_rawDescOnce sync.Once
@@ -2407,123 +2588,131 @@ func file_flowdrop_gateway_v1_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_flowdrop_gateway_v1_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_flowdrop_gateway_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_flowdrop_gateway_v1_registry_proto_goTypes = []any{
 	(WatchToolsResponse_EventType)(0),    // 0: flowdrop.gateway.v1.WatchToolsResponse.EventType
-	(*ListUserTokensRequest)(nil),        // 1: flowdrop.gateway.v1.ListUserTokensRequest
-	(*UserToken)(nil),                    // 2: flowdrop.gateway.v1.UserToken
-	(*ListUserTokensResponse)(nil),       // 3: flowdrop.gateway.v1.ListUserTokensResponse
-	(*RevokeUserTokensRequest)(nil),      // 4: flowdrop.gateway.v1.RevokeUserTokensRequest
-	(*RevokeUserTokensResponse)(nil),     // 5: flowdrop.gateway.v1.RevokeUserTokensResponse
-	(*Bundle)(nil),                       // 6: flowdrop.gateway.v1.Bundle
-	(*PutBundleRequest)(nil),             // 7: flowdrop.gateway.v1.PutBundleRequest
-	(*PutBundleResponse)(nil),            // 8: flowdrop.gateway.v1.PutBundleResponse
-	(*GetBundleRequest)(nil),             // 9: flowdrop.gateway.v1.GetBundleRequest
-	(*GetBundleResponse)(nil),            // 10: flowdrop.gateway.v1.GetBundleResponse
-	(*ListBundlesRequest)(nil),           // 11: flowdrop.gateway.v1.ListBundlesRequest
-	(*ListBundlesResponse)(nil),          // 12: flowdrop.gateway.v1.ListBundlesResponse
-	(*DeleteBundleRequest)(nil),          // 13: flowdrop.gateway.v1.DeleteBundleRequest
-	(*DeleteBundleResponse)(nil),         // 14: flowdrop.gateway.v1.DeleteBundleResponse
-	(*ListPendingChangesRequest)(nil),    // 15: flowdrop.gateway.v1.ListPendingChangesRequest
-	(*ListPendingChangesResponse)(nil),   // 16: flowdrop.gateway.v1.ListPendingChangesResponse
-	(*PendingChange)(nil),                // 17: flowdrop.gateway.v1.PendingChange
-	(*GetPendingChangeRequest)(nil),      // 18: flowdrop.gateway.v1.GetPendingChangeRequest
-	(*GetPendingChangeResponse)(nil),     // 19: flowdrop.gateway.v1.GetPendingChangeResponse
-	(*ApprovePendingChangeRequest)(nil),  // 20: flowdrop.gateway.v1.ApprovePendingChangeRequest
-	(*ApprovePendingChangeResponse)(nil), // 21: flowdrop.gateway.v1.ApprovePendingChangeResponse
-	(*RejectPendingChangeRequest)(nil),   // 22: flowdrop.gateway.v1.RejectPendingChangeRequest
-	(*RejectPendingChangeResponse)(nil),  // 23: flowdrop.gateway.v1.RejectPendingChangeResponse
-	(*ExportToolsRequest)(nil),           // 24: flowdrop.gateway.v1.ExportToolsRequest
-	(*ExportToolsResponse)(nil),          // 25: flowdrop.gateway.v1.ExportToolsResponse
-	(*LeftOutTool)(nil),                  // 26: flowdrop.gateway.v1.LeftOutTool
-	(*RegisterToolRequest)(nil),          // 27: flowdrop.gateway.v1.RegisterToolRequest
-	(*CompatibilityNote)(nil),            // 28: flowdrop.gateway.v1.CompatibilityNote
-	(*LintFinding)(nil),                  // 29: flowdrop.gateway.v1.LintFinding
-	(*RegisterToolResponse)(nil),         // 30: flowdrop.gateway.v1.RegisterToolResponse
-	(*GetToolRequest)(nil),               // 31: flowdrop.gateway.v1.GetToolRequest
-	(*GetToolResponse)(nil),              // 32: flowdrop.gateway.v1.GetToolResponse
-	(*ListToolsRequest)(nil),             // 33: flowdrop.gateway.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),            // 34: flowdrop.gateway.v1.ListToolsResponse
-	(*DeleteToolRequest)(nil),            // 35: flowdrop.gateway.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),           // 36: flowdrop.gateway.v1.DeleteToolResponse
-	(*WatchToolsRequest)(nil),            // 37: flowdrop.gateway.v1.WatchToolsRequest
-	(*WatchToolsResponse)(nil),           // 38: flowdrop.gateway.v1.WatchToolsResponse
-	nil,                                  // 39: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	(*Tool)(nil),                         // 40: flowdrop.gateway.v1.Tool
-	(*timestamppb.Timestamp)(nil),        // 41: google.protobuf.Timestamp
-	(*GetRepairStatsRequest)(nil),        // 42: flowdrop.gateway.v1.GetRepairStatsRequest
-	(*SearchToolsRequest)(nil),           // 43: flowdrop.gateway.v1.SearchToolsRequest
-	(*GetRepairStatsResponse)(nil),       // 44: flowdrop.gateway.v1.GetRepairStatsResponse
-	(*SearchToolsResponse)(nil),          // 45: flowdrop.gateway.v1.SearchToolsResponse
+	(*GetToolHistoryRequest)(nil),        // 1: flowdrop.gateway.v1.GetToolHistoryRequest
+	(*GetToolHistoryResponse)(nil),       // 2: flowdrop.gateway.v1.GetToolHistoryResponse
+	(*ToolRevision)(nil),                 // 3: flowdrop.gateway.v1.ToolRevision
+	(*ListUserTokensRequest)(nil),        // 4: flowdrop.gateway.v1.ListUserTokensRequest
+	(*UserToken)(nil),                    // 5: flowdrop.gateway.v1.UserToken
+	(*ListUserTokensResponse)(nil),       // 6: flowdrop.gateway.v1.ListUserTokensResponse
+	(*RevokeUserTokensRequest)(nil),      // 7: flowdrop.gateway.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),     // 8: flowdrop.gateway.v1.RevokeUserTokensResponse
+	(*Bundle)(nil),                       // 9: flowdrop.gateway.v1.Bundle
+	(*PutBundleRequest)(nil),             // 10: flowdrop.gateway.v1.PutBundleRequest
+	(*PutBundleResponse)(nil),            // 11: flowdrop.gateway.v1.PutBundleResponse
+	(*GetBundleRequest)(nil),             // 12: flowdrop.gateway.v1.GetBundleRequest
+	(*GetBundleResponse)(nil),            // 13: flowdrop.gateway.v1.GetBundleResponse
+	(*ListBundlesRequest)(nil),           // 14: flowdrop.gateway.v1.ListBundlesRequest
+	(*ListBundlesResponse)(nil),          // 15: flowdrop.gateway.v1.ListBundlesResponse
+	(*DeleteBundleRequest)(nil),          // 16: flowdrop.gateway.v1.DeleteBundleRequest
+	(*DeleteBundleResponse)(nil),         // 17: flowdrop.gateway.v1.DeleteBundleResponse
+	(*ListPendingChangesRequest)(nil),    // 18: flowdrop.gateway.v1.ListPendingChangesRequest
+	(*ListPendingChangesResponse)(nil),   // 19: flowdrop.gateway.v1.ListPendingChangesResponse
+	(*PendingChange)(nil),                // 20: flowdrop.gateway.v1.PendingChange
+	(*GetPendingChangeRequest)(nil),      // 21: flowdrop.gateway.v1.GetPendingChangeRequest
+	(*GetPendingChangeResponse)(nil),     // 22: flowdrop.gateway.v1.GetPendingChangeResponse
+	(*ApprovePendingChangeRequest)(nil),  // 23: flowdrop.gateway.v1.ApprovePendingChangeRequest
+	(*ApprovePendingChangeResponse)(nil), // 24: flowdrop.gateway.v1.ApprovePendingChangeResponse
+	(*RejectPendingChangeRequest)(nil),   // 25: flowdrop.gateway.v1.RejectPendingChangeRequest
+	(*RejectPendingChangeResponse)(nil),  // 26: flowdrop.gateway.v1.RejectPendingChangeResponse
+	(*ExportToolsRequest)(nil),           // 27: flowdrop.gateway.v1.ExportToolsRequest
+	(*ExportToolsResponse)(nil),          // 28: flowdrop.gateway.v1.ExportToolsResponse
+	(*LeftOutTool)(nil),                  // 29: flowdrop.gateway.v1.LeftOutTool
+	(*RegisterToolRequest)(nil),          // 30: flowdrop.gateway.v1.RegisterToolRequest
+	(*CompatibilityNote)(nil),            // 31: flowdrop.gateway.v1.CompatibilityNote
+	(*LintFinding)(nil),                  // 32: flowdrop.gateway.v1.LintFinding
+	(*RegisterToolResponse)(nil),         // 33: flowdrop.gateway.v1.RegisterToolResponse
+	(*GetToolRequest)(nil),               // 34: flowdrop.gateway.v1.GetToolRequest
+	(*GetToolResponse)(nil),              // 35: flowdrop.gateway.v1.GetToolResponse
+	(*ListToolsRequest)(nil),             // 36: flowdrop.gateway.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),            // 37: flowdrop.gateway.v1.ListToolsResponse
+	(*DeleteToolRequest)(nil),            // 38: flowdrop.gateway.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),           // 39: flowdrop.gateway.v1.DeleteToolResponse
+	(*WatchToolsRequest)(nil),            // 40: flowdrop.gateway.v1.WatchToolsRequest
+	(*WatchToolsResponse)(nil),           // 41: flowdrop.gateway.v1.WatchToolsResponse
+	nil,                                  // 42: flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),        // 43: google.protobuf.Timestamp
+	(*Tool)(nil),                         // 44: flowdrop.gateway.v1.Tool
+	(*GetRepairStatsRequest)(nil),        // 45: flowdrop.gateway.v1.GetRepairStatsRequest
+	(*SearchToolsRequest)(nil),           // 46: flowdrop.gateway.v1.SearchToolsRequest
+	(*GetRepairStatsResponse)(nil),       // 47: flowdrop.gateway.v1.GetRepairStatsResponse
+	(*SearchToolsResponse)(nil),          // 48: flowdrop.gateway.v1.SearchToolsResponse
 }
 var file_flowdrop_gateway_v1_registry_proto_depIdxs = []int32{
-	2,  // 0: flowdrop.gateway.v1.ListUserTokensResponse.tokens:type_name -> flowdrop.gateway.v1.UserToken
-	6,  // 1: flowdrop.gateway.v1.PutBundleRequest.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	6,  // 2: flowdrop.gateway.v1.PutBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	6,  // 3: flowdrop.gateway.v1.GetBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
-	6,  // 4: flowdrop.gateway.v1.ListBundlesResponse.bundles:type_name -> flowdrop.gateway.v1.Bundle
-	17, // 5: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
-	40, // 6: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
-	40, // 7: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
-	28, // 8: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	41, // 9: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
-	17, // 10: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
-	40, // 11: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	28, // 12: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	29, // 13: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	40, // 14: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	26, // 15: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
-	29, // 16: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
-	40, // 17: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
-	40, // 18: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	28, // 19: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
-	29, // 20: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
-	40, // 21: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	39, // 22: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
-	40, // 23: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
-	0,  // 24: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
-	40, // 25: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
-	27, // 26: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
-	31, // 27: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
-	33, // 28: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
-	35, // 29: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
-	37, // 30: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
-	24, // 31: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
-	15, // 32: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
-	18, // 33: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
-	20, // 34: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
-	22, // 35: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
-	42, // 36: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
-	43, // 37: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
-	7,  // 38: flowdrop.gateway.v1.ToolRegistryService.PutBundle:input_type -> flowdrop.gateway.v1.PutBundleRequest
-	9,  // 39: flowdrop.gateway.v1.ToolRegistryService.GetBundle:input_type -> flowdrop.gateway.v1.GetBundleRequest
-	11, // 40: flowdrop.gateway.v1.ToolRegistryService.ListBundles:input_type -> flowdrop.gateway.v1.ListBundlesRequest
-	13, // 41: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:input_type -> flowdrop.gateway.v1.DeleteBundleRequest
-	1,  // 42: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:input_type -> flowdrop.gateway.v1.ListUserTokensRequest
-	4,  // 43: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:input_type -> flowdrop.gateway.v1.RevokeUserTokensRequest
-	30, // 44: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
-	32, // 45: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
-	34, // 46: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
-	36, // 47: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
-	38, // 48: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
-	25, // 49: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
-	16, // 50: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
-	19, // 51: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
-	21, // 52: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
-	23, // 53: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
-	44, // 54: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
-	45, // 55: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
-	8,  // 56: flowdrop.gateway.v1.ToolRegistryService.PutBundle:output_type -> flowdrop.gateway.v1.PutBundleResponse
-	10, // 57: flowdrop.gateway.v1.ToolRegistryService.GetBundle:output_type -> flowdrop.gateway.v1.GetBundleResponse
-	12, // 58: flowdrop.gateway.v1.ToolRegistryService.ListBundles:output_type -> flowdrop.gateway.v1.ListBundlesResponse
-	14, // 59: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:output_type -> flowdrop.gateway.v1.DeleteBundleResponse
-	3,  // 60: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:output_type -> flowdrop.gateway.v1.ListUserTokensResponse
-	5,  // 61: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:output_type -> flowdrop.gateway.v1.RevokeUserTokensResponse
-	44, // [44:62] is the sub-list for method output_type
-	26, // [26:44] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	3,  // 0: flowdrop.gateway.v1.GetToolHistoryResponse.revisions:type_name -> flowdrop.gateway.v1.ToolRevision
+	43, // 1: flowdrop.gateway.v1.ToolRevision.time:type_name -> google.protobuf.Timestamp
+	44, // 2: flowdrop.gateway.v1.ToolRevision.tool:type_name -> flowdrop.gateway.v1.Tool
+	5,  // 3: flowdrop.gateway.v1.ListUserTokensResponse.tokens:type_name -> flowdrop.gateway.v1.UserToken
+	9,  // 4: flowdrop.gateway.v1.PutBundleRequest.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	9,  // 5: flowdrop.gateway.v1.PutBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	9,  // 6: flowdrop.gateway.v1.GetBundleResponse.bundle:type_name -> flowdrop.gateway.v1.Bundle
+	9,  // 7: flowdrop.gateway.v1.ListBundlesResponse.bundles:type_name -> flowdrop.gateway.v1.Bundle
+	20, // 8: flowdrop.gateway.v1.ListPendingChangesResponse.changes:type_name -> flowdrop.gateway.v1.PendingChange
+	44, // 9: flowdrop.gateway.v1.PendingChange.tool:type_name -> flowdrop.gateway.v1.Tool
+	44, // 10: flowdrop.gateway.v1.PendingChange.proposed:type_name -> flowdrop.gateway.v1.Tool
+	31, // 11: flowdrop.gateway.v1.PendingChange.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	43, // 12: flowdrop.gateway.v1.PendingChange.detected_at:type_name -> google.protobuf.Timestamp
+	20, // 13: flowdrop.gateway.v1.GetPendingChangeResponse.change:type_name -> flowdrop.gateway.v1.PendingChange
+	44, // 14: flowdrop.gateway.v1.ApprovePendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	31, // 15: flowdrop.gateway.v1.ApprovePendingChangeResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	32, // 16: flowdrop.gateway.v1.ApprovePendingChangeResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	44, // 17: flowdrop.gateway.v1.RejectPendingChangeResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	29, // 18: flowdrop.gateway.v1.ExportToolsResponse.left_out:type_name -> flowdrop.gateway.v1.LeftOutTool
+	32, // 19: flowdrop.gateway.v1.LeftOutTool.findings:type_name -> flowdrop.gateway.v1.LintFinding
+	44, // 20: flowdrop.gateway.v1.RegisterToolRequest.tool:type_name -> flowdrop.gateway.v1.Tool
+	44, // 21: flowdrop.gateway.v1.RegisterToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	31, // 22: flowdrop.gateway.v1.RegisterToolResponse.compatibility_notes:type_name -> flowdrop.gateway.v1.CompatibilityNote
+	32, // 23: flowdrop.gateway.v1.RegisterToolResponse.lint_findings:type_name -> flowdrop.gateway.v1.LintFinding
+	44, // 24: flowdrop.gateway.v1.GetToolResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	42, // 25: flowdrop.gateway.v1.ListToolsRequest.labels:type_name -> flowdrop.gateway.v1.ListToolsRequest.LabelsEntry
+	44, // 26: flowdrop.gateway.v1.ListToolsResponse.tools:type_name -> flowdrop.gateway.v1.Tool
+	0,  // 27: flowdrop.gateway.v1.WatchToolsResponse.type:type_name -> flowdrop.gateway.v1.WatchToolsResponse.EventType
+	44, // 28: flowdrop.gateway.v1.WatchToolsResponse.tool:type_name -> flowdrop.gateway.v1.Tool
+	30, // 29: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:input_type -> flowdrop.gateway.v1.RegisterToolRequest
+	34, // 30: flowdrop.gateway.v1.ToolRegistryService.GetTool:input_type -> flowdrop.gateway.v1.GetToolRequest
+	36, // 31: flowdrop.gateway.v1.ToolRegistryService.ListTools:input_type -> flowdrop.gateway.v1.ListToolsRequest
+	38, // 32: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:input_type -> flowdrop.gateway.v1.DeleteToolRequest
+	40, // 33: flowdrop.gateway.v1.ToolRegistryService.WatchTools:input_type -> flowdrop.gateway.v1.WatchToolsRequest
+	27, // 34: flowdrop.gateway.v1.ToolRegistryService.ExportTools:input_type -> flowdrop.gateway.v1.ExportToolsRequest
+	18, // 35: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:input_type -> flowdrop.gateway.v1.ListPendingChangesRequest
+	21, // 36: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:input_type -> flowdrop.gateway.v1.GetPendingChangeRequest
+	23, // 37: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:input_type -> flowdrop.gateway.v1.ApprovePendingChangeRequest
+	25, // 38: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:input_type -> flowdrop.gateway.v1.RejectPendingChangeRequest
+	45, // 39: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:input_type -> flowdrop.gateway.v1.GetRepairStatsRequest
+	46, // 40: flowdrop.gateway.v1.ToolRegistryService.SearchTools:input_type -> flowdrop.gateway.v1.SearchToolsRequest
+	10, // 41: flowdrop.gateway.v1.ToolRegistryService.PutBundle:input_type -> flowdrop.gateway.v1.PutBundleRequest
+	12, // 42: flowdrop.gateway.v1.ToolRegistryService.GetBundle:input_type -> flowdrop.gateway.v1.GetBundleRequest
+	14, // 43: flowdrop.gateway.v1.ToolRegistryService.ListBundles:input_type -> flowdrop.gateway.v1.ListBundlesRequest
+	16, // 44: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:input_type -> flowdrop.gateway.v1.DeleteBundleRequest
+	4,  // 45: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:input_type -> flowdrop.gateway.v1.ListUserTokensRequest
+	7,  // 46: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:input_type -> flowdrop.gateway.v1.RevokeUserTokensRequest
+	1,  // 47: flowdrop.gateway.v1.ToolRegistryService.GetToolHistory:input_type -> flowdrop.gateway.v1.GetToolHistoryRequest
+	33, // 48: flowdrop.gateway.v1.ToolRegistryService.RegisterTool:output_type -> flowdrop.gateway.v1.RegisterToolResponse
+	35, // 49: flowdrop.gateway.v1.ToolRegistryService.GetTool:output_type -> flowdrop.gateway.v1.GetToolResponse
+	37, // 50: flowdrop.gateway.v1.ToolRegistryService.ListTools:output_type -> flowdrop.gateway.v1.ListToolsResponse
+	39, // 51: flowdrop.gateway.v1.ToolRegistryService.DeleteTool:output_type -> flowdrop.gateway.v1.DeleteToolResponse
+	41, // 52: flowdrop.gateway.v1.ToolRegistryService.WatchTools:output_type -> flowdrop.gateway.v1.WatchToolsResponse
+	28, // 53: flowdrop.gateway.v1.ToolRegistryService.ExportTools:output_type -> flowdrop.gateway.v1.ExportToolsResponse
+	19, // 54: flowdrop.gateway.v1.ToolRegistryService.ListPendingChanges:output_type -> flowdrop.gateway.v1.ListPendingChangesResponse
+	22, // 55: flowdrop.gateway.v1.ToolRegistryService.GetPendingChange:output_type -> flowdrop.gateway.v1.GetPendingChangeResponse
+	24, // 56: flowdrop.gateway.v1.ToolRegistryService.ApprovePendingChange:output_type -> flowdrop.gateway.v1.ApprovePendingChangeResponse
+	26, // 57: flowdrop.gateway.v1.ToolRegistryService.RejectPendingChange:output_type -> flowdrop.gateway.v1.RejectPendingChangeResponse
+	47, // 58: flowdrop.gateway.v1.ToolRegistryService.GetRepairStats:output_type -> flowdrop.gateway.v1.GetRepairStatsResponse
+	48, // 59: flowdrop.gateway.v1.ToolRegistryService.SearchTools:output_type -> flowdrop.gateway.v1.SearchToolsResponse
+	11, // 60: flowdrop.gateway.v1.ToolRegistryService.PutBundle:output_type -> flowdrop.gateway.v1.PutBundleResponse
+	13, // 61: flowdrop.gateway.v1.ToolRegistryService.GetBundle:output_type -> flowdrop.gateway.v1.GetBundleResponse
+	15, // 62: flowdrop.gateway.v1.ToolRegistryService.ListBundles:output_type -> flowdrop.gateway.v1.ListBundlesResponse
+	17, // 63: flowdrop.gateway.v1.ToolRegistryService.DeleteBundle:output_type -> flowdrop.gateway.v1.DeleteBundleResponse
+	6,  // 64: flowdrop.gateway.v1.ToolRegistryService.ListUserTokens:output_type -> flowdrop.gateway.v1.ListUserTokensResponse
+	8,  // 65: flowdrop.gateway.v1.ToolRegistryService.RevokeUserTokens:output_type -> flowdrop.gateway.v1.RevokeUserTokensResponse
+	2,  // 66: flowdrop.gateway.v1.ToolRegistryService.GetToolHistory:output_type -> flowdrop.gateway.v1.GetToolHistoryResponse
+	48, // [48:67] is the sub-list for method output_type
+	29, // [29:48] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_flowdrop_gateway_v1_registry_proto_init() }
@@ -2534,19 +2723,19 @@ func file_flowdrop_gateway_v1_registry_proto_init() {
 	file_flowdrop_gateway_v1_repair_stats_proto_init()
 	file_flowdrop_gateway_v1_search_proto_init()
 	file_flowdrop_gateway_v1_tool_proto_init()
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[6].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[12].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[19].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[21].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[26].OneofWrappers = []any{}
-	file_flowdrop_gateway_v1_registry_proto_msgTypes[34].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[9].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[15].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[22].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[24].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[29].OneofWrappers = []any{}
+	file_flowdrop_gateway_v1_registry_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowdrop_gateway_v1_registry_proto_rawDesc), len(file_flowdrop_gateway_v1_registry_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

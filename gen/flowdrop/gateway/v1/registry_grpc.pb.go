@@ -37,6 +37,7 @@ const (
 	ToolRegistryService_DeleteBundle_FullMethodName         = "/flowdrop.gateway.v1.ToolRegistryService/DeleteBundle"
 	ToolRegistryService_ListUserTokens_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/ListUserTokens"
 	ToolRegistryService_RevokeUserTokens_FullMethodName     = "/flowdrop.gateway.v1.ToolRegistryService/RevokeUserTokens"
+	ToolRegistryService_GetToolHistory_FullMethodName       = "/flowdrop.gateway.v1.ToolRegistryService/GetToolHistory"
 )
 
 // ToolRegistryServiceClient is the client API for ToolRegistryService service.
@@ -91,6 +92,11 @@ type ToolRegistryServiceClient interface {
 	// Revokes stored per-user tokens: a subject's at one OAuth client, or
 	// at every one; the subject's next call is asked to authorize again.
 	RevokeUserTokens(ctx context.Context, in *RevokeUserTokensRequest, opts ...grpc.CallOption) (*RevokeUserTokensResponse, error)
+	// Returns the tool's kept definitions (the store keeps its last 20),
+	// newest first, with when and by whom each was written. Admin role.
+	// FailedPrecondition when the store keeps no history; a deleted or
+	// never written tool has none.
+	GetToolHistory(ctx context.Context, in *GetToolHistoryRequest, opts ...grpc.CallOption) (*GetToolHistoryResponse, error)
 }
 
 type toolRegistryServiceClient struct {
@@ -290,6 +296,16 @@ func (c *toolRegistryServiceClient) RevokeUserTokens(ctx context.Context, in *Re
 	return out, nil
 }
 
+func (c *toolRegistryServiceClient) GetToolHistory(ctx context.Context, in *GetToolHistoryRequest, opts ...grpc.CallOption) (*GetToolHistoryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetToolHistoryResponse)
+	err := c.cc.Invoke(ctx, ToolRegistryService_GetToolHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolRegistryServiceServer is the server API for ToolRegistryService service.
 // All implementations must embed UnimplementedToolRegistryServiceServer
 // for forward compatibility.
@@ -342,6 +358,11 @@ type ToolRegistryServiceServer interface {
 	// Revokes stored per-user tokens: a subject's at one OAuth client, or
 	// at every one; the subject's next call is asked to authorize again.
 	RevokeUserTokens(context.Context, *RevokeUserTokensRequest) (*RevokeUserTokensResponse, error)
+	// Returns the tool's kept definitions (the store keeps its last 20),
+	// newest first, with when and by whom each was written. Admin role.
+	// FailedPrecondition when the store keeps no history; a deleted or
+	// never written tool has none.
+	GetToolHistory(context.Context, *GetToolHistoryRequest) (*GetToolHistoryResponse, error)
 	mustEmbedUnimplementedToolRegistryServiceServer()
 }
 
@@ -405,6 +426,9 @@ func (UnimplementedToolRegistryServiceServer) ListUserTokens(context.Context, *L
 }
 func (UnimplementedToolRegistryServiceServer) RevokeUserTokens(context.Context, *RevokeUserTokensRequest) (*RevokeUserTokensResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeUserTokens not implemented")
+}
+func (UnimplementedToolRegistryServiceServer) GetToolHistory(context.Context, *GetToolHistoryRequest) (*GetToolHistoryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetToolHistory not implemented")
 }
 func (UnimplementedToolRegistryServiceServer) mustEmbedUnimplementedToolRegistryServiceServer() {}
 func (UnimplementedToolRegistryServiceServer) testEmbeddedByValue()                             {}
@@ -744,6 +768,24 @@ func _ToolRegistryService_RevokeUserTokens_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolRegistryService_GetToolHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetToolHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolRegistryServiceServer).GetToolHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolRegistryService_GetToolHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolRegistryServiceServer).GetToolHistory(ctx, req.(*GetToolHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolRegistryService_ServiceDesc is the grpc.ServiceDesc for ToolRegistryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -818,6 +860,10 @@ var ToolRegistryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeUserTokens",
 			Handler:    _ToolRegistryService_RevokeUserTokens_Handler,
+		},
+		{
+			MethodName: "GetToolHistory",
+			Handler:    _ToolRegistryService_GetToolHistory_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -130,6 +130,20 @@ class GetPendingChangeResponse(_message.Message):
     change: PendingChange
     def __init__(self, change: _Optional[_Union[PendingChange, _Mapping]] = ...) -> None: ...
 
+class GetToolHistoryRequest(_message.Message):
+    __slots__ = ["limit", "name"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class GetToolHistoryResponse(_message.Message):
+    __slots__ = ["revisions"]
+    REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    revisions: _containers.RepeatedCompositeFieldContainer[ToolRevision]
+    def __init__(self, revisions: _Optional[_Iterable[_Union[ToolRevision, _Mapping]]] = ...) -> None: ...
+
 class GetToolRequest(_message.Message):
     __slots__ = ["name"]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -318,6 +332,18 @@ class RevokeUserTokensResponse(_message.Message):
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     revoked: int
     def __init__(self, revoked: _Optional[int] = ...) -> None: ...
+
+class ToolRevision(_message.Message):
+    __slots__ = ["revision", "time", "tool", "writer"]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    WRITER_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    time: _timestamp_pb2.Timestamp
+    tool: _tool_pb2.Tool
+    writer: str
+    def __init__(self, revision: _Optional[int] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., tool: _Optional[_Union[_tool_pb2.Tool, _Mapping]] = ...) -> None: ...
 
 class UserToken(_message.Message):
     __slots__ = ["client", "subject"]

@@ -107,6 +107,11 @@ class ToolRegistryServiceStub(object):
                 request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.SerializeToString,
                 response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.FromString,
                 )
+        self.GetToolHistory = channel.unary_unary(
+                '/flowdrop.gateway.v1.ToolRegistryService/GetToolHistory',
+                request_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryRequest.SerializeToString,
+                response_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryResponse.FromString,
+                )
 
 
 class ToolRegistryServiceServicer(object):
@@ -249,6 +254,16 @@ class ToolRegistryServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetToolHistory(self, request, context):
+        """Returns the tool's kept definitions (the store keeps its last 20),
+        newest first, with when and by whom each was written. Admin role.
+        FailedPrecondition when the store keeps no history; a deleted or
+        never written tool has none.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -341,6 +356,11 @@ def add_ToolRegistryServiceServicer_to_server(servicer, server):
                     servicer.RevokeUserTokens,
                     request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.FromString,
                     response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.SerializeToString,
+            ),
+            'GetToolHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetToolHistory,
+                    request_deserializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryRequest.FromString,
+                    response_serializer=flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -656,5 +676,22 @@ class ToolRegistryService(object):
         return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/RevokeUserTokens',
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensRequest.SerializeToString,
             flowdrop_dot_gateway_dot_v1_dot_registry__pb2.RevokeUserTokensResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetToolHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/flowdrop.gateway.v1.ToolRegistryService/GetToolHistory',
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryRequest.SerializeToString,
+            flowdrop_dot_gateway_dot_v1_dot_registry__pb2.GetToolHistoryResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

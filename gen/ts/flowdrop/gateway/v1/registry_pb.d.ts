@@ -4,8 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { Tool } from "./tool_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Tool } from "./tool_pb.js";
 import type { GetRepairStatsRequestSchema, GetRepairStatsResponseSchema } from "./repair_stats_pb.js";
 import type { SearchToolsRequestSchema, SearchToolsResponseSchema } from "./search_pb.js";
 
@@ -13,6 +13,85 @@ import type { SearchToolsRequestSchema, SearchToolsResponseSchema } from "./sear
  * Describes the file flowdrop/gateway/v1/registry.proto.
  */
 export declare const file_flowdrop_gateway_v1_registry: GenFile;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetToolHistoryRequest
+ */
+export declare type GetToolHistoryRequest = Message<"flowdrop.gateway.v1.GetToolHistoryRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * At most this many, newest first (0 or above 20: 20).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetToolHistoryRequest.
+ * Use `create(GetToolHistoryRequestSchema)` to create a new message.
+ */
+export declare const GetToolHistoryRequestSchema: GenMessage<GetToolHistoryRequest>;
+
+/**
+ * @generated from message flowdrop.gateway.v1.GetToolHistoryResponse
+ */
+export declare type GetToolHistoryResponse = Message<"flowdrop.gateway.v1.GetToolHistoryResponse"> & {
+  /**
+   * @generated from field: repeated flowdrop.gateway.v1.ToolRevision revisions = 1;
+   */
+  revisions: ToolRevision[];
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetToolHistoryResponse.
+ * Use `create(GetToolHistoryResponseSchema)` to create a new message.
+ */
+export declare const GetToolHistoryResponseSchema: GenMessage<GetToolHistoryResponse>;
+
+/**
+ * One stored definition of a tool.
+ *
+ * @generated from message flowdrop.gateway.v1.ToolRevision
+ */
+export declare type ToolRevision = Message<"flowdrop.gateway.v1.ToolRevision"> & {
+  /**
+   * @generated from field: int64 revision = 1;
+   */
+  revision: bigint;
+
+  /**
+   * When the writing gateway stored it (its clock).
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The subject of the caller that wrote it; empty when the write had
+   * none (a tools file's seed, an upstream import).
+   *
+   * @generated from field: string writer = 3;
+   */
+  writer: string;
+
+  /**
+   * The definition as written (its revision is the revision above).
+   *
+   * @generated from field: flowdrop.gateway.v1.Tool tool = 4;
+   */
+  tool?: Tool | undefined;
+};
+
+/**
+ * Describes the message flowdrop.gateway.v1.ToolRevision.
+ * Use `create(ToolRevisionSchema)` to create a new message.
+ */
+export declare const ToolRevisionSchema: GenMessage<ToolRevision>;
 
 /**
  * @generated from message flowdrop.gateway.v1.ListUserTokensRequest
@@ -1225,6 +1304,19 @@ export declare const ToolRegistryService: GenService<{
     methodKind: "unary";
     input: typeof RevokeUserTokensRequestSchema;
     output: typeof RevokeUserTokensResponseSchema;
+  },
+  /**
+   * Returns the tool's kept definitions (the store keeps its last 20),
+   * newest first, with when and by whom each was written. Admin role.
+   * FailedPrecondition when the store keeps no history; a deleted or
+   * never written tool has none.
+   *
+   * @generated from rpc flowdrop.gateway.v1.ToolRegistryService.GetToolHistory
+   */
+  getToolHistory: {
+    methodKind: "unary";
+    input: typeof GetToolHistoryRequestSchema;
+    output: typeof GetToolHistoryResponseSchema;
   },
 }>;
 

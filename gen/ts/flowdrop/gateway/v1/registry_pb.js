@@ -12,279 +12,300 @@ import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
  * Describes the file flowdrop/gateway/v1/registry.proto.
  */
 export const file_flowdrop_gateway_v1_registry = /*@__PURE__*/
-  fileDesc("CiJmbG93ZHJvcC9nYXRld2F5L3YxL3JlZ2lzdHJ5LnByb3RvEhNmbG93ZHJvcC5nYXRld2F5LnYxIjgKFUxpc3RVc2VyVG9rZW5zUmVxdWVzdBIPCgdzdWJqZWN0GAEgASgJEg4KBmNsaWVudBgCIAEoCSIsCglVc2VyVG9rZW4SDwoHc3ViamVjdBgBIAEoCRIOCgZjbGllbnQYAiABKAkiWwoWTGlzdFVzZXJUb2tlbnNSZXNwb25zZRIuCgZ0b2tlbnMYASADKAsyHi5mbG93ZHJvcC5nYXRld2F5LnYxLlVzZXJUb2tlbhIRCgl0cnVuY2F0ZWQYAiABKAgiOgoXUmV2b2tlVXNlclRva2Vuc1JlcXVlc3QSDwoHc3ViamVjdBgBIAEoCRIOCgZjbGllbnQYAiABKAkiKwoYUmV2b2tlVXNlclRva2Vuc1Jlc3BvbnNlEg8KB3Jldm9rZWQYASABKAUihwEKBkJ1bmRsZRIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg0KBXRvb2xzGAMgAygJEg0KBWdsb2JzGAQgAygJEhcKD2xhYmVsX3NlbGVjdG9ycxgFIAMoCRIRCglkaXNjb3ZlcnkYBiABKAkSEAoIcmV2aXNpb24YByABKAMidQoQUHV0QnVuZGxlUmVxdWVzdBIrCgZidW5kbGUYASABKAsyGy5mbG93ZHJvcC5nYXRld2F5LnYxLkJ1bmRsZRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiJRChFQdXRCdW5kbGVSZXNwb25zZRIrCgZidW5kbGUYASABKAsyGy5mbG93ZHJvcC5nYXRld2F5LnYxLkJ1bmRsZRIPCgdjcmVhdGVkGAIgASgIIiAKEEdldEJ1bmRsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJAChFHZXRCdW5kbGVSZXNwb25zZRIrCgZidW5kbGUYASABKAsyGy5mbG93ZHJvcC5nYXRld2F5LnYxLkJ1bmRsZSIUChJMaXN0QnVuZGxlc1JlcXVlc3QiQwoTTGlzdEJ1bmRsZXNSZXNwb25zZRIsCgdidW5kbGVzGAEgAygLMhsuZmxvd2Ryb3AuZ2F0ZXdheS52MS5CdW5kbGUiWQoTRGVsZXRlQnVuZGxlUmVxdWVzdBIMCgRuYW1lGAEgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAIgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIhYKFERlbGV0ZUJ1bmRsZVJlc3BvbnNlIlcKGUxpc3RQZW5kaW5nQ2hhbmdlc1JlcXVlc3QSEwoLbmFtZV9wcmVmaXgYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiagoaTGlzdFBlbmRpbmdDaGFuZ2VzUmVzcG9uc2USMwoHY2hhbmdlcxgBIAMoCzIiLmZsb3dkcm9wLmdhdGV3YXkudjEuUGVuZGluZ0NoYW5nZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkigAIKDVBlbmRpbmdDaGFuZ2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBINCgVraW5kcxgCIAMoCRIrCghwcm9wb3NlZBgDIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBJDChNjb21wYXRpYmlsaXR5X25vdGVzGAQgAygLMiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Db21wYXRpYmlsaXR5Tm90ZRIvCgtkZXRlY3RlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMaGVsZF9iZWNhdXNlGAYgASgJIicKF0dldFBlbmRpbmdDaGFuZ2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiTgoYR2V0UGVuZGluZ0NoYW5nZVJlc3BvbnNlEjIKBmNoYW5nZRgBIAEoCzIiLmZsb3dkcm9wLmdhdGV3YXkudjEuUGVuZGluZ0NoYW5nZSJhChtBcHByb3ZlUGVuZGluZ0NoYW5nZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiLWAQocQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXNwb25zZRInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEg8KB2RlbGV0ZWQYAiABKAgSQwoTY29tcGF0aWJpbGl0eV9ub3RlcxgDIAMoCzImLmZsb3dkcm9wLmdhdGV3YXkudjEuQ29tcGF0aWJpbGl0eU5vdGUSNwoNbGludF9maW5kaW5ncxgEIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGludEZpbmRpbmciYAoaUmVqZWN0UGVuZGluZ0NoYW5nZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiJGChtSZWplY3RQZW5kaW5nQ2hhbmdlUmVzcG9uc2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbCJbChJFeHBvcnRUb29sc1JlcXVlc3QSDgoGZm9ybWF0GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEg4KBmJ1bmRsZRgEIAEoCSKWAQoTRXhwb3J0VG9vbHNSZXNwb25zZRISCgp0b29sc19qc29uGAEgASgJEjIKCGxlZnRfb3V0GAIgAygLMiAuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MZWZ0T3V0VG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkSHgoWb3B0aW9uYWxfbnVsbHNfcmVmdXNlZBgEIAMoCSJPCgtMZWZ0T3V0VG9vbBIMCgRuYW1lGAEgASgJEjIKCGZpbmRpbmdzGAIgAygLMiAuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaW50RmluZGluZyKlAQoTUmVnaXN0ZXJUb29sUmVxdWVzdBInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEh4KEWV4cGVjdGVkX3JldmlzaW9uGAIgASgDSACIAQESGgoScmVxdWlyZV9jb21wYXRpYmxlGAMgASgIEhMKC3N0cmljdF9saW50GAQgASgIQhQKEl9leHBlY3RlZF9yZXZpc2lvbiJAChFDb21wYXRpYmlsaXR5Tm90ZRIMCgRwYXRoGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbWVzc2FnZRgDIAEoCSJPCgtMaW50RmluZGluZxIPCgdwcm9maWxlGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIQCghzZXZlcml0eRgEIAEoCSLOAQoUUmVnaXN0ZXJUb29sUmVzcG9uc2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIPCgdjcmVhdGVkGAIgASgIEkMKE2NvbXBhdGliaWxpdHlfbm90ZXMYAyADKAsyJi5mbG93ZHJvcC5nYXRld2F5LnYxLkNvbXBhdGliaWxpdHlOb3RlEjcKDWxpbnRfZmluZGluZ3MYBCADKAsyIC5mbG93ZHJvcC5nYXRld2F5LnYxLkxpbnRGaW5kaW5nIh4KDkdldFRvb2xSZXF1ZXN0EgwKBG5hbWUYASABKAkiOgoPR2V0VG9vbFJlc3BvbnNlEicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wi0AEKEExpc3RUb29sc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLbmFtZV9wcmVmaXgYAyABKAkSQQoGbGFiZWxzGAQgAygLMjEuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VG9vbHNSZXF1ZXN0LkxhYmVsc0VudHJ5Eg4KBmJ1bmRsZRgFIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlYKEUxpc3RUb29sc1Jlc3BvbnNlEigKBXRvb2xzGAEgAygLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJXChFEZWxldGVUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAIgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIhQKEkRlbGV0ZVRvb2xSZXNwb25zZSIrChFXYXRjaFRvb2xzUmVxdWVzdBIWCg5zdGFydF9yZXZpc2lvbhgBIAEoAyLkAQoSV2F0Y2hUb29sc1Jlc3BvbnNlEj8KBHR5cGUYASABKA4yMS5mbG93ZHJvcC5nYXRld2F5LnYxLldhdGNoVG9vbHNSZXNwb25zZS5FdmVudFR5cGUSJwoEdG9vbBgCIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIQCghyZXZpc2lvbhgDIAEoAyJSCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhIKDkVWRU5UX1RZUEVfUFVUEAESFQoRRVZFTlRfVFlQRV9ERUxFVEUQAjLVDgoTVG9vbFJlZ2lzdHJ5U2VydmljZRJjCgxSZWdpc3RlclRvb2wSKC5mbG93ZHJvcC5nYXRld2F5LnYxLlJlZ2lzdGVyVG9vbFJlcXVlc3QaKS5mbG93ZHJvcC5nYXRld2F5LnYxLlJlZ2lzdGVyVG9vbFJlc3BvbnNlElQKB0dldFRvb2wSIy5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFRvb2xSZXF1ZXN0GiQuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRUb29sUmVzcG9uc2USWgoJTGlzdFRvb2xzEiUuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VG9vbHNSZXF1ZXN0GiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VG9vbHNSZXNwb25zZRJdCgpEZWxldGVUb29sEiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5EZWxldGVUb29sUmVxdWVzdBonLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlVG9vbFJlc3BvbnNlEl8KCldhdGNoVG9vbHMSJi5mbG93ZHJvcC5nYXRld2F5LnYxLldhdGNoVG9vbHNSZXF1ZXN0GicuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVzcG9uc2UwARJgCgtFeHBvcnRUb29scxInLmZsb3dkcm9wLmdhdGV3YXkudjEuRXhwb3J0VG9vbHNSZXF1ZXN0GiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5FeHBvcnRUb29sc1Jlc3BvbnNlEnUKEkxpc3RQZW5kaW5nQ2hhbmdlcxIuLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFBlbmRpbmdDaGFuZ2VzUmVxdWVzdBovLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFBlbmRpbmdDaGFuZ2VzUmVzcG9uc2USbwoQR2V0UGVuZGluZ0NoYW5nZRIsLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0UGVuZGluZ0NoYW5nZVJlcXVlc3QaLS5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFBlbmRpbmdDaGFuZ2VSZXNwb25zZRJ7ChRBcHByb3ZlUGVuZGluZ0NoYW5nZRIwLmZsb3dkcm9wLmdhdGV3YXkudjEuQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXF1ZXN0GjEuZmxvd2Ryb3AuZ2F0ZXdheS52MS5BcHByb3ZlUGVuZGluZ0NoYW5nZVJlc3BvbnNlEngKE1JlamVjdFBlbmRpbmdDaGFuZ2USLy5mbG93ZHJvcC5nYXRld2F5LnYxLlJlamVjdFBlbmRpbmdDaGFuZ2VSZXF1ZXN0GjAuZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWplY3RQZW5kaW5nQ2hhbmdlUmVzcG9uc2USaQoOR2V0UmVwYWlyU3RhdHMSKi5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFJlcGFpclN0YXRzUmVxdWVzdBorLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0UmVwYWlyU3RhdHNSZXNwb25zZRJgCgtTZWFyY2hUb29scxInLmZsb3dkcm9wLmdhdGV3YXkudjEuU2VhcmNoVG9vbHNSZXF1ZXN0GiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5TZWFyY2hUb29sc1Jlc3BvbnNlEloKCVB1dEJ1bmRsZRIlLmZsb3dkcm9wLmdhdGV3YXkudjEuUHV0QnVuZGxlUmVxdWVzdBomLmZsb3dkcm9wLmdhdGV3YXkudjEuUHV0QnVuZGxlUmVzcG9uc2USWgoJR2V0QnVuZGxlEiUuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRCdW5kbGVSZXF1ZXN0GiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRCdW5kbGVSZXNwb25zZRJgCgtMaXN0QnVuZGxlcxInLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdEJ1bmRsZXNSZXF1ZXN0GiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0QnVuZGxlc1Jlc3BvbnNlEmMKDERlbGV0ZUJ1bmRsZRIoLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlQnVuZGxlUmVxdWVzdBopLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlQnVuZGxlUmVzcG9uc2USaQoOTGlzdFVzZXJUb2tlbnMSKi5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RVc2VyVG9rZW5zUmVxdWVzdBorLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFVzZXJUb2tlbnNSZXNwb25zZRJvChBSZXZva2VVc2VyVG9rZW5zEiwuZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZXZva2VVc2VyVG9rZW5zUmVxdWVzdBotLmZsb3dkcm9wLmdhdGV3YXkudjEuUmV2b2tlVXNlclRva2Vuc1Jlc3BvbnNlQj9aPWdpdGh1Yi5jb20vZmxvd2Ryb3AvZ2F0ZXdheS9nZW4vZmxvd2Ryb3AvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw", [file_flowdrop_gateway_v1_repair_stats, file_flowdrop_gateway_v1_search, file_flowdrop_gateway_v1_tool, file_google_protobuf_timestamp]);
+  fileDesc("CiJmbG93ZHJvcC9nYXRld2F5L3YxL3JlZ2lzdHJ5LnByb3RvEhNmbG93ZHJvcC5nYXRld2F5LnYxIjQKFUdldFRvb2xIaXN0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgFIk4KFkdldFRvb2xIaXN0b3J5UmVzcG9uc2USNAoJcmV2aXNpb25zGAEgAygLMiEuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sUmV2aXNpb24igwEKDFRvb2xSZXZpc2lvbhIQCghyZXZpc2lvbhgBIAEoAxIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZ3cml0ZXIYAyABKAkSJwoEdG9vbBgEIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbCI4ChVMaXN0VXNlclRva2Vuc1JlcXVlc3QSDwoHc3ViamVjdBgBIAEoCRIOCgZjbGllbnQYAiABKAkiLAoJVXNlclRva2VuEg8KB3N1YmplY3QYASABKAkSDgoGY2xpZW50GAIgASgJIlsKFkxpc3RVc2VyVG9rZW5zUmVzcG9uc2USLgoGdG9rZW5zGAEgAygLMh4uZmxvd2Ryb3AuZ2F0ZXdheS52MS5Vc2VyVG9rZW4SEQoJdHJ1bmNhdGVkGAIgASgIIjoKF1Jldm9rZVVzZXJUb2tlbnNSZXF1ZXN0Eg8KB3N1YmplY3QYASABKAkSDgoGY2xpZW50GAIgASgJIisKGFJldm9rZVVzZXJUb2tlbnNSZXNwb25zZRIPCgdyZXZva2VkGAEgASgFIocBCgZCdW5kbGUSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgV0b29scxgDIAMoCRINCgVnbG9icxgEIAMoCRIXCg9sYWJlbF9zZWxlY3RvcnMYBSADKAkSEQoJZGlzY292ZXJ5GAYgASgJEhAKCHJldmlzaW9uGAcgASgDInUKEFB1dEJ1bmRsZVJlcXVlc3QSKwoGYnVuZGxlGAEgASgLMhsuZmxvd2Ryb3AuZ2F0ZXdheS52MS5CdW5kbGUSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iUQoRUHV0QnVuZGxlUmVzcG9uc2USKwoGYnVuZGxlGAEgASgLMhsuZmxvd2Ryb3AuZ2F0ZXdheS52MS5CdW5kbGUSDwoHY3JlYXRlZBgCIAEoCCIgChBHZXRCdW5kbGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiQAoRR2V0QnVuZGxlUmVzcG9uc2USKwoGYnVuZGxlGAEgASgLMhsuZmxvd2Ryb3AuZ2F0ZXdheS52MS5CdW5kbGUiFAoSTGlzdEJ1bmRsZXNSZXF1ZXN0IkMKE0xpc3RCdW5kbGVzUmVzcG9uc2USLAoHYnVuZGxlcxgBIAMoCzIbLmZsb3dkcm9wLmdhdGV3YXkudjEuQnVuZGxlIlkKE0RlbGV0ZUJ1bmRsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiIWChREZWxldGVCdW5kbGVSZXNwb25zZSJXChlMaXN0UGVuZGluZ0NoYW5nZXNSZXF1ZXN0EhMKC25hbWVfcHJlZml4GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImoKGkxpc3RQZW5kaW5nQ2hhbmdlc1Jlc3BvbnNlEjMKB2NoYW5nZXMYASADKAsyIi5mbG93ZHJvcC5nYXRld2F5LnYxLlBlbmRpbmdDaGFuZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoACCg1QZW5kaW5nQ2hhbmdlEicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSDQoFa2luZHMYAiADKAkSKwoIcHJvcG9zZWQYAyABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSQwoTY29tcGF0aWJpbGl0eV9ub3RlcxgEIAMoCzImLmZsb3dkcm9wLmdhdGV3YXkudjEuQ29tcGF0aWJpbGl0eU5vdGUSLwoLZGV0ZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGhlbGRfYmVjYXVzZRgGIAEoCSInChdHZXRQZW5kaW5nQ2hhbmdlUmVxdWVzdBIMCgRuYW1lGAEgASgJIk4KGEdldFBlbmRpbmdDaGFuZ2VSZXNwb25zZRIyCgZjaGFuZ2UYASABKAsyIi5mbG93ZHJvcC5nYXRld2F5LnYxLlBlbmRpbmdDaGFuZ2UiYQobQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24i1gEKHEFwcHJvdmVQZW5kaW5nQ2hhbmdlUmVzcG9uc2USJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIPCgdkZWxldGVkGAIgASgIEkMKE2NvbXBhdGliaWxpdHlfbm90ZXMYAyADKAsyJi5mbG93ZHJvcC5nYXRld2F5LnYxLkNvbXBhdGliaWxpdHlOb3RlEjcKDWxpbnRfZmluZGluZ3MYBCADKAsyIC5mbG93ZHJvcC5nYXRld2F5LnYxLkxpbnRGaW5kaW5nImAKGlJlamVjdFBlbmRpbmdDaGFuZ2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAiABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iRgobUmVqZWN0UGVuZGluZ0NoYW5nZVJlc3BvbnNlEicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wiWwoSRXhwb3J0VG9vbHNSZXF1ZXN0Eg4KBmZvcm1hdBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIOCgZidW5kbGUYBCABKAkilgEKE0V4cG9ydFRvb2xzUmVzcG9uc2USEgoKdG9vbHNfanNvbhgBIAEoCRIyCghsZWZ0X291dBgCIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGVmdE91dFRvb2wSFwoPbmV4dF9wYWdlX3Rva2VuGAMgASgJEh4KFm9wdGlvbmFsX251bGxzX3JlZnVzZWQYBCADKAkiTwoLTGVmdE91dFRvb2wSDAoEbmFtZRgBIAEoCRIyCghmaW5kaW5ncxgCIAMoCzIgLmZsb3dkcm9wLmdhdGV3YXkudjEuTGludEZpbmRpbmcipQEKE1JlZ2lzdGVyVG9vbFJlcXVlc3QSJwoEdG9vbBgBIAEoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBEhoKEnJlcXVpcmVfY29tcGF0aWJsZRgDIAEoCBITCgtzdHJpY3RfbGludBgEIAEoCEIUChJfZXhwZWN0ZWRfcmV2aXNpb24iQAoRQ29tcGF0aWJpbGl0eU5vdGUSDAoEcGF0aBgBIAEoCRIMCgRraW5kGAIgASgJEg8KB21lc3NhZ2UYAyABKAkiTwoLTGludEZpbmRpbmcSDwoHcHJvZmlsZRgBIAEoCRIMCgRwYXRoGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEAoIc2V2ZXJpdHkYBCABKAkizgEKFFJlZ2lzdGVyVG9vbFJlc3BvbnNlEicKBHRvb2wYASABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSDwoHY3JlYXRlZBgCIAEoCBJDChNjb21wYXRpYmlsaXR5X25vdGVzGAMgAygLMiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Db21wYXRpYmlsaXR5Tm90ZRI3Cg1saW50X2ZpbmRpbmdzGAQgAygLMiAuZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaW50RmluZGluZyIeCg5HZXRUb29sUmVxdWVzdBIMCgRuYW1lGAEgASgJIjoKD0dldFRvb2xSZXNwb25zZRInCgR0b29sGAEgASgLMhkuZmxvd2Ryb3AuZ2F0ZXdheS52MS5Ub29sItABChBMaXN0VG9vbHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhMKC25hbWVfcHJlZml4GAMgASgJEkEKBmxhYmVscxgEIAMoCzIxLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVxdWVzdC5MYWJlbHNFbnRyeRIOCgZidW5kbGUYBSABKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJWChFMaXN0VG9vbHNSZXNwb25zZRIoCgV0b29scxgBIAMoCzIZLmZsb3dkcm9wLmdhdGV3YXkudjEuVG9vbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVwoRRGVsZXRlVG9vbFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgCIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiIUChJEZWxldGVUb29sUmVzcG9uc2UiKwoRV2F0Y2hUb29sc1JlcXVlc3QSFgoOc3RhcnRfcmV2aXNpb24YASABKAMi5AEKEldhdGNoVG9vbHNSZXNwb25zZRI/CgR0eXBlGAEgASgOMjEuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVzcG9uc2UuRXZlbnRUeXBlEicKBHRvb2wYAiABKAsyGS5mbG93ZHJvcC5nYXRld2F5LnYxLlRvb2wSEAoIcmV2aXNpb24YAyABKAMiUgoJRXZlbnRUeXBlEhoKFkVWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABISCg5FVkVOVF9UWVBFX1BVVBABEhUKEUVWRU5UX1RZUEVfREVMRVRFEAIywA8KE1Rvb2xSZWdpc3RyeVNlcnZpY2USYwoMUmVnaXN0ZXJUb29sEiguZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWdpc3RlclRvb2xSZXF1ZXN0GikuZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWdpc3RlclRvb2xSZXNwb25zZRJUCgdHZXRUb29sEiMuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRUb29sUmVxdWVzdBokLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0VG9vbFJlc3BvbnNlEloKCUxpc3RUb29scxIlLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVxdWVzdBomLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdFRvb2xzUmVzcG9uc2USXQoKRGVsZXRlVG9vbBImLmZsb3dkcm9wLmdhdGV3YXkudjEuRGVsZXRlVG9vbFJlcXVlc3QaJy5mbG93ZHJvcC5nYXRld2F5LnYxLkRlbGV0ZVRvb2xSZXNwb25zZRJfCgpXYXRjaFRvb2xzEiYuZmxvd2Ryb3AuZ2F0ZXdheS52MS5XYXRjaFRvb2xzUmVxdWVzdBonLmZsb3dkcm9wLmdhdGV3YXkudjEuV2F0Y2hUb29sc1Jlc3BvbnNlMAESYAoLRXhwb3J0VG9vbHMSJy5mbG93ZHJvcC5nYXRld2F5LnYxLkV4cG9ydFRvb2xzUmVxdWVzdBooLmZsb3dkcm9wLmdhdGV3YXkudjEuRXhwb3J0VG9vbHNSZXNwb25zZRJ1ChJMaXN0UGVuZGluZ0NoYW5nZXMSLi5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RQZW5kaW5nQ2hhbmdlc1JlcXVlc3QaLy5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RQZW5kaW5nQ2hhbmdlc1Jlc3BvbnNlEm8KEEdldFBlbmRpbmdDaGFuZ2USLC5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFBlbmRpbmdDaGFuZ2VSZXF1ZXN0Gi0uZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRQZW5kaW5nQ2hhbmdlUmVzcG9uc2USewoUQXBwcm92ZVBlbmRpbmdDaGFuZ2USMC5mbG93ZHJvcC5nYXRld2F5LnYxLkFwcHJvdmVQZW5kaW5nQ2hhbmdlUmVxdWVzdBoxLmZsb3dkcm9wLmdhdGV3YXkudjEuQXBwcm92ZVBlbmRpbmdDaGFuZ2VSZXNwb25zZRJ4ChNSZWplY3RQZW5kaW5nQ2hhbmdlEi8uZmxvd2Ryb3AuZ2F0ZXdheS52MS5SZWplY3RQZW5kaW5nQ2hhbmdlUmVxdWVzdBowLmZsb3dkcm9wLmdhdGV3YXkudjEuUmVqZWN0UGVuZGluZ0NoYW5nZVJlc3BvbnNlEmkKDkdldFJlcGFpclN0YXRzEiouZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRSZXBhaXJTdGF0c1JlcXVlc3QaKy5mbG93ZHJvcC5nYXRld2F5LnYxLkdldFJlcGFpclN0YXRzUmVzcG9uc2USYAoLU2VhcmNoVG9vbHMSJy5mbG93ZHJvcC5nYXRld2F5LnYxLlNlYXJjaFRvb2xzUmVxdWVzdBooLmZsb3dkcm9wLmdhdGV3YXkudjEuU2VhcmNoVG9vbHNSZXNwb25zZRJaCglQdXRCdW5kbGUSJS5mbG93ZHJvcC5nYXRld2F5LnYxLlB1dEJ1bmRsZVJlcXVlc3QaJi5mbG93ZHJvcC5nYXRld2F5LnYxLlB1dEJ1bmRsZVJlc3BvbnNlEloKCUdldEJ1bmRsZRIlLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0QnVuZGxlUmVxdWVzdBomLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0QnVuZGxlUmVzcG9uc2USYAoLTGlzdEJ1bmRsZXMSJy5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RCdW5kbGVzUmVxdWVzdBooLmZsb3dkcm9wLmdhdGV3YXkudjEuTGlzdEJ1bmRsZXNSZXNwb25zZRJjCgxEZWxldGVCdW5kbGUSKC5mbG93ZHJvcC5nYXRld2F5LnYxLkRlbGV0ZUJ1bmRsZVJlcXVlc3QaKS5mbG93ZHJvcC5nYXRld2F5LnYxLkRlbGV0ZUJ1bmRsZVJlc3BvbnNlEmkKDkxpc3RVc2VyVG9rZW5zEiouZmxvd2Ryb3AuZ2F0ZXdheS52MS5MaXN0VXNlclRva2Vuc1JlcXVlc3QaKy5mbG93ZHJvcC5nYXRld2F5LnYxLkxpc3RVc2VyVG9rZW5zUmVzcG9uc2USbwoQUmV2b2tlVXNlclRva2VucxIsLmZsb3dkcm9wLmdhdGV3YXkudjEuUmV2b2tlVXNlclRva2Vuc1JlcXVlc3QaLS5mbG93ZHJvcC5nYXRld2F5LnYxLlJldm9rZVVzZXJUb2tlbnNSZXNwb25zZRJpCg5HZXRUb29sSGlzdG9yeRIqLmZsb3dkcm9wLmdhdGV3YXkudjEuR2V0VG9vbEhpc3RvcnlSZXF1ZXN0GisuZmxvd2Ryb3AuZ2F0ZXdheS52MS5HZXRUb29sSGlzdG9yeVJlc3BvbnNlQj9aPWdpdGh1Yi5jb20vZmxvd2Ryb3AvZ2F0ZXdheS9nZW4vZmxvd2Ryb3AvZ2F0ZXdheS92MTtnYXRld2F5djFiBnByb3RvMw", [file_flowdrop_gateway_v1_repair_stats, file_flowdrop_gateway_v1_search, file_flowdrop_gateway_v1_tool, file_google_protobuf_timestamp]);
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetToolHistoryRequest.
+ * Use `create(GetToolHistoryRequestSchema)` to create a new message.
+ */
+export const GetToolHistoryRequestSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 0);
+
+/**
+ * Describes the message flowdrop.gateway.v1.GetToolHistoryResponse.
+ * Use `create(GetToolHistoryResponseSchema)` to create a new message.
+ */
+export const GetToolHistoryResponseSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 1);
+
+/**
+ * Describes the message flowdrop.gateway.v1.ToolRevision.
+ * Use `create(ToolRevisionSchema)` to create a new message.
+ */
+export const ToolRevisionSchema = /*@__PURE__*/
+  messageDesc(file_flowdrop_gateway_v1_registry, 2);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListUserTokensRequest.
  * Use `create(ListUserTokensRequestSchema)` to create a new message.
  */
 export const ListUserTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 0);
+  messageDesc(file_flowdrop_gateway_v1_registry, 3);
 
 /**
  * Describes the message flowdrop.gateway.v1.UserToken.
  * Use `create(UserTokenSchema)` to create a new message.
  */
 export const UserTokenSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 1);
+  messageDesc(file_flowdrop_gateway_v1_registry, 4);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListUserTokensResponse.
  * Use `create(ListUserTokensResponseSchema)` to create a new message.
  */
 export const ListUserTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 2);
+  messageDesc(file_flowdrop_gateway_v1_registry, 5);
 
 /**
  * Describes the message flowdrop.gateway.v1.RevokeUserTokensRequest.
  * Use `create(RevokeUserTokensRequestSchema)` to create a new message.
  */
 export const RevokeUserTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 3);
+  messageDesc(file_flowdrop_gateway_v1_registry, 6);
 
 /**
  * Describes the message flowdrop.gateway.v1.RevokeUserTokensResponse.
  * Use `create(RevokeUserTokensResponseSchema)` to create a new message.
  */
 export const RevokeUserTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 4);
+  messageDesc(file_flowdrop_gateway_v1_registry, 7);
 
 /**
  * Describes the message flowdrop.gateway.v1.Bundle.
  * Use `create(BundleSchema)` to create a new message.
  */
 export const BundleSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 5);
+  messageDesc(file_flowdrop_gateway_v1_registry, 8);
 
 /**
  * Describes the message flowdrop.gateway.v1.PutBundleRequest.
  * Use `create(PutBundleRequestSchema)` to create a new message.
  */
 export const PutBundleRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 6);
+  messageDesc(file_flowdrop_gateway_v1_registry, 9);
 
 /**
  * Describes the message flowdrop.gateway.v1.PutBundleResponse.
  * Use `create(PutBundleResponseSchema)` to create a new message.
  */
 export const PutBundleResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 7);
+  messageDesc(file_flowdrop_gateway_v1_registry, 10);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetBundleRequest.
  * Use `create(GetBundleRequestSchema)` to create a new message.
  */
 export const GetBundleRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 8);
+  messageDesc(file_flowdrop_gateway_v1_registry, 11);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetBundleResponse.
  * Use `create(GetBundleResponseSchema)` to create a new message.
  */
 export const GetBundleResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 9);
+  messageDesc(file_flowdrop_gateway_v1_registry, 12);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListBundlesRequest.
  * Use `create(ListBundlesRequestSchema)` to create a new message.
  */
 export const ListBundlesRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 10);
+  messageDesc(file_flowdrop_gateway_v1_registry, 13);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListBundlesResponse.
  * Use `create(ListBundlesResponseSchema)` to create a new message.
  */
 export const ListBundlesResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 11);
+  messageDesc(file_flowdrop_gateway_v1_registry, 14);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteBundleRequest.
  * Use `create(DeleteBundleRequestSchema)` to create a new message.
  */
 export const DeleteBundleRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 12);
+  messageDesc(file_flowdrop_gateway_v1_registry, 15);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteBundleResponse.
  * Use `create(DeleteBundleResponseSchema)` to create a new message.
  */
 export const DeleteBundleResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 13);
+  messageDesc(file_flowdrop_gateway_v1_registry, 16);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListPendingChangesRequest.
  * Use `create(ListPendingChangesRequestSchema)` to create a new message.
  */
 export const ListPendingChangesRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 14);
+  messageDesc(file_flowdrop_gateway_v1_registry, 17);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListPendingChangesResponse.
  * Use `create(ListPendingChangesResponseSchema)` to create a new message.
  */
 export const ListPendingChangesResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 15);
+  messageDesc(file_flowdrop_gateway_v1_registry, 18);
 
 /**
  * Describes the message flowdrop.gateway.v1.PendingChange.
  * Use `create(PendingChangeSchema)` to create a new message.
  */
 export const PendingChangeSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 16);
+  messageDesc(file_flowdrop_gateway_v1_registry, 19);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetPendingChangeRequest.
  * Use `create(GetPendingChangeRequestSchema)` to create a new message.
  */
 export const GetPendingChangeRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 17);
+  messageDesc(file_flowdrop_gateway_v1_registry, 20);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetPendingChangeResponse.
  * Use `create(GetPendingChangeResponseSchema)` to create a new message.
  */
 export const GetPendingChangeResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 18);
+  messageDesc(file_flowdrop_gateway_v1_registry, 21);
 
 /**
  * Describes the message flowdrop.gateway.v1.ApprovePendingChangeRequest.
  * Use `create(ApprovePendingChangeRequestSchema)` to create a new message.
  */
 export const ApprovePendingChangeRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 19);
+  messageDesc(file_flowdrop_gateway_v1_registry, 22);
 
 /**
  * Describes the message flowdrop.gateway.v1.ApprovePendingChangeResponse.
  * Use `create(ApprovePendingChangeResponseSchema)` to create a new message.
  */
 export const ApprovePendingChangeResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 20);
+  messageDesc(file_flowdrop_gateway_v1_registry, 23);
 
 /**
  * Describes the message flowdrop.gateway.v1.RejectPendingChangeRequest.
  * Use `create(RejectPendingChangeRequestSchema)` to create a new message.
  */
 export const RejectPendingChangeRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 21);
+  messageDesc(file_flowdrop_gateway_v1_registry, 24);
 
 /**
  * Describes the message flowdrop.gateway.v1.RejectPendingChangeResponse.
  * Use `create(RejectPendingChangeResponseSchema)` to create a new message.
  */
 export const RejectPendingChangeResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 22);
+  messageDesc(file_flowdrop_gateway_v1_registry, 25);
 
 /**
  * Describes the message flowdrop.gateway.v1.ExportToolsRequest.
  * Use `create(ExportToolsRequestSchema)` to create a new message.
  */
 export const ExportToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 23);
+  messageDesc(file_flowdrop_gateway_v1_registry, 26);
 
 /**
  * Describes the message flowdrop.gateway.v1.ExportToolsResponse.
  * Use `create(ExportToolsResponseSchema)` to create a new message.
  */
 export const ExportToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 24);
+  messageDesc(file_flowdrop_gateway_v1_registry, 27);
 
 /**
  * Describes the message flowdrop.gateway.v1.LeftOutTool.
  * Use `create(LeftOutToolSchema)` to create a new message.
  */
 export const LeftOutToolSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 25);
+  messageDesc(file_flowdrop_gateway_v1_registry, 28);
 
 /**
  * Describes the message flowdrop.gateway.v1.RegisterToolRequest.
  * Use `create(RegisterToolRequestSchema)` to create a new message.
  */
 export const RegisterToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 26);
+  messageDesc(file_flowdrop_gateway_v1_registry, 29);
 
 /**
  * Describes the message flowdrop.gateway.v1.CompatibilityNote.
  * Use `create(CompatibilityNoteSchema)` to create a new message.
  */
 export const CompatibilityNoteSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 27);
+  messageDesc(file_flowdrop_gateway_v1_registry, 30);
 
 /**
  * Describes the message flowdrop.gateway.v1.LintFinding.
  * Use `create(LintFindingSchema)` to create a new message.
  */
 export const LintFindingSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 28);
+  messageDesc(file_flowdrop_gateway_v1_registry, 31);
 
 /**
  * Describes the message flowdrop.gateway.v1.RegisterToolResponse.
  * Use `create(RegisterToolResponseSchema)` to create a new message.
  */
 export const RegisterToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 29);
+  messageDesc(file_flowdrop_gateway_v1_registry, 32);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetToolRequest.
  * Use `create(GetToolRequestSchema)` to create a new message.
  */
 export const GetToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 30);
+  messageDesc(file_flowdrop_gateway_v1_registry, 33);
 
 /**
  * Describes the message flowdrop.gateway.v1.GetToolResponse.
  * Use `create(GetToolResponseSchema)` to create a new message.
  */
 export const GetToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 31);
+  messageDesc(file_flowdrop_gateway_v1_registry, 34);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListToolsRequest.
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 32);
+  messageDesc(file_flowdrop_gateway_v1_registry, 35);
 
 /**
  * Describes the message flowdrop.gateway.v1.ListToolsResponse.
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 33);
+  messageDesc(file_flowdrop_gateway_v1_registry, 36);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteToolRequest.
  * Use `create(DeleteToolRequestSchema)` to create a new message.
  */
 export const DeleteToolRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 34);
+  messageDesc(file_flowdrop_gateway_v1_registry, 37);
 
 /**
  * Describes the message flowdrop.gateway.v1.DeleteToolResponse.
  * Use `create(DeleteToolResponseSchema)` to create a new message.
  */
 export const DeleteToolResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 35);
+  messageDesc(file_flowdrop_gateway_v1_registry, 38);
 
 /**
  * Describes the message flowdrop.gateway.v1.WatchToolsRequest.
  * Use `create(WatchToolsRequestSchema)` to create a new message.
  */
 export const WatchToolsRequestSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 36);
+  messageDesc(file_flowdrop_gateway_v1_registry, 39);
 
 /**
  * Describes the message flowdrop.gateway.v1.WatchToolsResponse.
  * Use `create(WatchToolsResponseSchema)` to create a new message.
  */
 export const WatchToolsResponseSchema = /*@__PURE__*/
-  messageDesc(file_flowdrop_gateway_v1_registry, 37);
+  messageDesc(file_flowdrop_gateway_v1_registry, 40);
 
 /**
  * Describes the enum flowdrop.gateway.v1.WatchToolsResponse.EventType.
  */
 export const WatchToolsResponse_EventTypeSchema = /*@__PURE__*/
-  enumDesc(file_flowdrop_gateway_v1_registry, 37, 0);
+  enumDesc(file_flowdrop_gateway_v1_registry, 40, 0);
 
 /**
  * @generated from enum flowdrop.gateway.v1.WatchToolsResponse.EventType
