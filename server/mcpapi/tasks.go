@@ -89,6 +89,23 @@ type taskRequest struct {
 	ext *extRequest
 }
 
+// decodeTaskEnvelope is a task request's JSON-RPC envelope, as the SDK would
+// read it: valid headers, bounded depth, valid JSON, version 2.0, a valid
+// id and a method; false for anything else (which goes on to the SDK).
+func decodeTaskEnvelope(r *http.Request, body []byte) (w wireMessage, id jsonrpc.ID, method string, ok bool) {
+	if !(*fastPath)(nil).headersOK(r) || sdkjson.CheckDepth(body) != nil || !json.Valid(body) {
+		return w, id, "", false
+	}
+	if !sdkDecode(body, &w) || w.VersionTag != "2.0" || len(w.Method) == 0 {
+		return w, id, "", false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil || !id.IsValid() || !sdkDecode(w.Method, &method) {
+		return w, id, "", false
+	}
+	return w, id, method, true
+}
+
 // recogniseTask is an authenticated POST the face answers as tasks, or
 // false: everything else (and anything unusual) goes on as before. It
 // costs a 2025-11-25 request that names no task one substring search.
@@ -101,19 +118,11 @@ func (m *Server) recogniseTask(r *http.Request, body []byte) (*taskRequest, bool
 	} else if v != RevisionTasks {
 		return nil, false
 	}
-	if !containsTask(body) || !(*fastPath)(nil).headersOK(r) || sdkjson.CheckDepth(body) != nil || !json.Valid(body) {
+	if !containsTask(body) {
 		return nil, false
 	}
-	var w wireMessage
-	if !sdkDecode(body, &w) || w.VersionTag != "2.0" || len(w.Method) == 0 {
-		return nil, false
-	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil || !id.IsValid() {
-		return nil, false
-	}
-	var method string
-	if !sdkDecode(w.Method, &method) {
+	w, id, method, ok := decodeTaskEnvelope(r, body)
+	if !ok {
 		return nil, false
 	}
 	tr := &taskRequest{id: id, method: method}

@@ -49,7 +49,6 @@ import (
 	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
-	"github.com/flowdrop/gateway/internal/sdkjson"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -127,19 +126,11 @@ type extTaskParams struct {
 // tasks/get, tasks/update, tasks/cancel. Anything the SDK would refuse
 // (its _meta and header checks) goes to the SDK, which does.
 func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, bool) {
-	if !bytes.Contains(body, []byte("tasks")) || !(*fastPath)(nil).headersOK(r) || sdkjson.CheckDepth(body) != nil || !json.Valid(body) {
+	if !bytes.Contains(body, []byte("tasks")) {
 		return nil, false
 	}
-	var w wireMessage
-	if !sdkDecode(body, &w) || w.VersionTag != "2.0" || len(w.Method) == 0 {
-		return nil, false
-	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil || !id.IsValid() {
-		return nil, false
-	}
-	var method string
-	if !sdkDecode(w.Method, &method) {
+	w, id, method, ok := decodeTaskEnvelope(r, body)
+	if !ok {
 		return nil, false
 	}
 	switch method {
