@@ -139,6 +139,19 @@ type wireMessage struct {
 	Error      *jsonrpc.Error  `json:"error,omitempty"`
 }
 
+// requestMetaDecodes: a 2026-07-28 request's clientInfo (when present) and
+// clientCapabilities decode as the SDK's validateRequestMeta decodes them.
+func requestMetaDecodes(meta map[string]any) bool {
+	if ci, present := meta[mcp.MetaKeyClientInfo]; present {
+		var impl *mcp.Implementation
+		if !metaDecodes(ci, &impl) {
+			return false
+		}
+	}
+	var caps *clientCapabilitiesV2
+	return metaDecodes(meta[mcp.MetaKeyClientCapabilities], &caps)
+}
+
 // clientCapabilitiesV2 mirrors the SDK's decoding of the 2026-07-28
 // clientCapabilities _meta value (protocol.go's unexported type of the same
 // name and shape).
@@ -287,14 +300,7 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 		if !slices.Contains(f.versions, metaVersion) {
 			return nil, false
 		}
-		if ci, present := p.Meta[mcp.MetaKeyClientInfo]; present {
-			var impl *mcp.Implementation
-			if !metaDecodes(ci, &impl) {
-				return nil, false
-			}
-		}
-		var caps *clientCapabilitiesV2
-		if !metaDecodes(p.Meta[mcp.MetaKeyClientCapabilities], &caps) {
+		if !requestMetaDecodes(p.Meta) {
 			return nil, false
 		}
 	}

@@ -169,14 +169,7 @@ func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, b
 	if metaVersion != header || r.Header.Get(methodHeader) != method {
 		return nil, false // the SDK refuses these in its own words
 	}
-	if ci, present := p.Meta[mcp.MetaKeyClientInfo]; present {
-		var impl *mcp.Implementation
-		if !metaDecodes(ci, &impl) {
-			return nil, false
-		}
-	}
-	var caps *clientCapabilitiesV2
-	if !metaDecodes(p.Meta[mcp.MetaKeyClientCapabilities], &caps) {
+	if !requestMetaDecodes(p.Meta) {
 		return nil, false
 	}
 	ext := &extRequest{rev: metaVersion, responses: p.InputResponses}
