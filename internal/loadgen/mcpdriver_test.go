@@ -147,12 +147,16 @@ func TestMCPTargetAgainstGoSDK(t *testing.T) {
 			t.Fatalf("run: %v, %d errors (%s)", err, st.Errors, st.FirstError)
 		}
 		after := up.Stats()
-		// The sessions share one pool: their start may have needed fewer
-		// connections than the run's 8 callers, which may then open the
-		// rest — but never more than 8 in all, however many calls: every
-		// answer read to its end keeps its connection.
-		if after.Accepted > 8 || before.Accepted < 1 {
-			t.Errorf("%d connections before the run and %d after it (%d calls), want at most 8 in all: a connection per concurrent caller, kept",
+		// The sessions share one pool of at most 16 idle connections
+		// (twice the sessions). Net/http hands a connection coming back to
+		// a request still waiting for its own dial, whose dial then lands
+		// in the pool as a spare: opening 8 sessions at once may leave 9
+		// or more connections, and a run whose start had fewer than 8 may
+		// dial a spare the same way. None of that grows with calls; an
+		// answer left unread costs a connection a call (~150 here), which
+		// no count within the pool's bound can hide.
+		if after.Accepted > 16 || before.Accepted < 1 || st.Calls < 50 {
+			t.Errorf("%d connections before the run and %d after it (%d calls), want at most 16 in all: connections kept, not one a call",
 				before.Accepted, after.Accepted, st.Calls)
 		}
 		if got := after.Calls - before.Calls; got != st.Calls {
