@@ -117,27 +117,9 @@ func (k *Consent) startUpstream(w http.ResponseWriter, r *http.Request, subject,
 }
 
 func (k *Consent) callback(w http.ResponseWriter, r *http.Request, log *slog.Logger) {
-	q := r.URL.Query()
 	var fs flowState
-	if !k.open(purposeState, q.Get("state"), &fs) || k.now().Unix() > fs.Expires {
-		http.Error(w, "This authorization is not one the gateway started, or it has expired. Call the tool again for a new link.", http.StatusBadRequest)
-		return
-	}
-	c, err := r.Cookie(consentCookie)
-	if err != nil || subtle.ConstantTimeCompare([]byte(nonceHash(c.Value)), []byte(fs.Nonce)) != 1 {
-		http.Error(w, "This authorization was started in another browser; open the link from the tool's answer here.", http.StatusBadRequest)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: consentCookie, Value: "", Path: ConsentPathPrefix, MaxAge: -1, HttpOnly: true,
-		Secure: strings.HasPrefix(k.cfg.RedirectURL, "https:"), SameSite: http.SameSiteLaxMode})
-	if e := q.Get("error"); e != "" {
-		http.Error(w, fmt.Sprintf("The authorization was not granted (%s). Call the tool again to retry.", policy.Bound(errorCode(e))), http.StatusForbidden)
-		return
-	}
-	cc, ok := k.clients[fs.Client]
-	code := q.Get("code")
-	if !ok || code == "" || len(code) > maxSealedParam {
-		http.Error(w, "The authorization server sent no usable code.", http.StatusBadRequest)
+	cc, code, ok := k.openReturn(w, r, purposeState, consentCookie, &fs, &fs, authorizationReturn)
+	if !ok {
 		return
 	}
 	conf, err := k.endpoints(r.Context(), cc)
@@ -187,6 +169,48 @@ func (k *Consent) open(purpose, sealed string, v any) bool {
 	}
 	plain, err := k.keys.Open(purpose, sealed)
 	return err == nil && json.Unmarshal(plain, v) == nil
+}
+
+// returnWords name the flow in the refusals of a browser returning to it.
+type returnWords struct{ stale, otherBrowser, notGranted, noCode string }
+
+var authorizationReturn = returnWords{
+	stale:        "This authorization is not one the gateway started, or it has expired. Call the tool again for a new link.",
+	otherBrowser: "This authorization was started in another browser; open the link from the tool's answer here.",
+	notGranted:   "The authorization was not granted (%s). Call the tool again to retry.",
+	noCode:       "The authorization server sent no usable code.",
+}
+
+// openReturn checks a browser coming back from an authorization server
+// before its code is used: the sealed state (opened into state, whose
+// flow part is fs) is the gateway's and unexpired, the browser holds the
+// cookie the flow's start set (cleared now, used once), no error came
+// back, and the state's client and a code of bounded size are there.
+// Otherwise it writes the refusal and ok is false.
+func (k *Consent) openReturn(w http.ResponseWriter, r *http.Request, purpose, cookie string, state any, fs *flowState, words returnWords) (cc *consentClient, code string, ok bool) {
+	q := r.URL.Query()
+	if !k.open(purpose, q.Get("state"), state) || k.now().Unix() > fs.Expires {
+		http.Error(w, words.stale, http.StatusBadRequest)
+		return nil, "", false
+	}
+	c, err := r.Cookie(cookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(nonceHash(c.Value)), []byte(fs.Nonce)) != 1 {
+		http.Error(w, words.otherBrowser, http.StatusBadRequest)
+		return nil, "", false
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookie, Value: "", Path: ConsentPathPrefix, MaxAge: -1, HttpOnly: true,
+		Secure: strings.HasPrefix(k.cfg.RedirectURL, "https:"), SameSite: http.SameSiteLaxMode})
+	if e := q.Get("error"); e != "" {
+		http.Error(w, fmt.Sprintf(words.notGranted, policy.Bound(errorCode(e))), http.StatusForbidden)
+		return nil, "", false
+	}
+	cc, known := k.clients[fs.Client]
+	code = q.Get("code")
+	if !known || code == "" || len(code) > maxSealedParam {
+		http.Error(w, words.noCode, http.StatusBadRequest)
+		return nil, "", false
+	}
+	return cc, code, true
 }
 
 func nonceHash(nonce string) string {

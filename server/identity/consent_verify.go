@@ -54,12 +54,15 @@ const (
 
 // verifyState is what the verification's `state` carries, sealed.
 type verifyState struct {
-	Subject  string `json:"s"`
-	Client   string `json:"c"`
-	Verifier string `json:"v"`
-	Nonce    string `json:"n"` // SHA-256 of the cookie's nonce
-	IDNonce  string `json:"i"` // the OIDC nonce the ID token must carry
-	Expires  int64  `json:"x"`
+	flowState
+	IDNonce string `json:"i"` // the OIDC nonce the ID token must carry
+}
+
+var signInReturn = returnWords{
+	stale:        "This sign-in is not one the gateway started, or it has expired. Call the tool again for a new link.",
+	otherBrowser: "This sign-in was started in another browser; open the link from the tool's answer here.",
+	notGranted:   "The sign-in was not completed (%s). Call the tool again to retry.",
+	noCode:       "The identity provider sent no usable code.",
 }
 
 // callerVerifier makes the relying party at the callers' provider.
@@ -135,8 +138,8 @@ func (k *Consent) verifyStart(w http.ResponseWriter, r *http.Request, sp startPa
 		return
 	}
 	nonce := randomText(32)
-	vs := verifyState{Subject: sp.Subject, Client: sp.Client, Verifier: oauth2.GenerateVerifier(), Nonce: nonceHash(nonce),
-		IDNonce: randomText(32), Expires: k.now().Add(k.cfg.StateTTL).Unix()}
+	vs := verifyState{flowState: flowState{Subject: sp.Subject, Client: sp.Client, Verifier: oauth2.GenerateVerifier(), Nonce: nonceHash(nonce),
+		Expires: k.now().Add(k.cfg.StateTTL).Unix()}, IDNonce: randomText(32)}
 	plain, _ := json.Marshal(vs)
 	state := k.keys.Seal(purposeVerify, plain)
 	http.SetCookie(w, &http.Cookie{Name: verifyCookie, Value: nonce, Path: ConsentPathPrefix, MaxAge: int(k.cfg.StateTTL / time.Second),
@@ -151,27 +154,9 @@ func (k *Consent) verifyCallback(w http.ResponseWriter, r *http.Request, log *sl
 		http.NotFound(w, r)
 		return
 	}
-	q := r.URL.Query()
 	var vs verifyState
-	if !k.open(purposeVerify, q.Get("state"), &vs) || k.now().Unix() > vs.Expires {
-		http.Error(w, "This sign-in is not one the gateway started, or it has expired. Call the tool again for a new link.", http.StatusBadRequest)
-		return
-	}
-	c, err := r.Cookie(verifyCookie)
-	if err != nil || subtle.ConstantTimeCompare([]byte(nonceHash(c.Value)), []byte(vs.Nonce)) != 1 {
-		http.Error(w, "This sign-in was started in another browser; open the link from the tool's answer here.", http.StatusBadRequest)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: verifyCookie, Value: "", Path: ConsentPathPrefix, MaxAge: -1, HttpOnly: true,
-		Secure: strings.HasPrefix(k.cfg.RedirectURL, "https:"), SameSite: http.SameSiteLaxMode})
-	if e := q.Get("error"); e != "" {
-		http.Error(w, fmt.Sprintf("The sign-in was not completed (%s). Call the tool again to retry.", policy.Bound(errorCode(e))), http.StatusForbidden)
-		return
-	}
-	cc, ok := k.clients[vs.Client]
-	code := q.Get("code")
-	if !ok || code == "" || len(code) > maxSealedParam {
-		http.Error(w, "The identity provider sent no usable code.", http.StatusBadRequest)
+	cc, code, ok := k.openReturn(w, r, purposeVerify, verifyCookie, &vs, &vs.flowState, signInReturn)
+	if !ok {
 		return
 	}
 	p, err := k.vc.party(r.Context())
