@@ -45,38 +45,14 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 
 ` + connHelp
 
-var bundlesCommand = &command{
-	name:    "bundles",
-	summary: "manage the gateway's bundles (named tool selections, each its own MCP endpoint): list, get, put, delete",
-	run:     interruptible(runBundles),
-}
+var bundlesGroup = &group{name: "bundles", usage: bundlesUsage, subs: []subcommand{
+	{"list", noStdin(bundlesList)},
+	{"get", noStdin(bundlesGet)},
+	{"put", bundlesPut},
+	{"delete", noStdin(bundlesDelete)},
+}}
 
-// bundlesSubcommands are `flowdropctl bundles`'s commands, for completion.
-var bundlesSubcommands = []string{"list", "get", "put", "delete"}
-
-// runBundles dispatches `flowdropctl bundles <command>`.
-func runBundles(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, bundlesUsage)
-		return 2
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, bundlesUsage)
-		return 0
-	case "list":
-		return bundlesList(ctx, rest, stdout, stderr)
-	case "get":
-		return bundlesGet(ctx, rest, stdout, stderr)
-	case "put":
-		return bundlesPut(ctx, rest, stdin, stdout, stderr)
-	case "delete":
-		return bundlesDelete(ctx, rest, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "flowdropctl bundles: unknown command %q (want list, get, put or delete)\n", sub)
-	return 2
-}
+var bundlesCommand = bundlesGroup.command("manage the gateway's bundles (named tool selections, each its own MCP endpoint): list, get, put, delete")
 
 func newBundlesFlags(sub, usage string, stderr io.Writer) *toolsFlags {
 	f := newToolsFlags(sub, usage, stderr, 30*time.Second)

@@ -21,21 +21,29 @@ func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: flowdropctl completion bash|zsh   (e.g. source <(flowdropctl completion bash))")
 		return exitUsage
 	}
-	fmt.Fprint(stdout, completionScript(args[0], commandNames()))
+	fmt.Fprint(stdout, completionScript(args[0], commands))
 	return exitOK
 }
-
-// toolsSubcommands are `flowdropctl tools`'s commands, for completion.
-var toolsSubcommands = []string{"register", "list", "get", "delete", "watch", "import", "export", "search", "pending", "diff", "approve", "reject", "lint"}
 
 // commonFlags are the flags most commands take, for completion.
 var commonFlags = []string{"--addr", "--api-key-file", "--token-file", "--tls", "--ca-file", "--cert-file", "--key-file",
 	"--server-name", "--timeout", "--output"}
 
 // completionScript is a bash completion function (zsh runs it through
-// bashcompinit): commands, tools subcommands, flags, and --output's values.
-func completionScript(shell string, names []string) string {
+// bashcompinit): commands, every group's subcommands, flags, and
+// --output's values.
+func completionScript(shell string, cmds map[string]*command) string {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
 	sort.Strings(names)
+	var groups strings.Builder
+	for _, n := range names {
+		if g := cmds[n].group; g != nil {
+			groups.WriteString(`  if [ "${COMP_WORDS[1]}" = ` + g.name + ` ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "` + strings.Join(g.names(), " ") + `" -- "$cur")); return; fi` + "\n")
+		}
+	}
 	script := `# flowdropctl completion (` + shell + `)
 _flowdropctl() {
   local cur prev
@@ -43,9 +51,7 @@ _flowdropctl() {
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   if [ "$prev" = "--output" ]; then COMPREPLY=($(compgen -W "text json" -- "$cur")); return; fi
   if [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "` + strings.Join(names, " ") + ` help --version" -- "$cur")); return; fi
-  if [ "${COMP_WORDS[1]}" = tools ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "` + strings.Join(toolsSubcommands, " ") + `" -- "$cur")); return; fi
-  if [ "${COMP_WORDS[1]}" = bundles ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "` + strings.Join(bundlesSubcommands, " ") + `" -- "$cur")); return; fi
-  if [ "${COMP_WORDS[1]}" = completion ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return; fi
+` + groups.String() + `  if [ "${COMP_WORDS[1]}" = completion ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return; fi
   case "$cur" in
     -*) COMPREPLY=($(compgen -W "` + strings.Join(commonFlags, " ") + `" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -f -- "$cur")) ;;

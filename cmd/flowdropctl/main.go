@@ -23,6 +23,8 @@ type command struct {
 	name    string
 	summary string
 	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// group is the command's subcommands, if it has them.
+	group *group
 }
 
 // commands is every subcommand, by name.
@@ -87,14 +89,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun flowdropctl <command> -h for a command's flags.")
-}
-
-// commandNames lists the commands (for completion; a function, so the
-// completion command can use the table it is in).
-func commandNames() []string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	return names
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,6 +132,24 @@ func TestCompletion(t *testing.T) {
 	}
 	if want := "tools\nlist lint\ntext json\n"; string(got) != want {
 		t.Errorf("completions %q, want %q", got, want)
+	}
+	// Every group's every subcommand completes, and its usage names it:
+	// the table that dispatches is the one completed and documented.
+	for _, c := range commands {
+		g := c.group
+		if g == nil {
+			continue
+		}
+		for _, sub := range g.names() {
+			check := `source ` + script + `; COMP_WORDS=(flowdropctl ` + g.name + ` ` + sub + `); COMP_CWORD=2; _flowdropctl; echo "${COMPREPLY[@]}"`
+			got, err := exec.Command("bash", "-c", check).CombinedOutput()
+			if err != nil || !slices.Contains(strings.Fields(string(got)), sub) {
+				t.Errorf("completing %q %q: %q (%v)", g.name, sub, got, err)
+			}
+			if !strings.Contains(g.usage, "\n  "+sub+" ") && !strings.Contains(g.usage, "\n  "+sub+"\n") {
+				t.Errorf("%s's usage does not list %q", g.name, sub)
+			}
+		}
 	}
 	if code := run([]string{"completion", "fish"}, strings.NewReader(""), &out, &errb); code != 2 {
 		t.Errorf("completion fish: exit %d, want 2", code)

@@ -96,59 +96,29 @@ Exit status: 0 ok, 1 the gateway refused or failed, 2 bad usage or input.
 
 ` + connHelp
 
-var toolsCommand = &command{
-	name:    "tools",
-	summary: "manage the gateway's tool registry: register, list, get, delete, watch, import, export, search, approve upstream changes, lint",
-	run:     interruptible(runTools),
-}
+var toolsGroup = &group{name: "tools", usage: toolsUsage, subs: []subcommand{
+	{"register", toolsRegister},
+	{"alias", noStdin(toolsAlias)},
+	{"list", noStdin(toolsList)},
+	{"get", noStdin(toolsGet)},
+	{"delete", noStdin(toolsDelete)},
+	{"watch", noStdin(toolsWatch)},
+	{"import", noStdin(toolsImport)},
+	{"export", noStdin(toolsExport)},
+	{"search", noStdin(toolsSearch)},
+	{"pending", noStdin(toolsPending)},
+	{"diff", noStdin(toolsDiff)},
+	{"approve", noStdin(toolsApprove)},
+	{"reject", noStdin(toolsReject)},
+	{"stats", noStdin(toolsStats)},
+	{"history", noStdin(toolsHistory)},
+	// lint reads files and calls no gateway: it takes no context.
+	{"lint", func(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return runToolsLint(args, stdin, stdout, stderr)
+	}},
+}}
 
-// runTools dispatches `flowdropctl tools <command>`. args excludes "tools".
-func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, toolsUsage)
-		return 2
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, toolsUsage)
-		return 0
-	case "lint":
-		return runToolsLint(rest, stdin, stdout, stderr)
-	case "register":
-		return toolsRegister(ctx, rest, stdin, stdout, stderr)
-	case "list":
-		return toolsList(ctx, rest, stdout, stderr)
-	case "get":
-		return toolsGet(ctx, rest, stdout, stderr)
-	case "delete":
-		return toolsDelete(ctx, rest, stdout, stderr)
-	case "watch":
-		return toolsWatch(ctx, rest, stdout, stderr)
-	case "import":
-		return toolsImport(ctx, rest, stdout, stderr)
-	case "export":
-		return toolsExport(ctx, rest, stdout, stderr)
-	case "search":
-		return toolsSearch(ctx, rest, stdout, stderr)
-	case "alias":
-		return toolsAlias(ctx, rest, stdout, stderr)
-	case "pending":
-		return toolsPending(ctx, rest, stdout, stderr)
-	case "diff":
-		return toolsDiff(ctx, rest, stdout, stderr)
-	case "approve":
-		return toolsApprove(ctx, rest, stdout, stderr)
-	case "reject":
-		return toolsReject(ctx, rest, stdout, stderr)
-	case "stats":
-		return toolsStats(ctx, rest, stdout, stderr)
-	case "history":
-		return toolsHistory(ctx, rest, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "flowdropctl tools: unknown command %q (want register, alias, list, get, delete, watch, import, export, search, pending, diff, approve, reject, stats, history or lint)\n", sub)
-	return 2
-}
+var toolsCommand = toolsGroup.command("manage the gateway's tool registry: register, list, get, delete, watch, import, export, search, approve upstream changes, lint")
 
 // toolsFlags are the flags every gateway-calling subcommand shares.
 type toolsFlags struct {

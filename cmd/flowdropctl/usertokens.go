@@ -14,11 +14,12 @@ import (
 // The user-consent identity mode's stored per-user tokens (the gateway's
 // upstream_identity.user_consent): list who holds one at which OAuth
 // client — never a token — and revoke them per subject, per client.
-var userTokensCommand = &command{
-	name:    "usertokens",
-	summary: "list or revoke the per-user upstream tokens (identity mode user-consent); never shows a token",
-	run:     interruptible(userTokens),
-}
+var userTokensGroup = &group{name: "usertokens", usage: userTokensUsage, subs: []subcommand{
+	{"list", noStdin(userTokensList)},
+	{"revoke", noStdin(userTokensRevoke)},
+}}
+
+var userTokensCommand = userTokensGroup.command("list or revoke the per-user upstream tokens (identity mode user-consent); never shows a token")
 
 const userTokensUsage = `usage: flowdropctl usertokens <command> [flags]
 
@@ -30,25 +31,8 @@ commands:
                    their next call is asked to authorize again
 
 Both take the connection flags (--addr, --api-key-file, ...); the caller
-needs the admin role.`
-
-func userTokens(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, userTokensUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(stdout, userTokensUsage)
-		return exitOK
-	case "list":
-		return userTokensList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return userTokensRevoke(ctx, args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "flowdropctl usertokens: unknown command %q (want list or revoke)\n", args[0])
-	return exitUsage
-}
+needs the admin role.
+`
 
 func newUserTokensFlags(sub, usage string, stderr io.Writer) (*toolsFlags, *string) {
 	fs := flag.NewFlagSet("flowdropctl usertokens "+sub, flag.ContinueOnError)
