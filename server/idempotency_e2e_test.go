@@ -112,8 +112,12 @@ func TestIdempotentConcurrentDuplicatesRunOnce(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	tool := &countingTool{delay: 300 * time.Millisecond, result: "shared"}
 	backend := fleetBackend(t, tool.handle)
-	a := startFleetReplica(t, "A", cluster, rs.Addr(), backend, server.DemoPolicy())
-	b := startFleetReplica(t, "B", cluster, rs.Addr(), backend, server.DemoPolicy())
+	// What is tested is that one key runs once however the duplicates
+	// race, not Redis's speed: a command timeout of the default 100 ms can
+	// pass on a loaded 2-core CI machine and fail a call closed.
+	slowRedisOK := func(c *server.Config) { c.Redis.Timeout = 2 * time.Second }
+	a := startFleetReplica(t, "A", cluster, rs.Addr(), backend, server.DemoPolicy(), slowRedisOK)
+	b := startFleetReplica(t, "B", cluster, rs.Addr(), backend, server.DemoPolicy(), slowRedisOK)
 
 	var wg sync.WaitGroup
 	var replayed atomic.Int64
