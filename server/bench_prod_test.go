@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"testing"
 
@@ -64,6 +66,68 @@ func BenchmarkInvokeToolProd(b *testing.B) {
 					})
 				})
 			}
+		})
+	}
+}
+
+// BenchmarkMCPToolsCallProd is BenchmarkInvokeToolProd on the MCP face: the
+// harness's driver (raw JSON-RPC, one session per worker, every answer
+// checked) sends the bench payload's tools/call to the bench backend
+// through a gateway on tools/bench/prod-policy.yaml ("prod", the key as
+// X-API-Key) and on the demo policy ("off"), so the production policy's
+// cost on the MCP face is counted in process, next to the gRPC face's.
+func BenchmarkMCPToolsCallProd(b *testing.B) {
+	prod, err := server.LoadPolicyFile(filepath.Join("..", "tools", "bench", "prod-policy.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prod.Audit.Path = filepath.Join(b.TempDir(), "audit.jsonl")
+	schema, err := structpb.NewStruct(loadgen.BenchToolSchema())
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchTool := gatewaytest.WithTool(func(backend string) registry.Tool {
+		return registry.Tool{Name: loadgen.BenchTool, Backend: backend, InputSchema: schema}
+	})
+	handler := gatewaytest.WithBackendHandler(loadgen.BenchTool, loadgen.NewBackend().Invoke)
+	args, err := loadgen.MCPArguments(loadgen.PayloadClean)
+	if err != nil {
+		b.Fatal(err)
+	}
+	expect, err := json.Marshal(loadgen.BackendResult())
+	if err != nil {
+		b.Fatal(err)
+	}
+	keyed := http.Header{}
+	keyed.Set("X-API-Key", benchAPIKey)
+	policies := []struct {
+		name   string
+		header http.Header
+		opts   []gatewaytest.Option
+	}{
+		{"off", http.Header{}, nil},
+		{"prod", keyed, []gatewaytest.Option{gatewaytest.WithPolicy(prod)}},
+	}
+	for _, pc := range policies {
+		b.Run(pc.name, func(b *testing.B) {
+			env := gatewaytest.Start(b, append(pc.opts, benchTool, handler, gatewaytest.WithMCP(), gatewaytest.WithoutRecording())...)
+			ctx := context.Background()
+			t, err := loadgen.NewMCPTarget(ctx, loadgen.MCPConfig{URL: env.MCPURL, Tool: loadgen.BenchTool,
+				Arguments: args, Expect: expect, Header: pc.header, Sessions: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(t.Close)
+			b.ReportAllocs()
+			b.SetParallelism(8) // 16 workers on 2 cores: as many as sessions
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := t.Call(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
 		})
 	}
 }

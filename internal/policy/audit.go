@@ -94,8 +94,10 @@ type AuditRecord struct {
 	InputAnswered int      `json:"input_answered,omitempty"`
 
 	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
-	// which the line splices in as they are.
+	// which the line splices in as they are; argsBuf the pooled buffer they
+	// are in (ReleaseArgs).
 	argsEncoded bool
+	argsBuf     *auditBuf
 }
 
 // ShadowDenial is one refusal a shadow-mode rule or authz entry would
@@ -208,18 +210,24 @@ func (a *AuditRecord) lineSizeHint() int {
 // encoded go in as they are; others (set directly) are checked and
 // compacted by encoding/json, as before.
 func (a AuditRecord) line() ([]byte, error) {
+	return a.appendTo(make([]byte, 0, a.lineSizeHint()))
+}
+
+// appendTo appends the record's line (line) to b.
+func (a *AuditRecord) appendTo(b []byte) ([]byte, error) {
 	if a.argsEncoded || (a.ArgsSent == nil && a.ArgsRepaired == nil) {
-		line, err := a.appendLine(make([]byte, 0, a.lineSizeHint()))
+		line, err := a.appendLine(b)
 		if err != nil {
 			return nil, fmt.Errorf("audit: encoding record: %w", err)
 		}
 		return line, nil
 	}
-	line, err := json.Marshal(a)
+	line, err := json.Marshal(*a) // a copy: the pointer does not escape on the hot path
 	if err != nil {
 		return nil, fmt.Errorf("audit: encoding record: %w", err)
 	}
-	return append(line, '\n'), nil
+	b = append(b, line...)
+	return append(b, '\n'), nil
 }
 
 // ErrAuditDropped is returned by Write when the queue is full.
@@ -312,7 +320,7 @@ type AuditSink struct {
 
 // auditItem is one queued line; done, when set, hears the write's result.
 type auditItem struct {
-	line []byte
+	line *auditBuf // pooled: recycled once written or dropped
 	done chan error
 }
 
@@ -386,7 +394,8 @@ func (s *AuditSink) WriteWait(ctx context.Context, rec AuditRecord) error {
 	if err != nil {
 		return err
 	}
-	if err, written := s.writeNow(line); written {
+	if err, written := s.writeNow(line.b); written {
+		putAuditBuf(line)
 		return err
 	}
 	done := waiters.Get().(chan error)
@@ -435,10 +444,17 @@ func (s *AuditSink) writeNow(line []byte) (err error, written bool) {
 
 var errSinkClosed = errors.New("audit: sink closed")
 
-// recordLine is rec's bounded JSON line.
-func recordLine(rec AuditRecord) ([]byte, error) {
+// recordLine is rec's bounded JSON line, in a pooled buffer.
+func recordLine(rec AuditRecord) (*auditBuf, error) {
 	rec.bound()
-	return rec.line()
+	ab := getAuditBuf(rec.lineSizeHint())
+	line, err := rec.appendTo(ab.b)
+	if err != nil {
+		putAuditBuf(ab)
+		return nil, err
+	}
+	ab.b = line
+	return ab, nil
 }
 
 func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
@@ -449,10 +465,11 @@ func (s *AuditSink) enqueue(rec AuditRecord, done chan error) error {
 	return s.enqueueLine(line, done)
 }
 
-func (s *AuditSink) enqueueLine(line []byte, done chan error) error {
+func (s *AuditSink) enqueueLine(line *auditBuf, done chan error) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
+		putAuditBuf(line)
 		return errSinkClosed
 	}
 	s.pending.Add(1)
@@ -461,6 +478,7 @@ func (s *AuditSink) enqueueLine(line []byte, done chan error) error {
 		return nil
 	default:
 		s.pending.Add(-1)
+		putAuditBuf(line)
 		s.drop()
 		s.report(ErrAuditDropped)
 		return ErrAuditDropped
@@ -540,7 +558,7 @@ func (s *AuditSink) writeBatch(first auditItem) (open bool) {
 	open = true
 	s.wmu.Lock()
 	s.batch = append(s.batch[:0], first)
-	size := len(first.line)
+	size := len(first.line.b)
 drain:
 	for len(s.batch) < maxAuditBatch && size < maxAuditBatchBytes && !s.rotationDue(size) {
 		select {
@@ -550,16 +568,16 @@ drain:
 				break drain
 			}
 			s.batch = append(s.batch, it)
-			size += len(it.line)
+			size += len(it.line.b)
 		default:
 			break drain
 		}
 	}
-	line := first.line
+	line := first.line.b
 	if len(s.batch) > 1 {
 		s.buf = s.buf[:0]
 		for _, it := range s.batch {
-			s.buf = append(s.buf, it.line...)
+			s.buf = append(s.buf, it.line.b...)
 		}
 		line = s.buf
 	}
@@ -567,6 +585,7 @@ drain:
 	s.pending.Add(-int64(len(s.batch)))
 	s.wmu.Unlock()
 	for i, it := range s.batch {
+		putAuditBuf(it.line) // written (or not): nothing reads it again
 		if it.done != nil {
 			it.done <- err
 		}

@@ -29,23 +29,26 @@ var errArgsUnencodable = errors.New("audit: arguments not encodable as JSON")
 // SetArgs records the arguments as sent and as repaired, redacted per the
 // tool's schema. repaired may be nil (not reached) or the same pointer as
 // sent (nothing repaired); then only args_sent is written. Both are
-// encoded into one buffer.
+// encoded into one pooled buffer (ReleaseArgs recycles it).
 func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) error {
-	a.ArgsSent, a.ArgsRepaired, a.argsEncoded = nil, nil, false
+	a.ArgsSent, a.ArgsRepaired, a.argsEncoded, a.argsBuf = nil, nil, false, nil
 	if sent == nil && (repaired == nil || repaired == sent) {
 		return nil
 	}
 	enc := argsEncoder{red: red.sensitivity()}
-	buf := make([]byte, 0, 512)
+	ab := getAuditBuf(512)
+	buf := ab.b
 	var err error
 	if sent != nil {
 		if buf, err = enc.object(buf, sent, enc.root()); err != nil {
+			putAuditBuf(ab)
 			return err
 		}
 	}
 	n := len(buf)
 	if repaired != nil && repaired != sent {
 		if buf, err = enc.object(buf, repaired, enc.root()); err != nil {
+			putAuditBuf(ab)
 			return err
 		}
 	}
@@ -55,7 +58,8 @@ func (a *AuditRecord) SetArgs(red *Redactor, sent, repaired *structpb.Struct) er
 	if len(buf) > n {
 		a.ArgsRepaired = buf[n:]
 	}
-	a.argsEncoded = true
+	ab.b = buf
+	a.argsEncoded, a.argsBuf = true, ab
 	return nil
 }
 

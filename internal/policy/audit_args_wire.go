@@ -17,23 +17,27 @@ import (
 // (members sorted, a repeated key's last value, as decoding keeps it),
 // redacted the same way; bytes that do not decode as a Struct are refused
 // (the line then has no arguments, as when decoding fails). Both are
-// encoded into one buffer.
+// encoded into one pooled buffer (ReleaseArgs recycles it).
 func (a *AuditRecord) SetArgsWire(red *Redactor, sent, repaired []byte) error {
-	a.ArgsSent, a.ArgsRepaired, a.argsEncoded = nil, nil, false
+	a.ArgsSent, a.ArgsRepaired, a.argsEncoded, a.argsBuf = nil, nil, false, nil
 	enc := argsEncoder{red: red.sensitivity()}
 	size := len(sent) + len(repaired)
-	buf, err := enc.wireObject(make([]byte, 0, size+size/4+16), sent, enc.root(), 0)
+	ab := getAuditBuf(size + size/4 + 16)
+	buf, err := enc.wireObject(ab.b, sent, enc.root(), 0)
 	if err != nil {
+		putAuditBuf(ab)
 		return err
 	}
 	n := len(buf)
 	if repaired != nil {
 		if buf, err = enc.wireObject(buf, repaired, enc.root(), 0); err != nil {
+			putAuditBuf(ab)
 			return err
 		}
 		a.ArgsRepaired = buf[n:]
 	}
-	a.ArgsSent, a.argsEncoded = buf[:n:n], true
+	ab.b = buf
+	a.ArgsSent, a.argsEncoded, a.argsBuf = buf[:n:n], true, ab
 	return nil
 }
 

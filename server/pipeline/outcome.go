@@ -152,6 +152,7 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 	} else {
 		err = a.sink.Write(rec)
 	}
+	rec.ReleaseArgs() // the line holds a copy: the arguments' buffer is reused
 	if err != nil && a.log != nil {
 		a.log("audit record not written", err)
 	}
