@@ -12,13 +12,14 @@ import (
 )
 
 // defaultGCPercent is --gc-percent's default. The gateway's live heap is
-// small (~2–3 MB: compiled schemas, descriptors, metrics) while each call
-// allocates ~13 KB, nearly all inside gRPC's transport. At Go's default of
-// 100 the collector then runs every ~2.5 MB allocated — about 35 times a
-// second at 6,000 calls/s, each cycle marking the whole live heap and
-// shrinking the stacks of idle stream workers, which the next calls grow
-// again. 400 spaces cycles four times further apart for ~10 MB more heap
-// (measured in BENCHMARKS.md, "Garbage collection").
+// small (~4–5 MB: compiled schemas, descriptors, metrics) while each call
+// allocates 13–35 KB. At Go's default of 100 the collector then runs every
+// few MB allocated — dozens of times a second under load, each cycle
+// marking the whole live heap and shrinking the stacks of idle stream
+// workers, which the next calls grow again. 400 spaces cycles four times
+// further apart: ~5 % of the gateway's CPU in the collector instead of
+// ~10–15 %, for ~20 MiB more resident heap (BENCHMARKS.md, "Where the
+// gateway's peak RSS goes", has both measured per setting).
 const defaultGCPercent = 400
 
 // gcPercent is --gc-percent: set by parseFlags on every parse.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -290,9 +289,9 @@ type view struct {
 	Data    any
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, t *template.Template, v view) {
+func (c *Console) render(w http.ResponseWriter, status int, p *page, v view) {
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, "layout", v); err != nil {
+	if err := p.template().ExecuteTemplate(&b, "layout", v); err != nil {
 		c.cfg.Log.Error("console page failed to render", "page", v.Nav, "error", err.Error())
 		http.Error(w, "the page failed to render (see the gateway's log)", http.StatusInternalServerError)
 		return
