@@ -18,6 +18,8 @@ package mcpapi
 //     on older protocol versions need the standalone GET stream of a stateful
 //     session, which a stateless server does not offer (405): they must
 //     re-list (tools/list results are marked uncacheable, scope private).
+//     A face session's GET (session.go) carries its resource subscriptions'
+//     updates only (sessionstream.go).
 //   - tools/call is intercepted before the SDK's own tool lookup and runs
 //     pipeline.Invoke, which looks the tool up in the live snapshot. So the
 //     SDK neither validates arguments nor answers "unknown tool" before the
