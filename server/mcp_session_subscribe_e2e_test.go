@@ -308,10 +308,9 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 		if err := env.Gateway.ReloadPolicy(next); err != nil {
 			t.Fatal(err)
 		}
-		before := len(agentUp.got())
-		// other still hears b (its own subscription); the agent does not,
-		// and its subscription is dropped: once other unsubscribes, none
-		// holds the upstream's.
+		// other still hears b (its own subscription); the agent's is
+		// dropped at that delivery: once other unsubscribes, none holds
+		// the upstream's.
 		if !fireUntil(ctx, up, []string{"doc://b"}, otherUp.ch, subDocB) {
 			t.Fatal("other no longer hears doc://b")
 		}
@@ -326,7 +325,16 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		for _, u := range agentUp.got()[before:] {
+		// From here on nothing of b reaches the agent: other subscribes
+		// again and hears a fresh update; the agent hears none.
+		mark := len(agentUp.got())
+		if err := other.Subscribe(ctx, &mcp.SubscribeParams{URI: subDocB}); err != nil {
+			t.Fatal(err)
+		}
+		if !fireUntil(ctx, up, []string{"doc://b"}, otherUp.ch, subDocB) {
+			t.Fatal("other's new subscription hears nothing")
+		}
+		for _, u := range agentUp.got()[mark:] {
 			if u == subDocB {
 				t.Errorf("an update of %s reached a caller the policy now denies it", subDocB)
 			}

@@ -20,7 +20,8 @@ package mcpapi
 // session's expiry ends its stream. Every update is checked at delivery
 // against the policy in force then: a URI the caller may no longer read,
 // or whose upstream left its view, is not sent and leaves the session's
-// subscriptions. Each message carries an event id and, from 2025-11-25, the
+// subscriptions. A JWT caller's stream also ends when its token expires.
+// Each message carries an event id and, from 2025-11-25, the
 // stream opens with a priming event (SEP-1699), so a client reconnects
 // after the stream ends.
 
@@ -29,11 +30,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -204,7 +208,8 @@ func (m *Server) serveSessionStream(w http.ResponseWriter, r *http.Request, key 
 	}
 	idb := make([]byte, 8)
 	_, _ = rand.Read(idb)
-	st := &sessionStream{key: key, id: hex.EncodeToString(idb), owner: sessionOwner(key), caller: callerKey(r.Context()),
+	id := hex.EncodeToString(idb)
+	st := &sessionStream{key: key, id: id, owner: sessionOwner(key, id), caller: callerKey(r.Context()),
 		ctx: context.WithoutCancel(r.Context()), idle: m.sessionIdle(s),
 		q: make(chan []byte, sessionStreamQueue), resync: make(chan struct{}, 1), closed: make(chan struct{}), held: map[string]bool{}}
 	if !m.streams.open(st) {
@@ -245,7 +250,7 @@ func (m *Server) serveSessionStream(w http.ResponseWriter, r *http.Request, key 
 		return
 	}
 	go m.resyncLoop(st)
-	expiry := time.NewTimer(time.Until(time.Unix(s.Expires, 0)))
+	expiry := time.NewTimer(time.Until(streamUntil(r.Context(), s)))
 	defer expiry.Stop()
 	keepAlive := time.NewTicker(sessionKeepAlive)
 	defer keepAlive.Stop()
@@ -261,7 +266,7 @@ func (m *Server) serveSessionStream(w http.ResponseWriter, r *http.Request, key 
 				return
 			}
 		case <-expiry.C:
-			st.close("the session expired")
+			st.close("the session or the caller's token expired")
 		case <-r.Context().Done():
 			st.close("the client left")
 		case <-m.drain.Done():
@@ -271,6 +276,17 @@ func (m *Server) serveSessionStream(w http.ResponseWriter, r *http.Request, key 
 			return
 		}
 	}
+}
+
+// streamUntil is when a stream ends at the latest: the session's expiry,
+// or a JWT caller's token's, if sooner (its reconnecting GET authenticates
+// again).
+func streamUntil(ctx context.Context, s *faceSession) time.Time {
+	until := time.Unix(s.Expires, 0)
+	if c, _ := policy.CallerFrom(ctx); c.Token != nil && !c.Token.Expiry.IsZero() && c.Token.Expiry.Before(until) {
+		until = c.Token.Expiry
+	}
+	return until
 }
 
 // endStream forgets a stream and its upstream subscriptions; the session's
@@ -340,6 +356,12 @@ func (m *Server) syncStream(ctx context.Context, st *sessionStream) error {
 			continue
 		}
 		if err := m.hold(pctx, st.owner, uri, u, upstreamURI); err != nil {
+			var rpc *jsonrpc.Error
+			if errors.As(err, &rpc) && rpc.Code == MCPCodeSubscriptionLimit {
+				// This replica's bound in all: the next resync tries again.
+				m.log.Warn("MCP session subscriptions: over this replica's bound of subscriptions; kept for the next resync", "bound", maxSubscriptionsTotal)
+				continue
+			}
 			m.log.Warn("MCP session subscriptions: not subscribed at the upstream; dropped", "namespace", u.ns, "error", err)
 			_ = m.sessionSubs.Remove(ctx, st.key, uri)
 			continue

@@ -104,8 +104,10 @@ func sessionKeyFrom(ctx context.Context) string {
 }
 
 // sessionOwner is whose the upstream subscriptions of a session's stream
-// are (subscriptions.go counts them per owner).
-func sessionOwner(key string) string { return "session\x00" + key }
+// are (subscriptions.go counts them per owner): per stream, so a stream
+// replacing another on this replica is not held to the bound by what the
+// older one still holds.
+func sessionOwner(key, stream string) string { return "session\x00" + key + "\x00" + stream }
 
 // sessionStreams serves a session's GET (sessionstream.go) and, for any
 // request carrying a session, puts its key in the request's context.
