@@ -204,8 +204,10 @@ func (m *Server) withUpstream(ctx context.Context, u *federatedUpstream, f func(
 // resources also only when its resource allow list is not empty). To a
 // caller with a stream to hear them on (streams: subscriptions.go),
 // resources.subscribe and the prompt and resource listChanged flags where
-// such an upstream declares them; never to another.
-func (m *Server) callerCapabilities(ctx context.Context, streams bool) *mcp.ServerCapabilities {
+// such an upstream declares them; to a caller getting a face session
+// (sessionSubs: sessionsubs.go), resources.subscribe alone; never to
+// another.
+func (m *Server) callerCapabilities(ctx context.Context, streams, sessionSubs bool) *mcp.ServerCapabilities {
 	caps := capabilities()
 	for _, u := range m.view(ctx) {
 		c, ok := m.knownCaps(u)
@@ -221,7 +223,7 @@ func (m *Server) callerCapabilities(ctx context.Context, streams bool) *mcp.Serv
 			if caps.Resources == nil {
 				caps.Resources = &mcp.ResourceCapabilities{}
 			}
-			caps.Resources.Subscribe = caps.Resources.Subscribe || streams && c.Resources.Subscribe
+			caps.Resources.Subscribe = caps.Resources.Subscribe || (streams || sessionSubs) && c.Resources.Subscribe
 			caps.Resources.ListChanged = caps.Resources.ListChanged || streams && c.Resources.ListChanged
 		}
 		if c.Prompts != nil && federatedMethods["prompts/list"] != nil {
@@ -328,9 +330,9 @@ func (m *Server) federate(ctx context.Context, method string, req mcp.Request, n
 		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method))
+			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method), m.sessionSubscriptionsOn(ctx, r.ProtocolVersion))
 		case *mcp.DiscoverResult:
-			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method))
+			r.Capabilities = m.callerCapabilities(ctx, streamsFor(method), false)
 		}
 		return res, err, true
 	}

@@ -18,6 +18,8 @@ package mcpapi
 //     on older protocol versions need the standalone GET stream of a stateful
 //     session, which a stateless server does not offer (405): they must
 //     re-list (tools/list results are marked uncacheable, scope private).
+//     A face session's GET (session.go) carries its resource subscriptions'
+//     updates only (sessionstream.go).
 //   - tools/call is intercepted before the SDK's own tool lookup and runs
 //     pipeline.Invoke, which looks the tool up in the live snapshot. So the
 //     SDK neither validates arguments nor answers "unknown tool" before the
@@ -153,6 +155,9 @@ type Config struct {
 	// SessionTTL is the lifetime of the session ids the face mints for
 	// callers before 2026-07-28 (session.go); 0: DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SessionSubscriptions keeps face sessions' resource subscriptions
+	// (sessionsubs.go): Redis in a fleet; unset, this replica's memory.
+	SessionSubscriptions SessionSubscriptions
 	// CancelFleet, when set, carries an older caller's
 	// notifications/cancelled to the replica running its call (cancel.go).
 	CancelFleet CancelFleet
@@ -204,6 +209,12 @@ type Server struct {
 	taskUps     TaskUpstreams
 	taskSupport taskSupportCache
 	subs        subscriptions
+	// sessionSubs and streams serve face sessions' subscriptions
+	// (sessionsubs.go, sessionstream.go; nil: not offered); noticesDone
+	// ends with its notices.
+	sessionSubs SessionSubscriptions
+	streams     streamSet
+	noticesDone chan struct{}
 	// search and discovery serve discovery mode (view.go, discovery.go).
 	search    *search.Index
 	discovery atomic.Pointer[DiscoveryPolicy]
@@ -271,6 +282,13 @@ func New(cfg Config) (*Server, error) {
 		m.fleetLookups, m.fleetDone = make(chan struct{}, fleetCancelLookups), make(chan struct{})
 		go m.serveFleet()
 	}
+	if m.upstreams != nil {
+		if m.sessionSubs = cfg.SessionSubscriptions; m.sessionSubs == nil {
+			m.sessionSubs = NewMemorySessionSubscriptions()
+		}
+		m.noticesDone = make(chan struct{})
+		go m.serveSessionNotices()
+	}
 	var off string
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
 		m.log.Info("MCP tools/call fast path off", "why", off)
@@ -312,10 +330,10 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	// Origin and authentication read headers only; the body is read
 	// (bounded) after them.
-	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.readBody(h)))))))
+	mux.Handle(Path, m.accessLog(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.sessionStreams(m.readBody(h))))))))
 	// Each bundle's endpoint (bundles.go): the same chain, behind the
 	// bundle's lookup.
-	mux.Handle(Path+"/", m.accessLog(m.bundleEndpoint(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.readBody(h))))))))
+	mux.Handle(Path+"/", m.accessLog(m.bundleEndpoint(m.checkOrigin(m.traceContext(m.authenticate(m.checkSession(m.sessionStreams(m.readBody(h)))))))))
 	// Public (RFC 9728): before authentication, no body read.
 	mux.HandleFunc(ResourceMetadataPath, m.serveResourceMetadata)
 	mux.HandleFunc(ResourceMetadataPath+"/", m.serveResourceMetadata)
@@ -352,6 +370,9 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	<-m.syncDone
 	if m.fleetDone != nil {
 		<-m.fleetDone
+	}
+	if m.noticesDone != nil {
+		<-m.noticesDone
 	}
 	return err
 }
@@ -499,7 +520,7 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":
-			return nil, refuseLegacySubscribe(method) // subscriptions.go
+			return m.subscribeLegacy(ctx, method, req) // sessionsubs.go
 		case "subscriptions/listen":
 			// The SDK holds the stream open until ctx ends; end it at shutdown.
 			ctx, cancel := context.WithCancel(ctx)

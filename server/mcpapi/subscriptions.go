@@ -3,10 +3,13 @@ package mcpapi
 // Resource subscriptions and list changes of the federated upstreams
 // (federation.go), relayed to the callers that have a stream to hear them.
 //
-// The face is stateless: a request before MCP 2026-07-28 has no session
-// stream after its answer, so resources/subscribe (and unsubscribe) are
-// not offered there and not declared (resources.subscribe and the
-// listChanged flags stay false). From 2026-07-28 a caller subscribes on its
+// The face is stateless: a request before MCP 2026-07-28 has no stream
+// after its answer, so without a face session resources/subscribe (and
+// unsubscribe) are not offered there and not declared (resources.subscribe
+// and the listChanged flags stay false); a caller with a face session
+// subscribes in requests of its own and hears the updates on its session's
+// GET stream (sessionsubs.go, sessionstream.go: resources.subscribe is
+// declared to it, the listChanged flags are not). From 2026-07-28 a caller subscribes on its
 // subscriptions/listen stream (SEP-2575: resourceSubscriptions,
 // promptsListChanged, resourcesListChanged); the SDK calls subscribe and
 // unsubscribe below for each URI as the stream opens and ends, and sends
@@ -132,11 +135,12 @@ func (m *Server) unreachableResource(context.Context, *mcp.ReadResourceRequest) 
 }
 
 // refuseLegacySubscribe answers resources/subscribe and
-// resources/unsubscribe sent as requests of their own: a stateless face
-// has no stream after the answer to deliver updates on.
+// resources/unsubscribe sent as requests of their own without a face
+// session (sessionsubs.go): a stateless request has no stream after the
+// answer to deliver updates on.
 func refuseLegacySubscribe(method string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(
-		"method %q is not offered by this server: it is stateless; from MCP 2026-07-28 subscribe on a subscriptions/listen stream (resourceSubscriptions)", method)}
+		"method %q is not offered without a session: this request carries no Mcp-Session-Id the gateway issued; from MCP 2026-07-28 subscribe on a subscriptions/listen stream (resourceSubscriptions)", method)}
 }
 
 // subscribe admits one URI of a caller's listen stream and subscribes its
@@ -146,19 +150,35 @@ func (m *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return notOffered("resources/subscribe")
 	}
 	uri := req.Params.URI
-	ns, upstreamURI, ok := splitGatewayURI(uri)
-	var u *federatedUpstream
-	if ok && m.mayListResources(ctx) && m.mayReadResource(ctx, uri) {
-		if u = m.upstreamFor(ctx, ns); u != nil {
-			if c := m.upstreamCaps(ctx, u); c == nil || c.Resources == nil || !c.Resources.Subscribe {
-				u = nil
-			}
-		}
-	}
+	u, upstreamURI := m.subscribable(ctx, uri)
 	if u == nil {
 		return resourceNotFound(uri)
 	}
-	who := callerKey(ctx)
+	return m.hold(ctx, callerKey(ctx), uri, u, upstreamURI)
+}
+
+// subscribable is the upstream of the face URI uri and its own URI when
+// the caller in ctx may subscribe to it: it may read it, the upstream is
+// in its view and declares resources.subscribe; nil otherwise.
+func (m *Server) subscribable(ctx context.Context, uri string) (*federatedUpstream, string) {
+	ns, upstreamURI, ok := splitGatewayURI(uri)
+	if !ok || !m.mayListResources(ctx) || !m.mayReadResource(ctx, uri) {
+		return nil, ""
+	}
+	u := m.upstreamFor(ctx, ns)
+	if u == nil {
+		return nil, ""
+	}
+	if c := m.upstreamCaps(ctx, u); c == nil || c.Resources == nil || !c.Resources.Subscribe {
+		return nil, ""
+	}
+	return u, upstreamURI
+}
+
+// hold counts one subscription of who (a caller's listen streams, or a
+// face session: sessionsubs.go) to uri, subscribing its upstream when it
+// is the URI's first.
+func (m *Server) hold(ctx context.Context, who, uri string, u *federatedUpstream, upstreamURI string) error {
 	for {
 		m.subs.mu.Lock()
 		if m.subs.byURI == nil {
@@ -315,6 +335,7 @@ func (m *Server) relayUpdated(uri string) {
 		ctx, cancel := context.WithTimeout(m.drain, unsubscribeTimeout)
 		defer cancel()
 		_ = m.sdk.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		m.deliverSessionUpdate(uri) // sessionstream.go
 	})
 }
 
