@@ -32,6 +32,9 @@ func TestEventScannerLines(t *testing.T) {
 		s.release()
 	}
 
+	if raceEnabled {
+		t.Skip("the race detector's pools drop buffers: allocation is checked without -race (.ci/run)")
+	}
 	stream := []byte("event: message\ndata: {\"t\":\"" + strings.Repeat("x", 3000) + "\"}\n\n")
 	r := bytes.NewReader(stream)
 	scan := func() {
