@@ -569,6 +569,10 @@ func appendResultMessage(b *bytes.Buffer, id jsonrpc.ID, res mcp.Result) bool {
 		return false
 	}
 	b.WriteString(`,"result":`)
+	if cr, ok := res.(*callResult); ok && appendCallResult(b, cr) {
+		b.WriteByte('}')
+		return true
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	if res == nil || enc.Encode(res) != nil { // Encode writes nothing when it fails
