@@ -63,7 +63,7 @@ func decodeMessage(data []byte) (*message, error) {
 		return nil, fmt.Errorf("invalid ID type %T", id)
 	}
 	if len(w.Method) > 0 {
-		if err := unmarshal(w.Method, &m.Method); err != nil {
+		if err := sdkjson.UnmarshalPart(w.Method, &m.Method); err != nil { // within data, checked
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		m.hasMethod = true
@@ -113,8 +113,17 @@ type contentWire struct {
 // decodeCallToolResult is the result as the SDK's CallToolResult.UnmarshalJSON
 // makes it (its unexported resultType aside, which nothing reads).
 func decodeCallToolResult(data []byte) (*mcp.CallToolResult, error) {
+	if err := sdkjson.CheckDepth(data); err != nil {
+		return nil, err
+	}
+	return decodeCallToolResultPart(data)
+}
+
+// decodeCallToolResultPart is decodeCallToolResult of the result of a
+// message decodeMessage decoded, whose nesting it checked.
+func decodeCallToolResultPart(data []byte) (*mcp.CallToolResult, error) {
 	var w callToolResultWire
-	if err := unmarshal(data, &w); err != nil {
+	if err := sdkjson.UnmarshalPart(data, &w); err != nil {
 		return nil, err
 	}
 	content, err := contentsFromWire(w.Content, nil)

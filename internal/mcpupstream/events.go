@@ -106,7 +106,8 @@ func (s *eventScanner) next() (event, error) {
 }
 
 // readLine is the next line, its end included, within what is left of the
-// event's bound.
+// event's bound; valid until the next read. A line the reader's buffer
+// holds whole (an answer's data line, usually) is that buffer, not a copy.
 func (s *eventScanner) readLine() ([]byte, error) {
 	s.line = s.line[:0]
 	for {
@@ -114,10 +115,14 @@ func (s *eventScanner) readLine() ([]byte, error) {
 		if s.max >= 0 && s.evBytes+len(s.line)+len(frag) > s.max {
 			return nil, fmt.Errorf("%w: SSE event exceeded %d bytes without terminating", errMalformedEvent, s.max)
 		}
-		s.line = append(s.line, frag...)
 		if errors.Is(err, bufio.ErrBufferFull) {
+			s.line = append(s.line, frag...)
 			continue
 		}
+		if len(s.line) == 0 {
+			return frag, err
+		}
+		s.line = append(s.line, frag...)
 		return s.line, err
 	}
 }

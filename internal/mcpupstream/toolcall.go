@@ -183,7 +183,7 @@ func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	return decodeCallToolResult(ans.Result)
+	return decodeCallToolResultPart(ans.Result)
 }
 
 // exchange sends the request body (id, method; name is tools/call's tool,

@@ -7,6 +7,7 @@
 package sdkjson
 
 import (
+	"bytes"
 	"fmt"
 
 	sjson "github.com/segmentio/encoding/json"
@@ -33,25 +34,30 @@ func Unmarshal(data []byte, v any) error {
 	return err
 }
 
+// UnmarshalPart is Unmarshal of data that is part of a value CheckDepth
+// passed (a member's raw text): its nesting is no deeper, so it is not
+// walked again.
+func UnmarshalPart(data []byte, v any) error {
+	_, err := sjson.Parse(data, v, Flags)
+	return err
+}
+
 // CheckDepth fails data nesting objects and arrays deeper than MaxDepth
-// (strings skipped), as the SDK's checkMaxDepth does.
+// (strings skipped), as the SDK's checkMaxDepth does. A string is skipped
+// to its first quote after an even run of backslashes (IndexByte, not byte
+// by byte: strings are most of a message); each byte is looked at a
+// bounded number of times, so hostile text costs linear time.
+// TestCheckDepthMatchesByteWalk holds it to the SDK's byte-by-byte walk.
 func CheckDepth(data []byte) error {
-	depth, inString, escaped := 0, false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
+	depth := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
 		case '"':
-			inString = true
+			end := stringEnd(data, i)
+			if end < 0 {
+				return nil // unterminated: nothing after it nests
+			}
+			i = end
 		case '{', '[':
 			if depth++; depth > MaxDepth {
 				return ErrMaxDepth
@@ -63,4 +69,25 @@ func CheckDepth(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// stringEnd is the index of the quote ending the string whose opening
+// quote is at open, or -1: the first quote preceded by an even number of
+// backslashes (an odd run escapes it).
+func stringEnd(data []byte, open int) int {
+	for from := open + 1; ; {
+		k := bytes.IndexByte(data[from:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := from + k
+		run := 0
+		for p := q - 1; p > open && data[p] == '\\'; p-- {
+			run++
+		}
+		if run%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
 }

@@ -409,7 +409,11 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if res.InputRequests != nil {
 		return m.inputRequired(c, up, res)
 	}
-	enc, err := mcpInvokeResponse(res)
+	ir, err := mcpInvokeMessage(res)
+	var enc []byte
+	if err == nil {
+		enc, err = proto.Marshal(ir)
+	}
 	if err != nil {
 		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Errorf(codes.Internal, "the upstream's answer does not convert: %v", err))
 	}
@@ -420,7 +424,8 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		// once it is read.
 		return pipeline.Result{}, m.ts.responseTooLarge(c)
 	}
-	return pipeline.Result{Encoded: enc}, nil
+	// The message too: the MCP face reads it instead of decoding enc.
+	return pipeline.Result{Encoded: enc, Decoded: ir}, nil
 }
 
 // callStdio calls the tool on a stdio session; with onProgress, under a
@@ -445,6 +450,15 @@ func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *
 // value (mcpResultValue), content its blocks in order, meta its _meta less
 // the keys that are not an upstream's to set (mcpcontent.Reserved).
 func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
+	ir, err := mcpInvokeMessage(res)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(ir)
+}
+
+// mcpInvokeMessage is mcpInvokeResponse's message, not yet encoded.
+func mcpInvokeMessage(res *mcp.CallToolResult) (*gatewayv1.InvokeResponse, error) {
 	v, err := mcpResultValue(res)
 	if err != nil {
 		return nil, fmt.Errorf("structured content: %w", err)
@@ -457,7 +471,7 @@ func mcpInvokeResponse(res *mcp.CallToolResult) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("_meta: %w", err)
 	}
-	return proto.Marshal(&gatewayv1.InvokeResponse{Result: v, IsError: res.IsError, Content: blocks, Meta: meta})
+	return &gatewayv1.InvokeResponse{Result: v, IsError: res.IsError, Content: blocks, Meta: meta}, nil
 }
 
 // session is the upstream's session, made when there is none (fresh); the

@@ -74,6 +74,11 @@ func TestMCPUpstreamInvoke(t *testing.T) {
 	if !out.GetIsError() || len(out.GetContent()) != 1 {
 		t.Errorf("refuse answered %v, want a tool error with the upstream's content block", &out)
 	}
+	// The message the answer was encoded from travels with it (the MCP face
+	// reads it), and is exactly the bytes decoded.
+	if kept, ok := res.Decoded.(*gatewayv1.InvokeResponse); !ok || !proto.Equal(kept, &out) {
+		t.Errorf("the kept message %v, want the encoded answer %v", res.Decoded, &out)
+	}
 
 	url := up.URL
 	up.Close()

@@ -42,6 +42,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,11 +112,20 @@ type callParamsWire struct {
 // (CallToolParamsRaw), or false: params the SDK would refuse, or that carry
 // what the face does not answer (an input-required retry).
 func decodeCallParams(params []byte) (*mcp.CallToolParamsRaw, bool) {
+	if sdkjson.CheckDepth(params) != nil {
+		return nil, false
+	}
+	return decodeCallParamsPart(params)
+}
+
+// decodeCallParamsPart is decodeCallParams of the params of a body whose
+// nesting was checked (sdkjson.UnmarshalPart).
+func decodeCallParamsPart(params []byte) (*mcp.CallToolParamsRaw, bool) {
 	if bytes.Equal(bytes.TrimSpace(params), []byte("null")) { // no params: the SDK's to refuse
 		return nil, false
 	}
 	var pw callParamsWire
-	if !sdkDecode(params, &pw) || pw.InputResponses != nil || pw.RequestState != "" {
+	if !sdkDecodePart(params, &pw) || pw.InputResponses != nil || pw.RequestState != "" {
 		return nil, false
 	}
 	p := &mcp.CallToolParamsRaw{Name: pw.Name, Arguments: pw.Arguments}
@@ -247,8 +257,10 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 	if !json.Valid(body) || sdkjson.CheckDepth(body) != nil {
 		return nil, false
 	}
+	// Its nesting is checked: the body and its parts decode without
+	// walking it again.
 	var w wireMessage
-	if !sdkDecode(body, &w) || w.VersionTag != "2.0" || len(w.Method) == 0 || len(w.Params) == 0 {
+	if !sdkDecodePart(body, &w) || w.VersionTag != "2.0" || len(w.Method) == 0 || len(w.Params) == 0 {
 		return nil, false
 	}
 	id, err := jsonrpc.MakeID(w.ID)
@@ -256,10 +268,10 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 		return nil, false
 	}
 	var method string
-	if !sdkDecode(w.Method, &method) || method != "tools/call" {
+	if !sdkDecodePart(w.Method, &method) || method != "tools/call" {
 		return nil, false
 	}
-	p, ok := decodeCallParams(w.Params)
+	p, ok := decodeCallParamsPart(w.Params)
 	if !ok {
 		return nil, false
 	}
@@ -318,6 +330,10 @@ func (f *fastPath) recogniseBody(h http.Header, body []byte) (*fastCall, bool) {
 // (its decoder with case-sensitive field names), reporting success.
 func sdkDecode(data []byte, v any) bool { return sdkjson.Unmarshal(data, v) == nil }
 
+// sdkDecodePart is sdkDecode of data within a body whose nesting was
+// checked (sdkjson.UnmarshalPart).
+func sdkDecodePart(data []byte, v any) bool { return sdkjson.UnmarshalPart(data, v) == nil }
+
 // argumentsDecodeAsValue reports whether the SDK decodes params (whose
 // arguments, raw, are args) as CallToolParams, arguments into a Go value.
 // Syntax aside (already checked), only a number float64 cannot hold fails
@@ -332,7 +348,7 @@ func argumentsDecodeAsValue(params, args []byte) bool {
 		Name      string `json:"name"`
 		Arguments any    `json:"arguments,omitempty"`
 	}
-	return sdkDecode(params, &named)
+	return sdkDecodePart(params, &named)
 }
 
 // plainNumbers reports whether every number in the JSON text data is
@@ -450,7 +466,7 @@ func (m *Server) serveFastCall(w http.ResponseWriter, r *http.Request, fc *fastC
 		return res, err
 	})
 	res, err := handler(ctx, "tools/call", fc.req)
-	m.writeFastResponse(w, fc, res, err, prog != nil && prog.started)
+	m.writeFastResponse(w, r, fc, res, err, prog != nil && prog.started)
 	m.fast.answered.Add(1)
 }
 
@@ -466,14 +482,49 @@ func (m *Server) FastCalls() uint64 {
 // stateless handler does (streamableServerConn.Write, stream.deliverLocked).
 // streaming: progress was written, so the stream is committed and an
 // error that would have its own HTTP status is answered in it instead.
-func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.Result, err error, streaming bool) {
+func (m *Server) writeFastResponse(w http.ResponseWriter, r *http.Request, fc *fastCall, res mcp.Result, err error, streaming bool) {
+	if err == nil && fc.newProtocol {
+		annotateServerInfo(res, m.impl)
+	}
+	// The SDK sets the stream's headers first and replaces only the
+	// content type for a SEP-2575 error.
+	hd := w.Header()
+	setStreamHeaders(hd)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	buf.WriteString(sseEventPrefix)
+	if err != nil || !appendResultMessage(buf, fc.id, res) {
+		buf.Truncate(len(sseEventPrefix))
+		data, status := m.encodeFastResponse(fc, res, err)
+		if status != 0 && !streaming {
+			hd.Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(data)
+			return
+		}
+		buf.Write(data)
+	}
+	buf.WriteString(sseEventSuffix)
+	if !streaming && r.ProtoMajor == 1 && r.ProtoMinor >= 1 {
+		// Chunked, as the SDK's flushed stream is, but sent with the end
+		// of the response in one write when the handler returns: a flush
+		// here would cost the event and the last chunk a write each.
+		hd.Set("Transfer-Encoding", "chunked")
+		_, _ = w.Write(buf.Bytes())
+		return
+	}
+	_, _ = w.Write(buf.Bytes())
+	_ = http.NewResponseController(w).Flush()
+}
+
+// encodeFastResponse is the SDK's encoding of the response to fc
+// (jsonrpc.EncodeMessage) and the HTTP status a 2026-07-28 error gets (0:
+// none, answered in the stream).
+func (m *Server) encodeFastResponse(fc *fastCall, res mcp.Result, err error) ([]byte, int) {
 	resp := &jsonrpc.Response{ID: fc.id}
 	if err != nil {
 		resp.Error = err
 	} else {
-		if fc.newProtocol {
-			annotateServerInfo(res, m.impl)
-		}
 		raw, merr := encodeResult(res)
 		if merr != nil {
 			// The SDK would log this and never answer; answer instead.
@@ -488,24 +539,61 @@ func (m *Server) writeFastResponse(w http.ResponseWriter, fc *fastCall, res mcp.
 		m.log.Error("MCP tools/call: response not encodable", "error", eerr)
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}})
 	}
-	// The SDK sets the stream's headers first and replaces only the
-	// content type for a SEP-2575 error.
-	hd := w.Header()
-	setStreamHeaders(hd)
-	if status := sep2575Status(fc.newProtocol, resp.Error); status != 0 && !streaming {
-		hd.Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(data)
-		return
+	return data, sep2575Status(fc.newProtocol, resp.Error)
+}
+
+// appendResultMessage appends the JSON-RPC response carrying res to id as
+// jsonrpc.EncodeMessage writes it — {"jsonrpc":"2.0","id":…,"result":…},
+// the result as encodeResult writes it, which the SDK's compaction of a
+// raw result leaves as it is — encoding the result once, into b. False,
+// with b as it was, when it cannot say so for certain (an id string that
+// would need escaping, a result that does not encode): the caller
+// encodes the SDK's way. TestAppendResultMessageMatchesSDK holds the two
+// equal.
+func appendResultMessage(b *bytes.Buffer, id jsonrpc.ID, res mcp.Result) bool {
+	n := b.Len()
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	switch v := id.Raw().(type) {
+	case int64:
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), v, 10))
+	case string:
+		if !plainJSONString(v) {
+			b.Truncate(n)
+			return false
+		}
+		b.WriteByte('"')
+		b.WriteString(v)
+		b.WriteByte('"')
+	default:
+		b.Truncate(n)
+		return false
 	}
-	buf := getBuffer()
-	defer putBuffer(buf)
-	buf.Grow(len(sseEventPrefix) + len(data) + len(sseEventSuffix))
-	buf.WriteString(sseEventPrefix)
-	buf.Write(data)
-	buf.WriteString(sseEventSuffix)
-	_, _ = w.Write(buf.Bytes())
-	_ = http.NewResponseController(w).Flush()
+	b.WriteString(`,"result":`)
+	if cr, ok := res.(*callResult); ok && appendCallResult(b, cr) {
+		b.WriteByte('}')
+		return true
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if res == nil || enc.Encode(res) != nil { // Encode writes nothing when it fails
+		b.Truncate(n)
+		return false
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	b.WriteByte('}')
+	return true
+}
+
+// plainJSONString: s is printable ASCII without a quote or backslash, so
+// its JSON string is s between quotes (HTML left unescaped, as the SDK
+// writes it).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // setStreamHeaders are the SDK's headers of a response stream.

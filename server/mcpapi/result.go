@@ -173,9 +173,14 @@ func toolResult(res pipeline.Result, report normalize.Report) (*callResult, erro
 		meta   *structpb.Struct
 	)
 	if res.Encoded != nil {
-		var ir gatewayv1.InvokeResponse
-		if err := proto.Unmarshal(res.Encoded, &ir); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		// The backend kind's own message when it kept it (the same
+		// answer, not decoded again), else the bytes decoded.
+		ir, kept := res.Decoded.(*gatewayv1.InvokeResponse)
+		if !kept || ir == nil {
+			ir = new(gatewayv1.InvokeResponse)
+			if err := proto.Unmarshal(res.Encoded, ir); err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
 		}
 		res.Value, res.IsError = ir.GetResult(), ir.GetIsError()
 		blocks, meta = ir.GetContent(), ir.GetMeta()

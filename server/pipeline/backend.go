@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -27,6 +28,13 @@ type Result struct {
 	// or extends the bytes with internal/invokewire (InvokeToolResponse
 	// shares those fields), never by field number.
 	Encoded []byte
+	// Decoded is Encoded decoded, when the backend kind that encoded the
+	// answer kept it (an MCP upstream's answer, a *gatewayv1.InvokeResponse
+	// here typed as a message, the pipeline knowing no contract): a face
+	// reads it rather than decoding Encoded again. It is the same answer or
+	// absent: whatever gives another answer (a guard, a replay, fail-closed
+	// audit) makes another Result, without it. Read only.
+	Decoded proto.Message
 	// Replayed: the answer is an earlier call's stored outcome under the
 	// same idempotency key (the backend was not called).
 	Replayed bool
