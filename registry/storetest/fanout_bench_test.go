@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -77,7 +76,6 @@ func BenchmarkWatchFanout(b *testing.B) {
 		defer r.Close()
 		regs = append(regs, r)
 	}
-	runtime.GC()
 
 	for b.Loop() {
 		var lat []time.Duration
