@@ -307,7 +307,9 @@ type MCPConfig struct {
 	// timeout and connection cap.
 	HTTP MCPHTTPLimits
 	// SDKOnly answers every MCP request with the go-sdk's handler: the
-	// tools/call fast path (server/mcpapi/fastpath.go) off.
+	// tools/call fast path (server/mcpapi/fastpath.go) off, and tools/list
+	// paged by the SDK over every tool, then filtered per caller
+	// (server/mcpapi/toolslist.go).
 	SDKOnly bool
 }
 

@@ -211,8 +211,7 @@ func (a *Authorizer) FilterTools(c Caller, names []string) []string {
 
 func matchAny(patterns []string, name string) bool {
 	for _, p := range patterns {
-		// Patterns were validated at construction, so the error is always nil.
-		if ok, _ := path.Match(p, name); ok {
+		if matchTool(p, name) { // toolglob.go
 			return true
 		}
 	}

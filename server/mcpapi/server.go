@@ -9,10 +9,10 @@ package mcpapi
 //     can answer any request; no session affinity. The Mcp-Session-Id an
 //     initialize answer carries is sealed state, not a key into a store
 //     (session.go).
-//   - tools/list comes from the SDK's tool set, which follows the registry
-//     (Changes → AddTool/RemoveTools); a receiving middleware filters it per
-//     caller. Changing the set is also what makes the SDK send
-//     notifications/tools/list_changed.
+//   - tools/list is answered by the face from the registry snapshot, paged
+//     per caller (toolslist.go); the SDK's tool set holds only what its
+//     transport still needs, and a placeholder whose re-adding after each
+//     change makes the SDK send notifications/tools/list_changed.
 //   - list_changed reaches clients speaking MCP 2026-07-28 (SEP-2575) on their
 //     subscriptions/listen stream, which is itself a stateless POST. Clients
 //     on older protocol versions need the standalone GET stream of a stateful
@@ -132,8 +132,10 @@ type Config struct {
 	// OKCallsLevel is the level of a successful request's access-log line
 	// (accesslog.go): INFO, the zero value, or DEBUG.
 	OKCallsLevel slog.Level
-	// SDKOnly turns the tools/call fast path off (fastpath.go): every
-	// request is answered by the SDK's handler.
+	// SDKOnly turns the tools/call fast path off (fastpath.go) and lists
+	// tools the former way (toolslist.go: every tool in the SDK's set, its
+	// pages filtered per caller): every request is answered by the SDK's
+	// handler.
 	SDKOnly bool
 	// Upstreams, when set, serves the resources, prompts and completions
 	// of the fronted upstream MCP servers (federation.go); UpstreamBounds
@@ -219,8 +221,15 @@ type Server struct {
 	search    *search.Index
 	discovery atomic.Pointer[DiscoveryPolicy]
 
-	mu     sync.Mutex                 // guards synced
-	synced map[string]*registry.Entry // what the SDK's tool set was built from
+	// sdkLists: the SDK's tool set holds every tool and its listing is
+	// filtered per caller (Config.SDKOnly), instead of listTools.
+	sdkLists bool
+	// defs are the tools' MCP definitions (toolslist.go).
+	defs toolDefs
+
+	mu     sync.Mutex        // guards synced and inSDK
+	synced []*registry.Entry // the snapshot's sorted entries sync last saw
+	inSDK  map[string]bool   // tools the SDK's tool set holds
 
 	// drain ends subscriptions/listen streams at shutdown: they never finish
 	// on their own, so http.Server.Shutdown would wait for them forever.
@@ -262,7 +271,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	m := &Server{pipe: cfg.Pipeline, reg: reg, log: log.With("component", "mcp"), count: cfg.CountRequest, tracer: cfg.Tracer, prop: cfg.Propagator,
-		synced: map[string]*registry.Entry{}, syncDone: make(chan struct{}),
+		sdkLists: cfg.SDKOnly, inSDK: map[string]bool{}, syncDone: make(chan struct{}),
 		limits: cfg.HTTP.WithDefaults(), maxBody: cfg.MaxRequestBytes, resource: cfg.ResourceURL,
 		origins: newOriginGuard(origins), okLevel: cfg.OKCallsLevel, upstreams: cfg.Upstreams, bounds: cfg.UpstreamBounds,
 		input: cfg.InputState, randomKeys: sealedstate.Random(), sessionTTL: cfg.SessionTTL,
@@ -300,8 +309,7 @@ func New(cfg Config) (*Server, error) {
 		Capabilities: capabilities(),
 		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 			if _, ok := req.(*mcp.ListToolsRequest); ok {
-				// Per caller (filtered) and live (the registry changes).
-				c.TTLMs, c.CacheScope = 0, "private"
+				listCacheable(c)
 			}
 		},
 	}
@@ -399,45 +407,12 @@ func (m *Server) closeNewConns() {
 	}
 }
 
-// follow re-syncs the SDK's tool set after every registry change.
+// follow re-syncs what the face keeps of the registry (sync) after every
+// change.
 func (m *Server) follow(changes <-chan struct{}) {
 	defer close(m.syncDone)
 	for range changes { // closed by stopSync or by the registry's Close
 		m.sync()
-	}
-}
-
-// sync makes the SDK's tool set match the registry snapshot. Only changed
-// entries are re-added, so an unrelated registry change sends no
-// list_changed; the SDK debounces the notifications of one sync into one.
-func (m *Server) sync() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	live := map[string]bool{}
-	for _, e := range m.reg.Snapshot().List() {
-		live[e.Tool.Name] = true
-		if m.synced[e.Tool.Name] == e {
-			continue
-		}
-		t, err := mcpTool(e)
-		if err != nil {
-			m.log.Error("tool not offered over MCP", "tool", e.Tool.Name, "error", err)
-			continue
-		}
-		m.fast.noteTool(t.Name, t.InputSchema)
-		m.sdk.AddTool(t, m.unreachable)
-		m.synced[e.Tool.Name] = e
-	}
-	var gone []string
-	for name := range m.synced {
-		if !live[name] {
-			gone = append(gone, name)
-			delete(m.synced, name)
-			m.fast.forgetTool(name)
-		}
-	}
-	if len(gone) > 0 {
-		m.sdk.RemoveTools(gone...)
 	}
 }
 
@@ -508,6 +483,9 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 				return m.toolsCall(ctx, r, requestRevision(r))
 			}
 		case "tools/list":
+			if lr, ok := req.(*mcp.ListToolsRequest); ok && !m.sdkLists {
+				return m.listTools(ctx, lr) // toolslist.go
+			}
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				rev := requestRevision(req)
@@ -516,7 +494,12 @@ func (m *Server) handle(next mcp.MethodHandler) mcp.MethodHandler {
 					return lr, nil
 				}
 				lr.Tools = m.withoutTaskRequired(ctx, tasksUsable(rev, requestMeta(req)), m.visibleTools(ctx, lr.Tools))
-				return m.withExecution(ctx, rev, lr), nil
+				snap := m.reg.Snapshot()
+				entries := make([]*registry.Entry, len(lr.Tools))
+				for i, t := range lr.Tools {
+					entries[i], _ = snap.Lookup(t.Name)
+				}
+				return m.withExecution(ctx, rev, lr, entries), nil
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":

@@ -134,10 +134,7 @@ func (m *Server) firstTaskSupportRead(e *registry.Entry) <-chan struct{} {
 }
 
 // withoutTaskRequired drops from a listing the tools its caller cannot
-// call: those whose upstream requires tasks, unless the caller can use
-// tasks (usable: tasksUsable of its request) and the upstream is over
-// HTTP — a stdio upstream's tasks are relayed to no one (tasks.go), so its
-// task-required tools are listed to no one.
+// call (taskHidden).
 func (m *Server) withoutTaskRequired(ctx context.Context, usable bool, tools []*mcp.Tool) []*mcp.Tool {
 	if m.taskUps == nil {
 		return tools
@@ -145,15 +142,25 @@ func (m *Server) withoutTaskRequired(ctx context.Context, usable bool, tools []*
 	snap := m.reg.Snapshot()
 	out := tools[:0]
 	for _, t := range tools {
-		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
-			_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
-			if (stdio || !usable) && m.taskRequired(ctx, e) {
-				continue
-			}
+		if e, ok := snap.Lookup(t.Name); ok && m.taskHidden(ctx, usable, e) {
+			continue
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// taskHidden: e is not listed to a caller because its upstream requires
+// tasks, and the caller cannot use tasks (usable: tasksUsable of its
+// request) or the upstream is over stdio — a stdio upstream's tasks are
+// relayed to no one (tasks.go), so its task-required tools are listed to
+// no one.
+func (m *Server) taskHidden(ctx context.Context, usable bool, e *registry.Entry) bool {
+	if m.taskUps == nil || e.Tool.Spec == nil || e.Tool.Spec.MCPTool == nil {
+		return false
+	}
+	_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
+	return (stdio || !usable) && m.taskRequired(ctx, e)
 }
 
 // toolExecution is a tool's execution as MCP 2025-11-25 defines it
@@ -183,15 +190,15 @@ type listToolsResult struct {
 // tasks are served and some listed tool's upstream takes them, each such
 // tool carries execution.taskSupport; otherwise lr itself. Only HTTP
 // upstreams' tasks are relayed (tasks.go), so a stdio tool has none.
-func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult) mcp.Result {
+// entries are the listed tools' registry entries, in lr's order (nil: gone).
+func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult, entries []*registry.Entry) mcp.Result {
 	if m.tasks == nil || m.taskUps == nil || rev != RevisionTasks {
 		return lr
 	}
-	snap := m.reg.Snapshot()
 	var out *listToolsResult
 	for i, t := range lr.Tools {
 		support := ""
-		if e, ok := snap.Lookup(t.Name); ok && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
+		if e := entries[i]; e != nil && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
 			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio {
 				support = m.taskSupportOf(ctx, e)
 			}
