@@ -251,8 +251,8 @@ func Decode(b []byte) (registry.Tool, error) {
 	}
 	t.MaxResultBytes, t.OnInvalidOutput = r.MaxResultBytes, r.OnInvalidOutput
 	if len(r.OutputSchema) > 0 && !bytes.Equal(r.OutputSchema, []byte("null")) {
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(r.OutputSchema, s); err != nil {
+		s, err := decodeStruct(r.OutputSchema)
+		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: output_schema: %w", r.Name, err)
 		}
 		t.OutputSchema = s
@@ -276,8 +276,8 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.Timeout = d
 	}
 	if len(r.InputSchema) > 0 && !bytes.Equal(r.InputSchema, []byte("null")) {
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(r.InputSchema, s); err != nil {
+		s, err := decodeStruct(r.InputSchema)
+		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: input_schema: %w", r.Name, err)
 		}
 		t.InputSchema = s
@@ -342,8 +342,8 @@ func decodePending(pr *pendingRecord) (*registry.PendingChange, error) {
 		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
 			continue
 		}
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(f.raw, s); err != nil {
+		s, err := decodeStruct(f.raw)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 		*f.dst = s
