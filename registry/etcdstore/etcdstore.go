@@ -176,14 +176,23 @@ func unavailable(err error) bool {
 
 func decodeKV(kv *mvccpb.KeyValue, prefix string) (registry.Tool, error) {
 	t, err := toolcodec.Decode(kv.Value)
+	if err := checkKV(kv, prefix, &t, err); err != nil {
+		return registry.Tool{}, err
+	}
+	return t, nil
+}
+
+// checkKV checks the tool decoded from kv (err: its decode error) and sets
+// its revision: the key's.
+func checkKV(kv *mvccpb.KeyValue, prefix string, t *registry.Tool, err error) error {
 	if err != nil {
-		return registry.Tool{}, fmt.Errorf("etcdstore: key %q: %w", kv.Key, err)
+		return fmt.Errorf("etcdstore: key %q: %w", kv.Key, err)
 	}
 	if name := strings.TrimPrefix(string(kv.Key), prefix); t.Name != name {
-		return registry.Tool{}, fmt.Errorf("etcdstore: key %q holds tool %q", kv.Key, t.Name)
+		return fmt.Errorf("etcdstore: key %q holds tool %q", kv.Key, t.Name)
 	}
 	t.Revision = kv.ModRevision
-	return t, nil
+	return nil
 }
 
 // Get returns the tool or registry.ErrNotFound.
@@ -205,13 +214,22 @@ func (s *Store) Get(ctx context.Context, name string) (registry.Tool, error) {
 
 // List returns every tool sorted by name and the etcd revision of the read.
 func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
-	var out []registry.Tool
-	rev, err := s.listPrefix(ctx, "list", s.tools, func(count int64) { out = make([]registry.Tool, 0, count) }, func(kv *mvccpb.KeyValue) error {
-		t, err := decodeKV(kv, s.tools)
+	var (
+		out []registry.Tool
+		l   *toolcodec.Loader
+	)
+	rev, err := s.listPrefix(ctx, "list", s.tools, func(count int64) { out, l = make([]registry.Tool, 0, count), toolcodec.NewLoader() }, func(kvs []*mvccpb.KeyValue) error {
+		// A page decoded on all CPUs, its schemas shared with the pages'
+		// before (toolcodec.Loader).
+		vals := make([][]byte, len(kvs))
+		for i, kv := range kvs {
+			vals[i] = kv.Value
+		}
+		tools, err := l.DecodeAll(vals, func(i int, t *registry.Tool, err error) error { return checkKV(kvs[i], s.tools, t, err) })
 		if err != nil {
 			return err
 		}
-		out = append(out, t)
+		out = append(out, tools...)
 		return nil
 	})
 	if err != nil {
@@ -221,9 +239,9 @@ func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
 }
 
 // listPrefix reads every key under prefix in pages, all at the revision
-// of the first, in key order: sized is told the count first, each is
-// called per key. It returns that revision.
-func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(int64), each func(*mvccpb.KeyValue) error) (int64, error) {
+// of the first, in key order: sized is told the count first, page is
+// called per page. It returns that revision.
+func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(int64), page func([]*mvccpb.KeyValue) error) (int64, error) {
 	var rev int64
 	err := s.call(ctx, op, func(ctx context.Context) error {
 		rev = 0 // a retried call reads afresh
@@ -247,10 +265,8 @@ func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(in
 				rev = resp.Header.Revision
 				sized(resp.Count)
 			}
-			for _, kv := range resp.Kvs {
-				if err := each(kv); err != nil {
-					return err
-				}
+			if err := page(resp.Kvs); err != nil {
+				return err
 			}
 			if !resp.More || len(resp.Kvs) == 0 {
 				return nil

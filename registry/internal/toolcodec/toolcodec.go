@@ -227,7 +227,10 @@ func Encode(t registry.Tool) ([]byte, error) {
 
 // Decode parses a stored tool. The error names the tool (when readable) and
 // the field that is wrong.
-func Decode(b []byte) (registry.Tool, error) {
+func Decode(b []byte) (registry.Tool, error) { return decode(b, nil) }
+
+// decode is Decode reading the tool's schemas through sh (nil: each its own).
+func decode(b []byte, sh *schemas) (registry.Tool, error) {
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
 		return registry.Tool{}, fmt.Errorf("toolcodec: decode: %w", err)
@@ -251,7 +254,7 @@ func Decode(b []byte) (registry.Tool, error) {
 	}
 	t.MaxResultBytes, t.OnInvalidOutput = r.MaxResultBytes, r.OnInvalidOutput
 	if len(r.OutputSchema) > 0 && !bytes.Equal(r.OutputSchema, []byte("null")) {
-		s, err := decodeStruct(r.OutputSchema)
+		s, err := sh.decode(r.OutputSchema)
 		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: output_schema: %w", r.Name, err)
 		}
@@ -276,7 +279,7 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.Timeout = d
 	}
 	if len(r.InputSchema) > 0 && !bytes.Equal(r.InputSchema, []byte("null")) {
-		s, err := decodeStruct(r.InputSchema)
+		s, err := sh.decode(r.InputSchema)
 		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: input_schema: %w", r.Name, err)
 		}
