@@ -31,6 +31,16 @@ func WithLazyCompile() Option {
 	return func(r *Registry) { r.lazy = true }
 }
 
+// WithoutWarmUp, with WithLazyCompile, leaves the warm-up out: a stub
+// compiles on its first use only, so memory grows with the tools called
+// rather than with the catalog (a compiled tool costs tens of kilobytes;
+// BENCHMARKS.md, "Registry at 100,000 tools"), and a stub that does not
+// compile stays listed (never served) until the next full load.
+// WaitCompiled then returns at once.
+func WithoutWarmUp() Option {
+	return func(r *Registry) { r.noWarmUp = true }
+}
+
 // lazyEntry is a stub's compile, run once.
 type lazyEntry struct {
 	once    sync.Once

@@ -388,3 +388,47 @@ func BenchmarkSnapshotChange(b *testing.B) {
 		})
 	}
 }
+
+// WithoutWarmUp: a lazy Start compiles nothing, and nothing compiles later
+// but what is looked up; a stub that does not compile is never served and
+// stays listed.
+func TestWithoutWarmUp(t *testing.T) {
+	tools := lazyTools(t)
+	r := New(&lazyStore{tools: tools}, WithLogger(slog.New(slog.DiscardHandler)), WithLazyCompile(), WithoutWarmUp())
+	var (
+		mu       sync.Mutex
+		compiles []string
+	)
+	r.compile = func(t Tool) (*Entry, error) {
+		mu.Lock()
+		compiles = append(compiles, t.Name)
+		mu.Unlock()
+		return r.compileOpts.Compile(t)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.WaitCompiled(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(compiles) != 0 {
+		t.Errorf("compiled %v with no call: want nothing compiled without a warm-up", compiles)
+	}
+	mu.Unlock()
+	if e, ok := r.Lookup("shared.1"); !ok || e.Schema == nil {
+		t.Fatalf("Lookup(shared.1) = %v, %v: want the compiled entry", e, ok)
+	}
+	if _, ok := r.Lookup("bad.root"); ok {
+		t.Error("a stub that does not compile was served")
+	}
+	mu.Lock()
+	if !slices.Equal(compiles, []string{"shared.1", "bad.root"}) {
+		t.Errorf("compiled %v, want only the tools looked up", compiles)
+	}
+	mu.Unlock()
+	if got := r.Snapshot().Len(); got != len(tools) {
+		t.Errorf("%d tools listed, want all %d (the one that does not compile stays listed)", got, len(tools))
+	}
+}

@@ -207,6 +207,7 @@ type Registry struct {
 	check       func(Tool) *ToolError      // WithAdmissionCheck
 	probeEvery  time.Duration
 	lazy        bool // WithLazyCompile
+	noWarmUp    bool // WithoutWarmUp
 
 	// life ends at Close: it bounds the lazy warm-ups (lazy.go), which
 	// warming counts.
@@ -677,7 +678,7 @@ func (r *Registry) replaceAllLocked(tools []Tool, rev int64) {
 			next[t.Name] = e
 		}
 	}
-	if len(stubs) > 0 {
+	if len(stubs) > 0 && !r.noWarmUp {
 		done := make(chan struct{})
 		r.warming.Add(1)
 		go r.warm(r.life, stubs, r.warmDone, done)

@@ -210,16 +210,23 @@ func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
 		if rev, err = readRevision(tx.Bucket(bucketMeta)); err != nil {
 			return err
 		}
-		b := tx.Bucket(bucketTools)
-		out = make([]registry.Tool, 0, b.Stats().KeyN)
-		return b.ForEach(func(k, v []byte) error {
-			t, err := decodeAt(string(k), v)
+		// The keys and values are bbolt's mapped pages, valid for this
+		// read: collected in one pass, then decoded on all CPUs
+		// (toolcodec.Loader) before it ends.
+		var keys, vals [][]byte
+		if err := tx.Bucket(bucketTools).ForEach(func(k, v []byte) error {
+			keys, vals = append(keys, k), append(vals, v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		out, err = toolcodec.NewLoader().DecodeAll(vals, func(i int, _ *registry.Tool, err error) error {
 			if err != nil {
-				return err
+				return fmt.Errorf("boltstore: stored tool %q: %w", keys[i], err)
 			}
-			out = append(out, t)
 			return nil
 		})
+		return err
 	})
 	if err != nil {
 		return nil, 0, err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flowdrop/gateway/registry"
@@ -371,5 +372,48 @@ func TestInvalidName(t *testing.T) {
 		if _, err := s.Put(context.Background(), registry.Tool{Name: name}, nil); !errors.As(err, &te) || te.Field != "name" {
 			t.Errorf("Put(%q) = %v, want a ToolError on name", name, err)
 		}
+	}
+}
+
+// TestListCorruptRecord: a List decoded on several workers fails on a
+// stored record it cannot read with an error naming that tool (the first
+// in name order when several are), not a partial list.
+func TestListCorruptRecord(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "registry.db")
+	s, err := boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, err := s.Put(ctx, registry.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: storetest.Schema(2), Backend: "b:1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("tools"))
+		if err := b.Put([]byte("t150"), []byte(`{"v":1,"name":"t150","input_schema":{"type":`)); err != nil {
+			return err
+		}
+		return b.Put([]byte("t299"), []byte(`{"v":77,"name":"t299"}`))
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	s, err = boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools, _, err := s.List(ctx)
+	if err == nil || tools != nil || !strings.Contains(err.Error(), `stored tool "t150"`) {
+		t.Fatalf("List = %d tools, %v; want an error naming t150", len(tools), err)
 	}
 }

@@ -66,12 +66,14 @@ func (s *Store) GetBundle(ctx context.Context, name string) (registry.Bundle, er
 // the read.
 func (s *Store) ListBundles(ctx context.Context) ([]registry.Bundle, int64, error) {
 	var out []registry.Bundle
-	rev, err := s.listPrefix(ctx, "list bundles", s.bundles, func(count int64) { out = make([]registry.Bundle, 0, count) }, func(kv *mvccpb.KeyValue) error {
-		b, err := decodeBundleKV(kv, s.bundles)
-		if err != nil {
-			return err
+	rev, err := s.listPrefix(ctx, "list bundles", s.bundles, func(count int64) { out = make([]registry.Bundle, 0, count) }, func(kvs []*mvccpb.KeyValue) error {
+		for _, kv := range kvs {
+			b, err := decodeBundleKV(kv, s.bundles)
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
 		}
-		out = append(out, b)
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -176,14 +177,23 @@ func unavailable(err error) bool {
 
 func decodeKV(kv *mvccpb.KeyValue, prefix string) (registry.Tool, error) {
 	t, err := toolcodec.Decode(kv.Value)
+	if err := checkKV(kv, prefix, &t, err); err != nil {
+		return registry.Tool{}, err
+	}
+	return t, nil
+}
+
+// checkKV checks the tool decoded from kv (err: its decode error) and sets
+// its revision: the key's.
+func checkKV(kv *mvccpb.KeyValue, prefix string, t *registry.Tool, err error) error {
 	if err != nil {
-		return registry.Tool{}, fmt.Errorf("etcdstore: key %q: %w", kv.Key, err)
+		return fmt.Errorf("etcdstore: key %q: %w", kv.Key, err)
 	}
 	if name := strings.TrimPrefix(string(kv.Key), prefix); t.Name != name {
-		return registry.Tool{}, fmt.Errorf("etcdstore: key %q holds tool %q", kv.Key, t.Name)
+		return fmt.Errorf("etcdstore: key %q holds tool %q", kv.Key, t.Name)
 	}
 	t.Revision = kv.ModRevision
-	return t, nil
+	return nil
 }
 
 // Get returns the tool or registry.ErrNotFound.
@@ -205,61 +215,115 @@ func (s *Store) Get(ctx context.Context, name string) (registry.Tool, error) {
 
 // List returns every tool sorted by name and the etcd revision of the read.
 func (s *Store) List(ctx context.Context) ([]registry.Tool, int64, error) {
-	var out []registry.Tool
-	rev, err := s.listPrefix(ctx, "list", s.tools, func(count int64) { out = make([]registry.Tool, 0, count) }, func(kv *mvccpb.KeyValue) error {
-		t, err := decodeKV(kv, s.tools)
-		if err != nil {
-			return err
+	// Each page is decoded on all CPUs (toolcodec.Loader, its schemas
+	// shared with the pages' before) while the next is fetched, so etcd's
+	// round trips overlap the decoding; at most one page waits.
+	var (
+		total     int64 // written before the first page is sent
+		out       []registry.Tool
+		decodeErr error // the decoder's; read after decoded closes
+		failed    atomic.Bool
+		pages     = make(chan []*mvccpb.KeyValue, 1)
+		decoded   = make(chan struct{})
+		l         = toolcodec.NewLoader()
+	)
+	go func() {
+		defer close(decoded)
+		for kvs := range pages { // drained to the end: the sender never blocks for good
+			if decodeErr != nil {
+				continue
+			}
+			if out == nil {
+				out = make([]registry.Tool, 0, total)
+			}
+			vals := make([][]byte, len(kvs))
+			for i, kv := range kvs {
+				vals[i] = kv.Value
+			}
+			tools, err := l.DecodeAll(vals, func(i int, t *registry.Tool, err error) error { return checkKV(kvs[i], s.tools, t, err) })
+			if err != nil {
+				decodeErr = err
+				failed.Store(true)
+				continue
+			}
+			out = append(out, tools...)
 		}
-		out = append(out, t)
+	}()
+	rev, err := s.listPrefix(ctx, "list", s.tools, func(count int64) { total = count }, func(kvs []*mvccpb.KeyValue) error {
+		if failed.Load() {
+			return errStopped // the list has failed: fetch no more
+		}
+		pages <- kvs
 		return nil
 	})
+	close(pages)
+	<-decoded
+	if decodeErr != nil {
+		return nil, 0, fmt.Errorf("etcdstore: list: %w", decodeErr)
+	}
 	if err != nil {
 		return nil, 0, err
+	}
+	if out == nil {
+		out = []registry.Tool{}
 	}
 	return out, rev, nil
 }
 
+// errStopped ends a paged read whose pages' consumer has failed (its error
+// is the one reported).
+var errStopped = errors.New("read stopped")
+
 // listPrefix reads every key under prefix in pages, all at the revision
-// of the first, in key order: sized is told the count first, each is
-// called per key. It returns that revision.
-func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(int64), each func(*mvccpb.KeyValue) error) (int64, error) {
+// of the first, in key order: sized is told the count first, page is
+// called per page. It returns that revision. The timeout bounds each page's
+// request, not the whole read: 100,000 tools are a hundred requests
+// (BENCHMARKS.md, "Registry at 100,000 tools"), which one bound of a few
+// seconds would refuse to load at all.
+func (s *Store) listPrefix(ctx context.Context, op, prefix string, sized func(int64), page func([]*mvccpb.KeyValue) error) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
 	var rev int64
-	err := s.call(ctx, op, func(ctx context.Context) error {
-		rev = 0 // a retried call reads afresh
-		end := clientv3.GetPrefixRangeEnd(prefix)
-		from := prefix
-		for {
-			opts := []clientv3.OpOption{
-				clientv3.WithRange(end),
-				clientv3.WithLimit(s.opts.pageSize),
-				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
-			}
-			if rev != 0 {
-				// Later pages read the same revision as the first.
-				opts = append(opts, clientv3.WithRev(rev))
-			}
-			resp, err := s.cli.Get(ctx, from, opts...)
-			if err != nil {
-				return err
-			}
-			if rev == 0 {
-				rev = resp.Header.Revision
-				sized(resp.Count)
-			}
-			for _, kv := range resp.Kvs {
-				if err := each(kv); err != nil {
-					return err
-				}
-			}
-			if !resp.More || len(resp.Kvs) == 0 {
-				return nil
-			}
-			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := prefix
+	for {
+		opts := []clientv3.OpOption{
+			clientv3.WithRange(end),
+			clientv3.WithLimit(s.opts.pageSize),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend),
 		}
-	})
-	return rev, err
+		if rev != 0 {
+			// Later pages read the same revision as the first.
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
+		resp, err := s.cli.Get(pctx, from, opts...)
+		cancel()
+		if err != nil {
+			return 0, s.classify(ctx, op, err)
+		}
+		pageFetched()
+		if rev == 0 {
+			rev = resp.Header.Revision
+			sized(resp.Count)
+		}
+		if err := page(resp.Kvs); err != nil {
+			return 0, s.classify(ctx, op, err)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
+
+// pageFetched is called after each page a paged read fetched; tests slow
+// reads down with it (export_test.go).
+var pageFetched = func() {}
 
 // Put creates or replaces a tool; expected follows registry.Store.
 func (s *Store) Put(ctx context.Context, t registry.Tool, expected *int64) (registry.Tool, error) {

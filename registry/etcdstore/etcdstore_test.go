@@ -196,3 +196,71 @@ func TestNewAndClose(t *testing.T) {
 		t.Errorf("Put of a name with '/' = %v, want a ToolError (it would escape the key layout)", err)
 	}
 }
+
+// TestListCorruptRecord: a List whose pages are decoded while the next is
+// fetched fails on a stored record it cannot read, naming its key (the
+// first in key order when several are), and returns no partial list; the
+// same store lists again once the record is replaced.
+func TestListCorruptRecord(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client(t)
+	ctx := context.Background()
+	s, err := etcdstore.New(cli, "/corrupt", etcdstore.WithPageSize(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 100 {
+		if _, err := s.Put(ctx, registry.Tool{Name: fmt.Sprintf("t%03d", i), Backend: "b:1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cli.Put(ctx, "/corrupt/tools/t035", `{"v":1,"name":"t035","input_schema":{"type":`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/corrupt/tools/t080", `{"v":1,"name":"other"}`); err != nil {
+		t.Fatal(err)
+	}
+	tools, _, err := s.List(ctx)
+	if err == nil || tools != nil || !strings.Contains(err.Error(), `"/corrupt/tools/t035"`) {
+		t.Fatalf("List = %d tools, %v; want an error naming t035's key", len(tools), err)
+	}
+	if _, err := s.Put(ctx, registry.Tool{Name: "t035", Backend: "b:1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.List(ctx); err == nil || !strings.Contains(err.Error(), `key "/corrupt/tools/t080" holds tool "other"`) {
+		t.Fatalf("List = %v; want an error naming t080's key", err)
+	}
+	if _, err := s.Put(ctx, registry.Tool{Name: "t080", Backend: "b:1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tools, _, err := s.List(ctx); err != nil || len(tools) != 100 {
+		t.Fatalf("List after repair = %d tools, %v; want 100", len(tools), err)
+	}
+}
+
+// TestListTimeoutPerPage: the request timeout bounds each page of a List,
+// not the whole paged read — a list that takes longer than the timeout in
+// all (here: slowed after every page) still loads; a gateway with 100,000
+// tools lists a hundred pages under the default of 3 s each.
+func TestListTimeoutPerPage(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client(t)
+	ctx := context.Background()
+	const timeout, pages = time.Second, 20
+	s, err := etcdstore.New(cli, "/slow", etcdstore.WithPageSize(1), etcdstore.WithTimeout(timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range pages {
+		if _, err := s.Put(ctx, registry.Tool{Name: fmt.Sprintf("t%02d", i), Backend: "b:1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer etcdstore.SetPageFetched(func() { time.Sleep(2 * timeout / pages) })()
+	tools, _, err := s.List(ctx)
+	if err != nil || len(tools) != pages {
+		t.Fatalf("List = %d tools, %v; want all %d although the read took longer than the %s timeout", len(tools), err, pages, timeout)
+	}
+}

@@ -11,13 +11,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/etcdtest"
 	"github.com/flowdrop/gateway/registry"
@@ -31,25 +36,41 @@ import (
 // 100,000). Benchmarks only run under -bench; CI runs none of this.
 var scaleTools = flag.Int("scale-tools", 100_000, "tools BenchmarkRegistryScale loads")
 
-func scaleToolSet(n int) []registry.Tool {
-	tools := make([]registry.Tool, n)
-	for i := range tools {
-		tools[i] = registry.Tool{
-			Name:        fmt.Sprintf("team%03d.tool-%06d", i%997, i),
-			Description: "benchmark tool with a realistic schema",
-			InputSchema: storetest.Schema(10), // ~10 parameters, a schema of its own
-			Backend:     "dns:///backend:9000",
-			Timeout:     5 * time.Second,
-			Labels:      map[string]string{"team": fmt.Sprintf("team%03d", i%997), "tier": "standard"},
-		}
+// scaleShared makes every tool's schema byte-identical (stores then decode
+// it once: toolcodec.Loader); by default each tool's schema differs (its
+// own description), the worst case for a load.
+var scaleShared = flag.Bool("scale-shared-schemas", false, "BenchmarkRegistryScale: one schema for every tool")
+
+// scaleWarm: compile every tool after the start (s-warm, B/tool-compiled);
+// minutes at 100,000 on two CPUs.
+var scaleWarm = flag.Bool("scale-warm", true, "BenchmarkRegistryScale: compile every tool after the start")
+
+// scaleSchema is the ~10-parameter schema every tool's is a copy of.
+var scaleSchema = storetest.Schema(10)
+
+// scaleTool is the i-th tool of the benchmark's registry, made when needed:
+// 100,000 decoded schemas held as the benchmark's own would weigh more than
+// the registry measured.
+func scaleTool(i int) registry.Tool {
+	s := scaleSchema
+	if !*scaleShared {
+		s = proto.Clone(scaleSchema).(*structpb.Struct)
+		s.Fields["description"] = structpb.NewStringValue(fmt.Sprintf("the arguments of tool %d", i))
 	}
-	return tools
+	return registry.Tool{
+		Name:        fmt.Sprintf("team%03d.tool-%06d", i%997, i),
+		Description: "benchmark tool with a realistic schema",
+		InputSchema: s,
+		Backend:     "dns:///backend:9000",
+		Timeout:     5 * time.Second,
+		Labels:      map[string]string{"team": fmt.Sprintf("team%03d", i%997), "tier": "standard"},
+	}
 }
 
 // fillBolt writes tools into a new bolt file the way boltstore stores them,
 // 10,000 to a transaction: setup, not what is measured (one fsync'd Put
 // each would take minutes at 100,000).
-func fillBolt(b *testing.B, path string, tools []registry.Tool) {
+func fillBolt(b *testing.B, path string, n int) {
 	s, err := boltstore.Open(path) // creates the buckets
 	if err != nil {
 		b.Fatal(err)
@@ -60,11 +81,11 @@ func fillBolt(b *testing.B, path string, tools []registry.Tool) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	for start := 0; start < len(tools); start += 10_000 {
+	for start := 0; start < n; start += 10_000 {
 		err := db.Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket([]byte("tools"))
-			for i := start; i < min(start+10_000, len(tools)); i++ {
-				t := tools[i]
+			for i := start; i < min(start+10_000, n); i++ {
+				t := scaleTool(i)
 				t.Revision = int64(i + 1)
 				v, err := toolcodec.Encode(t)
 				if err != nil {
@@ -75,7 +96,7 @@ func fillBolt(b *testing.B, path string, tools []registry.Tool) {
 				}
 			}
 			var rev [8]byte
-			binary.BigEndian.PutUint64(rev[:], uint64(min(start+10_000, len(tools))))
+			binary.BigEndian.PutUint64(rev[:], uint64(min(start+10_000, n)))
 			return tx.Bucket([]byte("meta")).Put([]byte("revision"), rev[:])
 		})
 		if err != nil {
@@ -85,13 +106,13 @@ func fillBolt(b *testing.B, path string, tools []registry.Tool) {
 }
 
 // fillEtcd registers the tools with 32 writers: setup.
-func fillEtcd(b *testing.B, s registry.Store, tools []registry.Tool) {
+func fillEtcd(b *testing.B, s registry.Store, n int) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for w := range 32 {
 		wg.Go(func() {
-			for i := w; i < len(tools); i += 32 {
-				if _, err := s.Put(context.Background(), tools[i], nil); err != nil {
+			for i := w; i < n; i += 32 {
+				if _, err := s.Put(context.Background(), scaleTool(i), nil); err != nil {
 					errs <- err
 					return
 				}
@@ -105,35 +126,56 @@ func fillEtcd(b *testing.B, s registry.Store, tools []registry.Tool) {
 	}
 }
 
-// progress prints a measure as it is taken (stderr): at 100,000 tools on a
-// loaded machine a run takes long, and the first measures matter most.
+// progress prints a measure as it is taken (stderr), with the load
+// average: at 100,000 tools on a loaded machine a run takes long, and the
+// first measures matter most.
 func progress(b *testing.B, format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().UTC().Format("15:04:05"), b.Name(), fmt.Sprintf(format, args...))
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(os.Stderr, "%s %s: %s (load %s)\n", time.Now().UTC().Format("15:04:05"), b.Name(), fmt.Sprintf(format, args...), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 }
 
-func heapInUse() uint64 {
+// heapAlloc is the heap's live bytes after a full collection.
+func heapAlloc() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse
+	return m.HeapAlloc
+}
+
+// cpuTime is the process's CPU time so far (user + system): what a load
+// costs, unlike its wall time, barely depends on what else the machine runs.
+// With embedded etcd it includes the etcd server's.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // BenchmarkRegistryScale: a registry of -scale-tools tools (100,000) in
 // bolt and in etcd, started as a restarting gateway starts it (a new store
-// handle, registry.WithLazyCompile):
+// handle, registry.WithLazyCompile), with the warm-up left out
+// (registry.WithoutWarmUp) so the heap can be read before any compile and
+// the warm-up's cost is the benchmark's own (every tool looked up on all
+// CPUs, as the warm-up does):
 //
-//   - s-serving: Start returning (listed, decoded, published: the gateway
-//     turns SERVING here);
+//   - s-serving, cpu-s-serving, allocs-serving: Start returning (listed,
+//     decoded, published: the gateway turns SERVING here) — wall time, CPU
+//     time of the process (user+sys; with etcd, the embedded server's
+//     too), and heap allocations;
+//
+//   - B/tool-listed: HeapAlloc after Start and a forced GC, minus before
+//     the store was opened, per tool;
 //
 //   - ms-first-call: the first Lookup of a tool (compiling it: callable);
 //
-//   - s-warm: the warm-up compiling every tool on all CPUs;
+//   - s-warm, cpu-s-warm: every tool compiled;
 //
-//   - B/tool-listed, B/tool-compiled: heap in use per tool after Start and
-//     after the warm-up (GC'd, minus before the store was opened);
+//   - B/tool-compiled: as B/tool-listed, after every tool is compiled;
 //
 //   - ms-fanout-p50/max (etcd): three registries, each on its own client of
 //     the same etcd, Started; a write through a fourth handle, 20 times;
@@ -143,44 +185,68 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 //     go test -run '^$' -bench BenchmarkRegistryScale -benchtime 1x -timeout 60m ./registry/storetest/
 func BenchmarkRegistryScale(b *testing.B) {
 	n := *scaleTools
-	tools := scaleToolSet(n)
 	ctx := context.Background()
+	lazy := []registry.Option{registry.WithLogger(quiet), registry.WithLazyCompile(), registry.WithoutWarmUp()}
 
 	start := func(b *testing.B, open func() registry.Store) {
-		before := heapInUse()
+		before := heapAlloc()
 		for b.Loop() {
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			c0, t0 := cpuTime(), time.Now()
 			s := open()
-			r := registry.New(s, registry.WithLogger(quiet), registry.WithLazyCompile())
-			t0 := time.Now()
+			r := registry.New(s, lazy...)
 			if err := r.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
-			serving := time.Since(t0)
-			progress(b, "serving after %s", serving)
+			serving, cpuServing := time.Since(t0), cpuTime()-c0
+			runtime.ReadMemStats(&m1)
 			if got := r.Snapshot().Len(); got != n {
 				b.Fatalf("serving %d tools, want %d", got, n)
 			}
-			listed := heapInUse()
+			listed := heapAlloc()
+			progress(b, "serving after %s wall, %s CPU, %d allocations (%d B); heap %d B a tool listed",
+				serving, cpuServing, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, (int64(listed)-int64(before))/int64(n))
 			t1 := time.Now()
-			if e, ok := r.Lookup(tools[n/2].Name); !ok || e.Schema == nil {
-				b.Fatalf("Lookup(%s) = %v, %v", tools[n/2].Name, e, ok)
+			name := scaleTool(n / 2).Name
+			if e, ok := r.Lookup(name); !ok || e.Schema == nil {
+				b.Fatalf("Lookup(%s) = %v, %v", name, e, ok)
 			}
 			first := time.Since(t1)
-			progress(b, "first call compiled in %s; heap in use %d B a tool listed", first, (int64(listed)-int64(before))/int64(n))
-			if err := r.WaitCompiled(ctx); err != nil {
-				b.Fatal(err)
-			}
-			warm := time.Since(t0)
-			progress(b, "warm-up done %s after the start", warm)
-			if got := r.Snapshot().Len(); got != n {
-				b.Fatalf("%d tools after the warm-up, want %d", got, n)
-			}
-			compiled := heapInUse()
+			progress(b, "first call compiled in %s", first)
 			b.ReportMetric(serving.Seconds(), "s-serving")
+			b.ReportMetric(cpuServing.Seconds(), "cpu-s-serving")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs), "allocs-serving")
 			b.ReportMetric(float64(first.Microseconds())/1000, "ms-first-call")
-			b.ReportMetric(warm.Seconds(), "s-warm")
 			b.ReportMetric(float64(int64(listed)-int64(before))/float64(n), "B/tool-listed")
+			if !*scaleWarm {
+				_ = r.Close()
+				_ = s.Close()
+				continue
+			}
+			c2, t2 := cpuTime(), time.Now()
+			entries := r.Snapshot().List()
+			var (
+				next atomic.Int64
+				wg   sync.WaitGroup
+			)
+			for range runtime.GOMAXPROCS(0) {
+				wg.Go(func() {
+					for i := int(next.Add(1)) - 1; i < len(entries); i = int(next.Add(1)) - 1 {
+						if _, ok := r.Lookup(entries[i].Tool.Name); !ok {
+							b.Errorf("%s does not compile", entries[i].Tool.Name)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			warm, cpuWarm := time.Since(t2), cpuTime()-c2
+			compiled := heapAlloc()
+			progress(b, "every tool compiled after %s wall, %s CPU; heap %d B a tool compiled", warm, cpuWarm, (int64(compiled)-int64(before))/int64(n))
+			b.ReportMetric(warm.Seconds(), "s-warm")
+			b.ReportMetric(cpuWarm.Seconds(), "cpu-s-warm")
 			b.ReportMetric(float64(int64(compiled)-int64(before))/float64(n), "B/tool-compiled")
+			entries = nil
 			_ = r.Close()
 			_ = s.Close()
 		}
@@ -188,7 +254,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 
 	b.Run(fmt.Sprintf("bolt-%d", n), func(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "registry.db")
-		fillBolt(b, path, tools)
+		fillBolt(b, path, n)
 		progress(b, "filled")
 		start(b, func() registry.Store {
 			s, err := boltstore.Open(path)
@@ -214,7 +280,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 		}
 		w := open()
 		defer w.Close()
-		fillEtcd(b, w, tools)
+		fillEtcd(b, w, n)
 		progress(b, "filled")
 		start(b, open)
 
@@ -222,7 +288,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 		var regs []*registry.Registry
 		for range 3 {
 			s := open()
-			r := registry.New(s, registry.WithLogger(quiet), registry.WithLazyCompile())
+			r := registry.New(s, lazy...)
 			if err := r.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -232,7 +298,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 		}
 		var lat []time.Duration
 		for i := range 20 {
-			t := tools[i*(n/20)]
+			t := scaleTool(i * (n / 20))
 			t.Description = fmt.Sprintf("changed %d", i)
 			chans := make([]<-chan struct{}, len(regs))
 			for j, r := range regs {

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) registry.Store) {
 		{"schema-round-trip", "the input schema (nested, numbers, null, bool) must come back proto.Equal from Get, List and Watch", testSchemaRoundTrip},
 		{"labels-timeout-round-trip", "labels and a sub-second timeout must round-trip exactly", testLabelsTimeout},
 		{"caller-mutation", "mutating the caller's tool after Put must not change what the store holds", testCallerMutation},
+		{"list-many", "a List large enough to be decoded on several CPUs, with shared and distinct schemas, must return each tool exactly as Get does", testListMany},
 	}
 	cases = append(cases, bundleCases...)
 	cases = append(cases, historyCases...)
@@ -589,5 +590,50 @@ func testCallerMutation(t *testing.T, s registry.Store) {
 	}
 	if got.Labels["k"] != "v" || got.InputSchema.Fields["type"].GetStringValue() != "object" {
 		t.Errorf("store shares the caller's maps: labels %v, type %v", got.Labels, got.InputSchema.Fields["type"])
+	}
+}
+
+// testListMany: 300 tools (a durable store decodes a list of this size on
+// several workers, sharing identical schemas), every third with a schema
+// of its own; List must return each exactly as Get does.
+func testListMany(t *testing.T, s registry.Store) {
+	const n = 300
+	shared := Schema(4)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				tool := sampleTool(fmt.Sprintf("many-%03d", i))
+				tool.InputSchema = shared
+				if i%3 == 0 {
+					tool.InputSchema = Schema(1 + i%7)
+					tool.InputSchema.Fields["description"] = structpb.NewStringValue(tool.Name)
+				}
+				if _, err := s.Put(ctx(t), tool, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Put: %v", err)
+	}
+	list, _, err := s.List(ctx(t))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(list) != n {
+		t.Fatalf("List returned %d tools, want %d", len(list), n)
+	}
+	for i, got := range list {
+		want, err := s.Get(ctx(t), fmt.Sprintf("many-%03d", i))
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		assertSameTool(t, got, want, fmt.Sprintf("List[%d]", i))
 	}
 }

@@ -227,7 +227,10 @@ func Encode(t registry.Tool) ([]byte, error) {
 
 // Decode parses a stored tool. The error names the tool (when readable) and
 // the field that is wrong.
-func Decode(b []byte) (registry.Tool, error) {
+func Decode(b []byte) (registry.Tool, error) { return decode(b, nil) }
+
+// decode is Decode reading the tool's schemas through sh (nil: each its own).
+func decode(b []byte, sh *schemas) (registry.Tool, error) {
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
 		return registry.Tool{}, fmt.Errorf("toolcodec: decode: %w", err)
@@ -251,8 +254,8 @@ func Decode(b []byte) (registry.Tool, error) {
 	}
 	t.MaxResultBytes, t.OnInvalidOutput = r.MaxResultBytes, r.OnInvalidOutput
 	if len(r.OutputSchema) > 0 && !bytes.Equal(r.OutputSchema, []byte("null")) {
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(r.OutputSchema, s); err != nil {
+		s, err := sh.decode(r.OutputSchema)
+		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: output_schema: %w", r.Name, err)
 		}
 		t.OutputSchema = s
@@ -276,8 +279,8 @@ func Decode(b []byte) (registry.Tool, error) {
 		t.Timeout = d
 	}
 	if len(r.InputSchema) > 0 && !bytes.Equal(r.InputSchema, []byte("null")) {
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(r.InputSchema, s); err != nil {
+		s, err := sh.decode(r.InputSchema)
+		if err != nil {
 			return registry.Tool{}, fmt.Errorf("toolcodec: tool %q: input_schema: %w", r.Name, err)
 		}
 		t.InputSchema = s
@@ -342,8 +345,8 @@ func decodePending(pr *pendingRecord) (*registry.PendingChange, error) {
 		if len(f.raw) == 0 || bytes.Equal(f.raw, []byte("null")) {
 			continue
 		}
-		s := &structpb.Struct{}
-		if err := protojson.Unmarshal(f.raw, s); err != nil {
+		s, err := decodeStruct(f.raw)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
 		*f.dst = s
