@@ -38,9 +38,11 @@ var (
 //	go test -run '^$' -bench BenchmarkWatchFanout -benchtime 1x -timeout 60m ./registry/storetest/
 func BenchmarkWatchFanout(b *testing.B) {
 	n := *fanoutTools
-	tools := scaleToolSet(n)
-	for i := range tools {
-		tools[i].InputSchema = storetest.Schema(*fanoutParams)
+	schema := storetest.Schema(*fanoutParams)
+	tool := func(i int) registry.Tool {
+		t := scaleTool(i)
+		t.InputSchema = schema
+		return t
 	}
 	ctx := context.Background()
 	cluster := etcdtest.Start(b)
@@ -57,7 +59,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	}
 	w := open()
 	defer w.Close()
-	fillEtcd(b, w, tools)
+	fillEtcd(b, w, n, tool)
 	progress(b, "filled %d tools", n)
 
 	var regs []*registry.Registry
@@ -80,7 +82,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	for b.Loop() {
 		var lat []time.Duration
 		for i := range 20 {
-			t := tools[i*(n/20)]
+			t := tool(i * (n / 20))
 			t.Description = fmt.Sprintf("changed %d %d", i, time.Now().UnixNano())
 			chans := make([]<-chan struct{}, len(regs))
 			for j, r := range regs {

@@ -105,14 +105,14 @@ func fillBolt(b *testing.B, path string, n int) {
 	}
 }
 
-// fillEtcd registers the tools with 32 writers: setup.
-func fillEtcd(b *testing.B, s registry.Store, n int) {
+// fillEtcd registers tool(0) … tool(n-1) with 32 writers: setup.
+func fillEtcd(b *testing.B, s registry.Store, n int, tool func(int) registry.Tool) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for w := range 32 {
 		wg.Go(func() {
 			for i := w; i < n; i += 32 {
-				if _, err := s.Put(context.Background(), scaleTool(i), nil); err != nil {
+				if _, err := s.Put(context.Background(), tool(i), nil); err != nil {
 					errs <- err
 					return
 				}
@@ -280,7 +280,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 		}
 		w := open()
 		defer w.Close()
-		fillEtcd(b, w, n)
+		fillEtcd(b, w, n, scaleTool)
 		progress(b, "filled")
 		start(b, open)
 
