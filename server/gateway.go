@@ -316,7 +316,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			Tracer: g.mcpTracer(), Propagator: g.tracing.Propagator(), ResourceURL: g.MCPURL(),
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
 			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState,
-			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream, CancelFleet: g.cancelFleet(),
+			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream, CancelFleet: g.cancelFleet(), InputFleet: g.inputFleet(),
 			Search: g.search, Discovery: cfg.Policy.MCP.Discovery, Browser: g.consentBrowser()}); err != nil {
 			return nil, err
 		}

@@ -3,11 +3,13 @@ package backend
 //lint:file-ignore SA1019 sampling and roots are deprecated by SEP-2577 (2026-07-28) yet still asked for by upstreams during the deprecation window; the gateway relays them
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowdrop/gateway/internal/mcpupstream"
@@ -118,4 +120,58 @@ func inputKinds(m mcp.InputRequestMap) ([]string, error) {
 	}
 	slices.Sort(kinds)
 	return kinds, nil
+}
+
+// Before 2026-07-28 an upstream asks for input with a request on the
+// call's response stream (pipeline/inputrelay.go). Its session declares
+// elicitation and sampling unless the policy forbids them for the upstream
+// (inputDeclared: when the session is made; the policy is checked again
+// per request, relayInput), and the call's requests are relayed to its
+// caller through the face's InputRelay, within the bounds; a refusal is
+// the upstream's JSON-RPC error, and the call goes on as the upstream
+// decides.
+
+// inputDeclared are the kinds a session to url declares it can answer.
+func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
+	var forbidden []string
+	if f := m.ts.cfg.InputForbidden; f != nil {
+		forbidden = f(url)
+	}
+	return mcpupstream.InputKinds{Elicitation: !slices.Contains(forbidden, pipeline.InputElicitation),
+		Sampling: !slices.Contains(forbidden, pipeline.InputSampling)}
+}
+
+// relayInput answers the requests for input c's upstream makes on the
+// call's stream: refused when the policy forbids the kind for up, when
+// the caller cannot be asked (no relay), past the bounds on count and
+// size; else asked of the caller, and the kind recorded for the audit
+// line once the request reached it.
+func (m *MCPUpstream) relayInput(c *pipeline.Call, up *registry.MCPTool) mcpupstream.InputFunc {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		kind := pipeline.InputKindOf(method)
+		refuse := func(code int64, format string, a ...any) (json.RawMessage, error) {
+			return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, a...)}
+		}
+		if kind == "" {
+			return refuse(jsonrpc.CodeMethodNotFound, "method not found")
+		}
+		if f := m.ts.cfg.InputForbidden; f != nil && slices.Contains(f(up.URL), kind) {
+			return refuse(jsonrpc.CodeMethodNotFound, "%s: the gateway's policy forbids relaying %s from this upstream to its callers", method, kind)
+		}
+		relay := pipeline.InputRelayFrom(ctx)
+		if relay == nil {
+			return refuse(jsonrpc.CodeMethodNotFound, "%s: this call's caller cannot be asked for input through the gateway (only an MCP caller with a session that declared %s can)", method, kind)
+		}
+		if len(c.InputRelayed) >= pipeline.InputRelayMaxCalls {
+			return refuse(jsonrpc.CodeInvalidRequest, "%s: the call already asked its caller for input %d times, the gateway's bound", method, pipeline.InputRelayMaxCalls)
+		}
+		if len(params) > pipeline.InputMaxRequestBytes {
+			return refuse(jsonrpc.CodeInvalidParams, "%s: the request is %d bytes, over the gateway's bound of %d", method, len(params), pipeline.InputMaxRequestBytes)
+		}
+		answer, relayed, err := relay.Ask(ctx, method, params)
+		if relayed {
+			c.InputRelayed = append(c.InputRelayed, kind)
+		}
+		return answer, err
+	}
 }

@@ -156,6 +156,9 @@ type Config struct {
 	// CancelFleet, when set, carries an older caller's
 	// notifications/cancelled to the replica running its call (cancel.go).
 	CancelFleet CancelFleet
+	// InputFleet, when set, carries an older caller's answer to a relayed
+	// request for input to the replica whose call awaits it (relay.go).
+	InputFleet InputFleet
 	// Browser are endpoints served beside the MCP endpoint for a person's
 	// browser (the upstream authorization flow's start and callback):
 	// ServeMux pattern → handler. They authenticate nothing of MCP's and
@@ -230,6 +233,14 @@ type Server struct {
 	fleet        CancelFleet
 	fleetLookups chan struct{}
 	fleetDone    chan struct{}
+
+	// waits are the relayed requests for input awaiting their callers'
+	// answers (relay.go); replica names this replica in their ids, and
+	// inputFleet carries answers between replicas (nil: none).
+	waits          inputWaits
+	replica        string
+	inputFleet     InputFleet
+	inputFleetDone chan struct{}
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -270,6 +281,12 @@ func New(cfg Config) (*Server, error) {
 	if m.fleet != nil {
 		m.fleetLookups, m.fleetDone = make(chan struct{}, fleetCancelLookups), make(chan struct{})
 		go m.serveFleet()
+	}
+	m.replica = randomHex(12)
+	if m.inputFleet = cfg.InputFleet; m.inputFleet != nil {
+		m.replica = m.inputFleet.Self()
+		m.inputFleetDone = make(chan struct{})
+		go m.serveInputFleet()
 	}
 	var off string
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
@@ -352,6 +369,9 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	<-m.syncDone
 	if m.fleetDone != nil {
 		<-m.fleetDone
+	}
+	if m.inputFleetDone != nil {
+		<-m.inputFleetDone
 	}
 	return err
 }
