@@ -160,7 +160,11 @@ func (a *asker) options(elicit, sample bool) *mcp.ClientOptions {
 // key; rt, when set, is the transport under the key header.
 func connectAsker(t *testing.T, ctx context.Context, url, key, rev string, o *mcp.ClientOptions, rt func(http.RoundTripper) http.RoundTripper) *mcp.ClientSession {
 	t.Helper()
-	hc := httpClient(t, http.Header{"X-Api-Key": {key}})
+	var h http.Header
+	if key != "" {
+		h = http.Header{"X-Api-Key": {key}}
+	}
+	hc := httpClient(t, h)
 	if rt != nil {
 		hc.Transport = rt(hc.Transport)
 	}
@@ -452,4 +456,38 @@ func (b answersTo) RoundTrip(r *http.Request) (*http.Response, error) {
 		b.moved.Store(string(body), true)
 	}
 	return b.next.RoundTrip(r)
+}
+
+// TestMCPInputRoundsToStream: a 2026-07-28 upstream's rounds
+// (InputRequiredResult, server/mcp_input_e2e_test.go's upstream) asked of
+// a 2025-11-25 caller on its call's stream, each answer sent back with
+// the upstream's state, until the upstream answers; authentication off
+// (the anonymous caller has a session too); a caller that cannot answer
+// ends the call input-unsupported, an upstream that never stops asking
+// input-too-large.
+func TestMCPInputRoundsToStream(t *testing.T) {
+	ctx := testCtx(t)
+	key := sessionKeyFile(t)
+	env, u := startInputEnv(t, ctx, func(c *server.Config, _ string) { c.Policy.MCPUpstreams.Input.KeyFiles = []string{key} })
+	a := &asker{name: "Ada"}
+	cs := connectAsker(t, ctx, env.MCPURL, "", "2025-11-25", a.options(true, true), nil)
+	if got, isErr := callText(t, ctx, cs, "up.confirm"); isErr || got != "hello Ada" {
+		t.Errorf("up.confirm: %q (isError %v), want hello Ada", got, isErr)
+	}
+	if got, isErr := callText(t, ctx, cs, "up.sample"); isErr || got != "model said 42" {
+		t.Errorf("up.sample: %q (isError %v), want model said 42", got, isErr)
+	}
+	if got := fmt.Sprint(u.seen()); got != "[ "+upstreamState+"  "+upstreamState+"]" {
+		t.Errorf("the upstream's calls carried states %q, want each retry to carry its own state", got)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.nag", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Meta["flowdrop/reason"] != "input-too-large" {
+		t.Errorf("up.nag: %v %+v, want an isError result with reason input-too-large", err, res)
+	}
+	mute := &asker{}
+	cs = connectAsker(t, ctx, env.MCPURL, "", "2025-11-25", mute.options(false, true), nil)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up.confirm", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Meta["flowdrop/reason"] != "input-unsupported" || !strings.Contains(resultText(res), "did not declare the elicitation capability") {
+		t.Errorf("up.confirm for a caller without elicitation: %v %+v, want input-unsupported naming the capability", err, res)
+	}
 }

@@ -406,6 +406,17 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 	}
+	if res.InputRequests != nil && c.Input == nil && pipeline.InputRelayFrom(ctx) != nil {
+		// A 2026-07-28 upstream's rounds, asked of an older caller on its
+		// call's stream (mcpinput.go).
+		if res, err = m.bridgeInput(ctx, c, up, spec.TLS, subject, js, onProgress, res); err != nil {
+			var pe *pipeline.Error
+			if errors.As(err, &pe) {
+				return pipeline.Result{}, pe
+			}
+			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+		}
+	}
 	if res.InputRequests != nil {
 		return m.inputRequired(c, up, res)
 	}

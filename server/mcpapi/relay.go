@@ -171,6 +171,8 @@ func (r *faceRelay) can(method string, params json.RawMessage) (bool, string) {
 		return r.sess.ElicitForm, "elicitation"
 	case pipeline.MethodCreateMessage:
 		return r.sess.Sampling, "sampling"
+	case pipeline.MethodListRoots:
+		return r.sess.Roots, "roots"
 	}
 	return false, method
 }

@@ -26,6 +26,9 @@ const (
 const (
 	MethodElicit        = "elicitation/create"
 	MethodCreateMessage = "sampling/createMessage"
+	// MethodListRoots is asked only of a 2026-07-28 upstream's round
+	// (an upstream before it is answered no roots by the gateway itself).
+	MethodListRoots = "roots/list"
 )
 
 // InputKindOf is the kind of input a request method asks for, or "".
@@ -35,6 +38,8 @@ func InputKindOf(method string) string {
 		return InputElicitation
 	case MethodCreateMessage:
 		return InputSampling
+	case MethodListRoots:
+		return InputRoots
 	}
 	return ""
 }
