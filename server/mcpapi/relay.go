@@ -205,6 +205,10 @@ func (r *faceRelay) Ask(ctx context.Context, method string, params json.RawMessa
 		why = fmt.Sprintf("the gateway waited %v for the answer", pipeline.InputRelayMaxWait)
 	case <-ctx.Done():
 		why = "the call ended before the answer"
+	case <-r.m.closed:
+		// The face has stopped serving (its connections are closed): nobody
+		// is left to answer, and the call must not outlive the face.
+		why = "the gateway is shutting down"
 	}
 	// The caller is told the request no longer awaits its answer.
 	reason, _ := json.Marshal(why)
@@ -212,6 +216,9 @@ func (r *faceRelay) Ask(ctx context.Context, method string, params json.RawMessa
 	r.stream.write(&jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled})
 	if ctx.Err() != nil {
 		return nil, true, ctx.Err()
+	}
+	if why == "the gateway is shutting down" {
+		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: method + ": " + why}
 	}
 	return nil, true, &jsonrpc.Error{Code: MCPCodeInputTimeout, Message: method + ": the caller did not answer within " + pipeline.InputRelayMaxWait.String()}
 }

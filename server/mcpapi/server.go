@@ -221,6 +221,8 @@ type Server struct {
 	stopSync    func()
 	syncDone    chan struct{}
 	closeOnce   sync.Once
+	// closeOnceClosed closes closed once (Shutdown may be called again).
+	closeOnceClosed sync.Once
 
 	connMu   sync.Mutex
 	newConns map[net.Conn]bool // accepted, no request read yet
@@ -241,6 +243,9 @@ type Server struct {
 	replica        string
 	inputFleet     InputFleet
 	inputFleetDone chan struct{}
+	// closed is closed once Shutdown has stopped the HTTP server: relayed
+	// requests still waiting for answers end then (relay.go).
+	closed chan struct{}
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -282,7 +287,7 @@ func New(cfg Config) (*Server, error) {
 		m.fleetLookups, m.fleetDone = make(chan struct{}, fleetCancelLookups), make(chan struct{})
 		go m.serveFleet()
 	}
-	m.replica = randomHex(12)
+	m.replica, m.closed = randomHex(12), make(chan struct{})
 	if m.inputFleet = cfg.InputFleet; m.inputFleet != nil {
 		m.replica = m.inputFleet.Self()
 		m.inputFleetDone = make(chan struct{})
@@ -365,6 +370,7 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		m.hs.Close()
 	}
+	m.closeOnceClosed.Do(func() { close(m.closed) })
 	m.closeOnce.Do(m.stopSync)
 	<-m.syncDone
 	if m.fleetDone != nil {
