@@ -317,7 +317,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			AllowedOrigins: cfg.Policy.MCP.AllowedOrigins, OKCallsLevel: cfg.OKCallsLevel, SDKOnly: cfg.MCP.SDKOnly,
 			Upstreams: g.kinds.MCPUpstream, UpstreamBounds: cfg.Policy.MCPUpstreams.Bounds, InputState: g.mcpInputState,
 			Tasks: g.taskStore(), TaskUpstreams: g.kinds.MCPUpstream, CancelFleet: g.cancelFleet(), SessionSubscriptions: g.sessionSubscriptions(),
-			Search: g.search, Discovery: cfg.Policy.MCP.Discovery, Browser: g.consentBrowser()}); err != nil {
+			InputFleet: g.inputFleet(),
+			Search:     g.search, Discovery: cfg.Policy.MCP.Discovery, Browser: g.consentBrowser()}); err != nil {
 			return nil, err
 		}
 		// Before serving: the upstreams' resource updates and list changes

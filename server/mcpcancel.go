@@ -15,3 +15,17 @@ func (g *Gateway) cancelFleet() mcpapi.CancelFleet {
 	}
 	return nil
 }
+
+// redisInput is the namespace of the MCP face's channels for callers'
+// answers to relayed requests for input.
+const redisInput = "flowdrop:input:"
+
+// inputFleet carries an older MCP caller's answer to a relayed request
+// for input to the replica whose call awaits it: over Redis when
+// configured; none on one node.
+func (g *Gateway) inputFleet() mcpapi.InputFleet {
+	if g.redis != nil {
+		return g.redis.Answers(redisInput)
+	}
+	return nil
+}

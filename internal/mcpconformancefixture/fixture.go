@@ -260,8 +260,11 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolR
 	return text(fmt.Sprint(token)), nil
 }
 
-// sampling asks its client for a completion of the prompt; a client that
-// cannot sample gets a text saying so, as the suite's server answers.
+// sampling asks its client for a completion of the prompt: a client
+// before 2026-07-28 on the call's stream (one that cannot sample gets a
+// text saying so, as the suite's server answers), a 2026-07-28 client (the
+// gateway's session) the multi round-trip way (SEP-2322): a first call
+// answers with the request, the retry carries the answer.
 func sampling(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Prompt string `json:"prompt"`
@@ -269,21 +272,42 @@ func sampling(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResul
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 		return nil, err
 	}
-	res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
-		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: args.Prompt}}}})
-	if err != nil {
-		return text("Sampling not supported or error: " + err.Error()), nil
+	if askOnStream(req) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: args.Prompt}}}})
+		if err != nil {
+			return text("Sampling not supported or error: " + err.Error()), nil
+		}
+		answer := "No response"
+		if t, ok := res.Content.(*mcp.TextContent); ok && t.Text != "" {
+			answer = t.Text
+		}
+		return text("LLM response: " + answer), nil
+	}
+	resp, answered := req.Params.InputResponses["sampling"]
+	if !answered {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"sampling": &mcp.CreateMessageParams{MaxTokens: 100,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: args.Prompt}}}}}}, nil
 	}
 	answer := "No response"
-	if t, ok := res.Content.(*mcp.TextContent); ok && t.Text != "" {
-		answer = t.Text
+	var content []mcp.Content
+	switch r := resp.(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		content = r.Content
+	case *mcp.CreateMessageResult:
+		content = []mcp.Content{r.Content}
+	}
+	if len(content) == 1 {
+		if t, ok := content[0].(*mcp.TextContent); ok && t.Text != "" {
+			answer = t.Text
+		}
 	}
 	return text("LLM response: " + answer), nil
 }
 
 // elicit asks its client for input with the message and schema request
-// gives from the arguments and answers "<prefix>: action=…, content=…";
-// a client that cannot elicit gets a text saying so.
+// gives from the arguments (on the stream or in rounds, as sampling) and
+// answers "<prefix>: action=…, content=…".
 func elicit(prefix string, request func(args map[string]any) (msg string, schema any)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]any
@@ -292,15 +316,40 @@ func elicit(prefix string, request func(args map[string]any) (msg string, schema
 				return nil, err
 			}
 		}
-		msg, schema := request(args)
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: msg, RequestedSchema: schema})
-		if err != nil {
-			return text("Elicitation not supported or error: " + err.Error()), nil
+		if askOnStream(req) {
+			msg, schema := request(args)
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: msg, RequestedSchema: schema})
+			if err != nil {
+				return text("Elicitation not supported or error: " + err.Error()), nil
+			}
+			return elicited(prefix, res), nil
 		}
-		content, err := json.Marshal(res.Content)
-		if err != nil || res.Content == nil {
-			content = []byte("{}")
+		resp, answered := req.Params.InputResponses["elicitation"]
+		if !answered {
+			msg, schema := request(args)
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"elicitation": &mcp.ElicitParams{Message: msg, RequestedSchema: schema}}}, nil
 		}
-		return text(fmt.Sprintf("%s: action=%s, content=%s", prefix, res.Action, content)), nil
+		res, ok := resp.(*mcp.ElicitResult)
+		if !ok {
+			return text(fmt.Sprintf("Elicitation not supported or error: an answer of type %T", resp)), nil
+		}
+		return elicited(prefix, res), nil
 	}
+}
+
+func elicited(prefix string, res *mcp.ElicitResult) *mcp.CallToolResult {
+	content, err := json.Marshal(res.Content)
+	if err != nil || res.Content == nil {
+		content = []byte("{}")
+	}
+	return text(fmt.Sprintf("%s: action=%s, content=%s", prefix, res.Action, content))
+}
+
+// askOnStream: the request's session is on a revision before 2026-07-28,
+// whose client the fixture asks itself on the call's stream (errors as
+// text, as the suite's own server answers); a 2026-07-28 session (the
+// gateway's) is asked in rounds.
+func askOnStream(req *mcp.CallToolRequest) bool {
+	p := req.Session.InitializeParams()
+	return p != nil && p.ProtocolVersion < statelessRevision
 }

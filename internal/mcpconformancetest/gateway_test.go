@@ -1,8 +1,12 @@
 package mcpconformancetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -36,6 +40,13 @@ func startGateway(t *testing.T, ctx context.Context, upURL string) string {
 	cfg := server.DefaultConfig()
 	cfg.Store.Kind, cfg.Store.DataDir = server.StoreBolt, t.TempDir()
 	cfg.Listeners.GRPC, cfg.Listeners.MCP = listen(), listen()
+	// Key files: callers before 2026-07-28 get face sessions, so the
+	// fixture's elicitation and sampling reach them on their calls' streams.
+	keyFile := filepath.Join(t.TempDir(), "input.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy.MCPUpstreams.Input.KeyFiles = []string{keyFile}
 	g, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("server.Start: %v", err)

@@ -24,8 +24,10 @@ type message struct {
 	// Method is set on a request or notification (hasMethod).
 	Method    string
 	hasMethod bool
-	Result    sjson.RawMessage
-	Error     *jsonrpc.Error
+	// Params are a request's params (an upstream's request for input).
+	Params sjson.RawMessage
+	Result sjson.RawMessage
+	Error  *jsonrpc.Error
 }
 
 func (m *message) isRequest() bool { return m.hasMethod }
@@ -38,6 +40,7 @@ type wireMessage struct {
 	VersionTag string           `json:"jsonrpc"`
 	ID         any              `json:"id,omitempty"`
 	Method     sjson.RawMessage `json:"method"`
+	Params     sjson.RawMessage `json:"params,omitempty"`
 	Result     sjson.RawMessage `json:"result,omitempty"`
 	Error      *jsonrpc.Error   `json:"error,omitempty"`
 }
@@ -66,7 +69,7 @@ func decodeMessage(data []byte) (*message, error) {
 		if err := sdkjson.UnmarshalPart(w.Method, &m.Method); err != nil { // within data, checked
 			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		m.hasMethod = true
+		m.hasMethod, m.Params = true, w.Params
 		return m, nil
 	}
 	if w.ID == nil {

@@ -20,6 +20,11 @@ type ConnectOptions struct {
 	// which no call's answer depends on: a Caller's calls keep its own
 	// path (else they go through the SDK).
 	ClientNotificationsOnly bool
+	// Input are the kinds of input a streamable HTTP session declares it
+	// can answer (input.go): its calls relay them through their context's
+	// InputFunc. Not declared over legacy SSE or stdio, whose one stream
+	// does not say which call a request belongs to.
+	Input InputKinds
 	// Transport is the HTTP transport (TransportDetect when unset).
 	Transport Transport
 	// Listen keeps a standing GET stream open for the upstream's

@@ -69,11 +69,15 @@ func ConnectCaller(ctx context.Context, url string, h Header, o ConnectOptions) 
 // (HTTPClient).
 func connectStreamable(ctx context.Context, url string, client *http.Client, o ConnectOptions) (*Caller, error) {
 	t := streamableWith(url, client, o)
+	sdk := o.Client != nil && !o.ClientNotificationsOnly
+	if o.Input != (InputKinds{}) {
+		o.Client = withInputHandlers(o.Client, o.Input)
+	}
 	cs, err := connect(ctx, t, o)
 	if err != nil {
 		return nil, err
 	}
-	c := &Caller{Session: cs, endpoint: url, client: client, maxEvent: t.MaxEventSize, sdk: o.Client != nil && !o.ClientNotificationsOnly}
+	c := &Caller{Session: cs, endpoint: url, client: client, maxEvent: t.MaxEventSize, sdk: sdk}
 	if c.maxEvent == 0 {
 		c.maxEvent = mcp.DefaultMaxEventSize
 	}
@@ -421,16 +425,19 @@ func (c *Caller) notifyCancelled(ctx context.Context, id string) {
 
 // answer answers a request the upstream makes while a call runs, as the
 // SDK's client without handlers does: ping is answered, roots/list with no
-// roots, anything else refused as an unknown method.
+// roots, a request for the caller's input through the call's InputFunc
+// (input.go; none: refused), anything else refused as an unknown method.
 func (c *Caller) answer(ctx context.Context, m *message) error {
-	var res string
+	var res []byte
 	switch m.Method {
 	case "ping":
-		res = `"result":{}`
+		res = []byte(`"result":{}`)
 	case "roots/list":
-		res = `"result":{"roots":[]}`
+		res = []byte(`"result":{"roots":[]}`)
+	case "elicitation/create", "sampling/createMessage":
+		res = answerInput(ctx, m)
 	default:
-		res = fmt.Sprintf(`"error":{"code":%d,"message":"method not found"}`, jsonrpc.CodeMethodNotFound)
+		res = fmt.Appendf(nil, `"error":{"code":%d,"message":"method not found"}`, jsonrpc.CodeMethodNotFound)
 	}
 	return c.post(ctx, m.Method, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,%s}`, m.rawID, res))
 }

@@ -92,6 +92,11 @@ type AuditRecord struct {
 	InputRound    int      `json:"input_round,omitempty"`
 	InputAsked    []string `json:"input_asked,omitempty"`
 	InputAnswered int      `json:"input_answered,omitempty"`
+	// InputRelayed is, on a call before MCP 2026-07-28, each request for
+	// input its upstream sent on the call's stream and the gateway relayed
+	// to the caller, by kind (elicitation, sampling), in order: the kind
+	// only, as above.
+	InputRelayed []string `json:"input_relayed,omitempty"`
 
 	// argsEncoded: ArgsSent and ArgsRepaired are SetArgs's own encoding,
 	// which the line splices in as they are; argsBuf the pooled buffer they

@@ -130,5 +130,15 @@ func (a *AuditRecord) appendLine(b []byte) ([]byte, error) {
 		b = append(b, `,"input_answered":`...)
 		b = strconv.AppendInt(b, int64(a.InputAnswered), 10)
 	}
+	if len(a.InputRelayed) > 0 {
+		b = append(b, `,"input_relayed":[`...)
+		for i, k := range a.InputRelayed {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, _ = appendQuoted(b, k, true)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}', '\n'), nil
 }

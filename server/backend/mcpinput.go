@@ -3,14 +3,18 @@ package backend
 //lint:file-ignore SA1019 sampling and roots are deprecated by SEP-2577 (2026-07-28) yet still asked for by upstreams during the deprecation window; the gateway relays them
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
@@ -50,15 +54,8 @@ func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res 
 	if err != nil {
 		return pipeline.Result{}, m.ts.failure(c, 0, "", err)
 	}
-	if forbid := m.ts.cfg.InputForbidden; forbid != nil {
-		if f := forbid(up.URL); len(f) > 0 {
-			for _, k := range kinds {
-				if slices.Contains(f, k) {
-					return pipeline.Result{}, &pipeline.Error{Code: pipeline.PermissionDenied, Reason: pipeline.ReasonInputForbidden, Tool: c.Tool,
-						Message: fmt.Sprintf("tool %q asked its caller for %s, which the gateway's policy forbids for its upstream", c.Tool, k)}
-				}
-			}
-		}
+	if perr := m.inputForbidden(c, up, kinds); perr != nil {
+		return pipeline.Result{}, perr
 	}
 	r := c.Input
 	var missing []string
@@ -97,6 +94,22 @@ func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res 
 	return pipeline.InputRequired, nil
 }
 
+// inputForbidden refuses kinds the policy forbids up to ask for (nil: none).
+func (m *MCPUpstream) inputForbidden(c *pipeline.Call, up *registry.MCPTool, kinds []string) *pipeline.Error {
+	forbid := m.ts.cfg.InputForbidden
+	if forbid == nil {
+		return nil
+	}
+	f := forbid(up.URL)
+	for _, k := range kinds {
+		if slices.Contains(f, k) {
+			return &pipeline.Error{Code: pipeline.PermissionDenied, Reason: pipeline.ReasonInputForbidden, Tool: c.Tool,
+				Message: fmt.Sprintf("tool %q asked its caller for %s, which the gateway's policy forbids for its upstream", c.Tool, k)}
+		}
+	}
+	return nil
+}
+
 // inputKinds are the kinds an InputRequestMap asks for, sorted, each once.
 func inputKinds(m mcp.InputRequestMap) ([]string, error) {
 	var kinds []string
@@ -118,4 +131,150 @@ func inputKinds(m mcp.InputRequestMap) ([]string, error) {
 	}
 	slices.Sort(kinds)
 	return kinds, nil
+}
+
+// Before 2026-07-28 an upstream asks for input with a request on the
+// call's response stream (pipeline/inputrelay.go). Its session declares
+// elicitation and sampling unless the policy forbids them for the upstream
+// (inputDeclared: when the session is made; the policy is checked again
+// per request, relayInput), and the call's requests are relayed to its
+// caller through the face's InputRelay, within the bounds; a refusal is
+// the upstream's JSON-RPC error, and the call goes on as the upstream
+// decides.
+
+// inputDeclared are the kinds a session to url declares it can answer.
+func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
+	var forbidden []string
+	if f := m.ts.cfg.InputForbidden; f != nil {
+		forbidden = f(url)
+	}
+	return mcpupstream.InputKinds{Elicitation: !slices.Contains(forbidden, pipeline.InputElicitation),
+		Sampling: !slices.Contains(forbidden, pipeline.InputSampling)}
+}
+
+// relayInput answers the requests for input c's upstream makes on the
+// call's stream: refused when the policy forbids the kind for up, when
+// the caller cannot be asked (no relay), past the bounds on count and
+// size; else asked of the caller, and the kind recorded for the audit
+// line once the request reached it.
+func (m *MCPUpstream) relayInput(c *pipeline.Call, up *registry.MCPTool) mcpupstream.InputFunc {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		kind := pipeline.InputKindOf(method)
+		refuse := func(code int64, format string, a ...any) (json.RawMessage, error) {
+			return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, a...)}
+		}
+		if kind == "" {
+			return refuse(jsonrpc.CodeMethodNotFound, "method not found")
+		}
+		if f := m.ts.cfg.InputForbidden; f != nil && slices.Contains(f(up.URL), kind) {
+			return refuse(jsonrpc.CodeMethodNotFound, "%s: the gateway's policy forbids relaying %s from this upstream to its callers", method, kind)
+		}
+		relay := pipeline.InputRelayFrom(ctx)
+		if relay == nil {
+			return refuse(jsonrpc.CodeMethodNotFound, "%s: this call's caller cannot be asked for input through the gateway (only an MCP caller with a session that declared %s can)", method, kind)
+		}
+		if len(c.InputRelayed) >= pipeline.InputRelayMaxCalls {
+			return refuse(jsonrpc.CodeInvalidRequest, "%s: the call already asked its caller for input %d times, the gateway's bound", method, pipeline.InputRelayMaxCalls)
+		}
+		if len(params) > pipeline.InputMaxRequestBytes {
+			return refuse(jsonrpc.CodeInvalidParams, "%s: the request is %d bytes, over the gateway's bound of %d", method, len(params), pipeline.InputMaxRequestBytes)
+		}
+		answer, relayed, err := relay.Ask(ctx, method, params)
+		if relayed {
+			c.InputRelayed = append(c.InputRelayed, kind)
+		}
+		return answer, err
+	}
+}
+
+// bridgeInput runs a 2026-07-28 upstream's rounds for a caller before
+// 2026-07-28 that can be asked on its call's stream (an InputRelay): each
+// round's requests are asked of the caller one by one, as
+// elicitation/create, sampling/createMessage or roots/list requests, and
+// the answers sent back with the upstream's state, until the upstream
+// answers — within the bounds of rounds (InputMaxRounds) and of a round,
+// after the policy. A request the caller cannot or does not answer ends
+// the call (input-unsupported): a round has no way to say one request
+// failed.
+func (m *MCPUpstream) bridgeInput(ctx context.Context, c *pipeline.Call, up *registry.MCPTool, ts *registry.TransportSecurity, subject string,
+	args json.RawMessage, onProgress func(mcpupstream.Progress), res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	relay := pipeline.InputRelayFrom(ctx)
+	tooLarge := func(format string, a ...any) error {
+		return &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: c.Tool,
+			Message: fmt.Sprintf("tool %q ", c.Tool) + fmt.Sprintf(format, a...)}
+	}
+	for round := 1; res.InputRequests != nil; round++ {
+		kinds, err := inputKinds(res.InputRequests)
+		if err != nil {
+			return nil, m.ts.failure(c, 0, "", err)
+		}
+		if perr := m.inputForbidden(c, up, kinds); perr != nil {
+			return nil, perr
+		}
+		if round >= pipeline.InputMaxRounds {
+			return nil, tooLarge("asked for input in %d rounds, the gateway's bound; it did not finish", pipeline.InputMaxRounds)
+		}
+		if len(res.InputRequests) > pipeline.InputMaxRequests || len(res.RequestState) > pipeline.InputMaxUpstreamState {
+			return nil, tooLarge("asked for more input than the gateway relays (at most %d requests and a state of %d bytes)",
+				pipeline.InputMaxRequests, pipeline.InputMaxUpstreamState)
+		}
+		responses := make(map[string]json.RawMessage, len(res.InputRequests))
+		for _, key := range slices.Sorted(maps.Keys(res.InputRequests)) {
+			ir := res.InputRequests[key]
+			method, kind := inputMethod(ir)
+			params, err := json.Marshal(ir)
+			if err != nil {
+				return nil, m.ts.failure(c, 0, "", fmt.Errorf("the upstream's input request does not encode: %w", err))
+			}
+			if len(params) > pipeline.InputMaxRequestBytes || len(c.InputRelayed) >= pipeline.InputRelayMaxCalls {
+				return nil, tooLarge("asked for more input than the gateway relays (at most %d requests of %d bytes a call)",
+					pipeline.InputRelayMaxCalls, pipeline.InputMaxRequestBytes)
+			}
+			answer, relayed, err := relay.Ask(ctx, method, params)
+			if relayed {
+				c.InputRelayed = append(c.InputRelayed, kind)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				return nil, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
+					Message: fmt.Sprintf("tool %q asked its caller for %s, which it did not answer: %s", c.Tool, kind, policy.BoundTo(err.Error(), 256))}
+			}
+			responses[key] = answer
+		}
+		enc, err := json.Marshal(responses)
+		if err != nil {
+			return nil, err
+		}
+		if len(enc) > pipeline.InputMaxResponseBytes {
+			return nil, tooLarge("was answered %d bytes, over the gateway's bound of %d", len(enc), pipeline.InputMaxResponseBytes)
+		}
+		s, _, caller, _, err := m.session(ctx, up, ts, subject)
+		if err != nil {
+			return nil, err
+		}
+		if caller == nil {
+			m.release(s)
+			return nil, fmt.Errorf("upstream %s: no HTTP session to send the round on", up.URL)
+		}
+		res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, args,
+			onProgress, &mcpupstream.Retry{Responses: enc, State: res.RequestState})
+		m.release(s)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// inputMethod is the request method and kind an input request is asked as.
+func inputMethod(ir mcp.InputRequest) (method, kind string) {
+	switch ir.(type) {
+	case *mcp.ElicitParams:
+		return pipeline.MethodElicit, pipeline.InputElicitation
+	case *mcp.ListRootsParams:
+		return pipeline.MethodListRoots, pipeline.InputRoots
+	}
+	return pipeline.MethodCreateMessage, pipeline.InputSampling
 }

@@ -381,7 +381,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 		if caller != nil {
 			measured = caller.Measured()
-			res, err = caller.CallToolRound(ctx, up.Tool, js, onProgress, retry)
+			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
 		} else if retry != nil {
 			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
 				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
@@ -405,6 +405,17 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			continue
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+	}
+	if res.InputRequests != nil && c.Input == nil && pipeline.InputRelayFrom(ctx) != nil {
+		// A 2026-07-28 upstream's rounds, asked of an older caller on its
+		// call's stream (mcpinput.go).
+		if res, err = m.bridgeInput(ctx, c, up, spec.TLS, subject, js, onProgress, res); err != nil {
+			var pe *pipeline.Error
+			if errors.As(err, &pe) {
+				return pipeline.Result{}, pe
+			}
+			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+		}
 	}
 	if res.InputRequests != nil {
 		return m.inputRequired(c, up, res)
@@ -577,7 +588,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	// Listen: the upstream's notifications (resources updated, lists
 	// changed) have a stream to come on, beside the calls.
 	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
-		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true,
+		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: m.inputDeclared(up.URL),
 		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)

@@ -453,12 +453,19 @@ func (m *Server) serveFastCall(w http.ResponseWriter, r *http.Request, fc *fastC
 			ctx = context.WithValue(ctx, inflightCtxKey{}, call)
 		}
 	}
-	var prog *fastProgress
+	stream := &sseStream{w: w}
 	if token := fc.req.Params.GetProgressToken(); token != nil {
-		prog = &fastProgress{w: w, token: token}
+		prog := &fastProgress{stream: stream, token: token}
 		sink := pipeline.NewProgressSink(prog.emit)
 		defer sink.Close()
 		ctx = pipeline.WithProgress(ctx, sink)
+	}
+	if !fc.newProtocol {
+		// An upstream's requests for the caller's input go to the caller on
+		// this stream (relay.go).
+		if relay := m.relayFor(ctx, stream); relay != nil {
+			ctx = pipeline.WithInputRelay(ctx, relay)
+		}
 	}
 	handler := m.observe(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
 		res, err := m.toolsCall(ctx, req.(*mcp.CallToolRequest), fc.rev)
@@ -466,7 +473,7 @@ func (m *Server) serveFastCall(w http.ResponseWriter, r *http.Request, fc *fastC
 		return res, err
 	})
 	res, err := handler(ctx, "tools/call", fc.req)
-	m.writeFastResponse(w, r, fc, res, err, prog != nil && prog.started)
+	m.writeFastResponse(w, r, fc, res, err, stream.isStarted())
 	m.fast.answered.Add(1)
 }
 

@@ -108,6 +108,10 @@ func (m *Server) readBody(next http.Handler) http.Handler {
 			m.serveTask(w, r, tr)
 			return
 		}
+		if env, ok := recogniseAnswer(body); ok {
+			m.serveAnswer(w, r, env) // a caller's answer to a relayed request (relay.go)
+			return
+		}
 		if fc, ok := m.fast.recogniseToolsCall(r, body); ok {
 			m.serveFastCall(w, r, fc)
 			return

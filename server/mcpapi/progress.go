@@ -3,7 +3,6 @@ package mcpapi
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,12 +22,12 @@ func progressParams(token any, p pipeline.Progress) *mcp.ProgressNotificationPar
 }
 
 // fastProgress writes a fast-path call's progress as SSE "message" events
-// on its response, each flushed, committing the stream's headers at the
-// first (the result then follows on the same stream).
+// on its response stream (shared with relayed requests, relay.go), each
+// flushed, committing the stream's headers at the first (the result then
+// follows on the same stream).
 type fastProgress struct {
-	w       http.ResponseWriter
-	token   any
-	started bool
+	stream *sseStream
+	token  any
 }
 
 func (f *fastProgress) emit(p pipeline.Progress) {
@@ -36,21 +35,7 @@ func (f *fastProgress) emit(p pipeline.Progress) {
 	if err != nil {
 		return
 	}
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/progress", Params: params})
-	if err != nil {
-		return
-	}
-	if !f.started {
-		setStreamHeaders(f.w.Header())
-		f.started = true
-	}
-	buf := getBuffer()
-	defer putBuffer(buf)
-	buf.WriteString(sseEventPrefix)
-	buf.Write(data)
-	buf.WriteString(sseEventSuffix)
-	_, _ = f.w.Write(buf.Bytes())
-	_ = http.NewResponseController(f.w).Flush()
+	f.stream.write(&jsonrpc.Request{Method: "notifications/progress", Params: params})
 }
 
 // sdkProgressSink is the SDK path's sink: the request's session sends the

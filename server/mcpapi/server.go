@@ -163,6 +163,9 @@ type Config struct {
 	// CancelFleet, when set, carries an older caller's
 	// notifications/cancelled to the replica running its call (cancel.go).
 	CancelFleet CancelFleet
+	// InputFleet, when set, carries an older caller's answer to a relayed
+	// request for input to the replica whose call awaits it (relay.go).
+	InputFleet InputFleet
 	// Browser are endpoints served beside the MCP endpoint for a person's
 	// browser (the upstream authorization flow's start and callback):
 	// ServeMux pattern → handler. They authenticate nothing of MCP's and
@@ -238,6 +241,8 @@ type Server struct {
 	stopSync    func()
 	syncDone    chan struct{}
 	closeOnce   sync.Once
+	// closeOnceClosed closes closed once (Shutdown may be called again).
+	closeOnceClosed sync.Once
 
 	connMu   sync.Mutex
 	newConns map[net.Conn]bool // accepted, no request read yet
@@ -250,6 +255,17 @@ type Server struct {
 	fleet        CancelFleet
 	fleetLookups chan struct{}
 	fleetDone    chan struct{}
+
+	// waits are the relayed requests for input awaiting their callers'
+	// answers (relay.go); replica names this replica in their ids, and
+	// inputFleet carries answers between replicas (nil: none).
+	waits          inputWaits
+	replica        string
+	inputFleet     InputFleet
+	inputFleetDone chan struct{}
+	// closed is closed once Shutdown has stopped the HTTP server: relayed
+	// requests still waiting for answers end then (relay.go).
+	closed chan struct{}
 }
 
 // New builds the MCP endpoint over cfg's pipeline and registry. It
@@ -297,6 +313,12 @@ func New(cfg Config) (*Server, error) {
 		}
 		m.noticesDone = make(chan struct{})
 		go m.serveSessionNotices()
+	}
+	m.replica, m.closed = randomHex(12), make(chan struct{})
+	if m.inputFleet = cfg.InputFleet; m.inputFleet != nil {
+		m.replica = m.inputFleet.Self()
+		m.inputFleetDone = make(chan struct{})
+		go m.serveInputFleet()
 	}
 	var off string
 	if m.fast, off = newFastPath(cfg.SDKOnly); m.fast == nil {
@@ -374,6 +396,7 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		m.hs.Close()
 	}
+	m.closeOnceClosed.Do(func() { close(m.closed) })
 	m.closeOnce.Do(m.stopSync)
 	<-m.syncDone
 	if m.fleetDone != nil {
@@ -381,6 +404,9 @@ func (m *Server) Shutdown(ctx context.Context) error {
 	}
 	if m.noticesDone != nil {
 		<-m.noticesDone
+	}
+	if m.inputFleetDone != nil {
+		<-m.inputFleetDone
 	}
 	return err
 }

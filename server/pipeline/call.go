@@ -59,6 +59,10 @@ type Call struct {
 	// whose caller can answer an upstream's request for input; nil: the
 	// caller cannot, and a backend refuses such a request.
 	Input *InputRound
+	// InputRelayed are the kinds of the requests for input the backend
+	// relayed to the caller on the call's stream (inputrelay.go), in
+	// order; set by the backend on the call's goroutine.
+	InputRelayed []string
 
 	// Entry is the tool's registry entry, set by the normalize stage; for
 	// a call to an alias, its target's from the alias stage on.

@@ -126,6 +126,7 @@ func (a *AuditRecorder) record(ctx context.Context, c *Call, o Outcome, wait boo
 			rec.InputAsked = r.Kinds
 		}
 	}
+	rec.InputRelayed = c.InputRelayed
 	if c.HasCaller {
 		rec.CallerSubject, rec.CallerMethod, rec.CallerRoles = c.Caller.Subject, c.Caller.Method, c.Caller.Roles
 	}

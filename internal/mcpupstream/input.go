@@ -1,0 +1,93 @@
+package mcpupstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An upstream before MCP 2026-07-28 asks for its caller's input with a
+// request (elicitation/create, sampling/createMessage) on the response
+// stream of the call that needs it. A Caller reads that stream itself, so
+// it knows which call a request belongs to: the call's context carries
+// what answers it (WithInput), and the answer is posted back on the
+// session. The session declares the kinds it may relay
+// (ConnectOptions.Input) at initialize; a request of a declared kind that
+// arrives elsewhere (the standalone stream, which no call owns) reaches
+// the SDK's handlers, which refuse it.
+
+// InputFunc answers an upstream's request for input (method, params as
+// JSON) made on a call's stream: the result as JSON, or an error — a
+// *jsonrpc.Error is answered as it is, any other as an internal error.
+type InputFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+type inputKey struct{}
+
+// WithInput is ctx whose call's requests for input f answers.
+func WithInput(ctx context.Context, f InputFunc) context.Context {
+	return context.WithValue(ctx, inputKey{}, f)
+}
+
+func inputFrom(ctx context.Context) InputFunc {
+	f, _ := ctx.Value(inputKey{}).(InputFunc)
+	return f
+}
+
+// InputKinds are what a session declares it can answer at initialize.
+type InputKinds struct {
+	Elicitation, Sampling bool
+}
+
+// errOutsideCall is the answer to a request for input that no call's
+// stream carried: nobody is there to ask.
+var errOutsideCall = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+	Message: "the gateway relays requests for input only on the response stream of the call that needs it"}
+
+// withInputHandlers is o's client options declaring k: handlers that
+// refuse (errOutsideCall), since the calls' own requests never reach them.
+func withInputHandlers(o *mcp.ClientOptions, k InputKinds) *mcp.ClientOptions {
+	var c mcp.ClientOptions
+	if o != nil {
+		c = *o
+	}
+	if k.Elicitation {
+		c.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, errOutsideCall }
+	}
+	if k.Sampling {
+		//lint:ignore SA1019 sampling is deprecated by SEP-2577 (2026-07-28) yet still asked for by upstreams on the revisions before it
+		c.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, errOutsideCall
+		}
+	}
+	return &c
+}
+
+// answerInput is the answer's member ("result":… or "error":…) to the
+// request m for input, asked through the call's InputFunc (none: refused).
+func answerInput(ctx context.Context, m *message) []byte {
+	f := inputFrom(ctx)
+	if f == nil {
+		return rpcErrorMember(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"})
+	}
+	res, err := f(ctx, m.Method, m.Params)
+	if err != nil {
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) {
+			rpc = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway could not relay the request"}
+		}
+		return rpcErrorMember(rpc)
+	}
+	b := append([]byte(`"result":`), res...)
+	return b
+}
+
+func rpcErrorMember(e *jsonrpc.Error) []byte {
+	data, err := json.Marshal(e)
+	if err != nil {
+		data = []byte(`{"code":-32603,"message":"internal error"}`)
+	}
+	return append([]byte(`"error":`), data...)
+}
