@@ -136,11 +136,5 @@ func (a *Answers) Deliver(ctx context.Context, to, key string, answer []byte, wa
 }
 
 func (a *Answers) publish(ctx context.Context, channel string, m answerMsg) (int64, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, a.c.timeout)
-	defer cancel()
-	return a.c.rdb.Publish(ctx, channel, b).Result()
+	return a.c.publishJSON(ctx, channel, m)
 }

@@ -208,13 +208,19 @@ func (s *Cancels) publish(ctx context.Context, channel string, m cancelMsg) erro
 }
 
 func (s *Cancels) publishCount(ctx context.Context, channel string, m cancelMsg) (int64, error) {
+	return s.c.publishJSON(ctx, channel, m)
+}
+
+// publishJSON publishes m as JSON on channel within the client's command
+// timeout and returns how many subscribers received it.
+func (c *Client) publishJSON(ctx context.Context, channel string, m any) (int64, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.c.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return s.c.rdb.Publish(ctx, channel, b).Result()
+	return c.rdb.Publish(ctx, channel, b).Result()
 }
 
 func randomHex(n int) string {
