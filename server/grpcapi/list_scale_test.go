@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
+	"github.com/flowdrop/gateway/internal/pagingtest"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/memstore"
@@ -119,33 +119,10 @@ func TestListToolsPagesEveryVisibleToolOnceUnderChange(t *testing.T) {
 			}
 		}
 	}
-	if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
-		t.Fatal("pages are not in strictly ascending name order: a tool came twice or out of order")
-	}
-	count := map[string]int{}
-	for _, name := range got {
-		count[name]++
-		if !visible(name) {
-			t.Errorf("%s is hidden from the caller but was listed", name)
-		}
-	}
+	initial := make([]string, n)
 	for i := range n {
-		name := fmt.Sprintf("t-%05d", i*10)
-		if visible(name) && !touched[name] && count[name] != 1 {
-			t.Errorf("%s (visible, unchanged) listed %d times, want once", name, count[name])
-		}
+		initial[i] = fmt.Sprintf("t-%05d", i*10)
 	}
-	for _, name := range addedAhead {
-		if count[name] != 1 {
-			t.Errorf("%s added ahead of the cursor listed %d times, want once", name, count[name])
-		}
-	}
-	for _, name := range deletedAhead {
-		if count[name] != 0 {
-			t.Errorf("%s deleted ahead of the cursor was listed", name)
-		}
-	}
-	if len(addedAhead) < 10 || len(deletedAhead) < 10 {
-		t.Fatalf("only %d additions and %d deletions ahead of the cursor: the test did not exercise paging under change", len(addedAhead), len(deletedAhead))
-	}
+	pagingtest.Check(t, pagingtest.Paged{Got: got, Initial: initial, Visible: visible, Touched: touched,
+		AddedAhead: addedAhead, DeletedAhead: deletedAhead})
 }
