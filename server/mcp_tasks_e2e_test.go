@@ -63,6 +63,15 @@ func rpcPostVersion(t *testing.T, ctx context.Context, url, key, sid, version, m
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
+	_, _, r := doRPC(t, method, req)
+	return r
+}
+
+// doRPC sends req (a JSON-RPC request named method) and returns the HTTP
+// status, the answering message's text (the last event of a stream) and
+// the response it decodes to; anything else fails t.
+func doRPC(t *testing.T, method string, req *http.Request) (int, []byte, *jsonrpc.Response) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
@@ -91,7 +100,7 @@ func rpcPostVersion(t *testing.T, ctx context.Context, url, key, sid, version, m
 	if !ok {
 		t.Fatalf("%s: not a response: %q", method, data)
 	}
-	return r
+	return resp.StatusCode, data, r
 }
 
 // taskOf decodes a task (tasks/get, tasks/cancel; CreateTaskResult's task).

@@ -8,12 +8,10 @@ package server_test
 // JSON-RPC over HTTP, each carrying its _meta as 2026-07-28 requires.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -77,35 +75,8 @@ func extPost(t *testing.T, ctx context.Context, url, key, method, name string, o
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		var last []byte
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 8<<20)
-		for sc.Scan() {
-			if d, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok {
-				last = bytes.Clone(d)
-			}
-		}
-		data = last
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		t.Fatalf("%s: HTTP %d, %q: %v", method, resp.StatusCode, data, err)
-	}
-	r, ok := msg.(*jsonrpc.Response)
-	if !ok {
-		t.Fatalf("%s: not a response: %q", method, data)
-	}
-	a := extAnswer{status: resp.StatusCode, raw: string(data)}
+	status, data, r := doRPC(t, method, req)
+	a := extAnswer{status: status, raw: string(data)}
 	if r.Error != nil {
 		je, ok := r.Error.(*jsonrpc.Error)
 		if !ok {

@@ -8,12 +8,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/flowdrop/gateway/internal/etcdtest"
 	"github.com/flowdrop/gateway/registry"
-	"github.com/flowdrop/gateway/registry/etcdstore"
 	"github.com/flowdrop/gateway/registry/storetest"
 )
 
@@ -46,17 +42,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	}
 	ctx := context.Background()
 	cluster := etcdtest.Start(b)
-	open := func() registry.Store {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s, err := etcdstore.New(cli, "/fanout", etcdstore.WithTimeout(5*time.Minute))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return clientStore{s, cli}
-	}
+	open := func() registry.Store { return openEtcdStore(b, cluster, "/fanout") }
 	w := open()
 	defer w.Close()
 	fillEtcd(b, w, n, tool)

@@ -105,6 +105,20 @@ func fillBolt(b *testing.B, path string, n int) {
 	}
 }
 
+// openEtcdStore is an etcd store under prefix on a client of its own (a
+// replica's), closed with the store; its timeout fits a 100,000-tool list.
+func openEtcdStore(b *testing.B, cluster *etcdtest.Cluster, prefix string) registry.Store {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := etcdstore.New(cli, prefix, etcdstore.WithTimeout(5*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return clientStore{s, cli}
+}
+
 // fillEtcd registers tool(0) … tool(n-1) with 32 writers: setup.
 func fillEtcd(b *testing.B, s registry.Store, n int, tool func(int) registry.Tool) {
 	var wg sync.WaitGroup
@@ -267,17 +281,7 @@ func BenchmarkRegistryScale(b *testing.B) {
 
 	b.Run(fmt.Sprintf("etcd-%d", n), func(b *testing.B) {
 		cluster := etcdtest.Start(b)
-		open := func() registry.Store {
-			cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := etcdstore.New(cli, "/scale", etcdstore.WithTimeout(5*time.Minute))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return clientStore{s, cli}
-		}
+		open := func() registry.Store { return openEtcdStore(b, cluster, "/scale") }
 		w := open()
 		defer w.Close()
 		fillEtcd(b, w, n, scaleTool)
