@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowdrop/gateway/internal/etcdtest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/registry/storetest"
 )
@@ -41,8 +40,8 @@ func BenchmarkWatchFanout(b *testing.B) {
 		return t
 	}
 	ctx := context.Background()
-	cluster := etcdtest.Start(b)
-	open := func() registry.Store { return openEtcdStore(b, cluster, "/fanout") }
+	endpoints, prefix := etcdEndpoints(b, "/fanout")
+	open := func() registry.Store { return openEtcdStore(b, endpoints, prefix) }
 	w := open()
 	defer w.Close()
 	fillEtcd(b, w, n, tool)

@@ -32,6 +32,34 @@ import (
 	"github.com/flowdrop/gateway/registry/storetest"
 )
 
+// scaleEtcd names a running etcd (comma-separated client URLs) for the
+// etcd benchmarks instead of an embedded member: with a separate server
+// process (e.g. Debian's etcd-server) the measured CPU is the gateway's
+// alone, as in a deployment where etcd runs elsewhere. Each run writes under
+// a fresh prefix and deletes it at the end.
+var scaleEtcd = flag.String("scale-etcd-endpoints", "", "etcd client URLs for the etcd benchmarks (default: an embedded member)")
+
+// etcdEndpoints is -scale-etcd-endpoints, or an embedded member's, and a
+// prefix no earlier run wrote under.
+func etcdEndpoints(b *testing.B, prefix string) ([]string, string) {
+	if *scaleEtcd == "" {
+		return etcdtest.Start(b).Endpoints(), prefix
+	}
+	eps := strings.Split(*scaleEtcd, ",")
+	prefix = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	b.Cleanup(func() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = cli.Delete(ctx, prefix+"/", clientv3.WithPrefix())
+	})
+	return eps, prefix
+}
+
 // scaleTools is the registry size BenchmarkRegistryScale loads (issue 35:
 // 100,000). Benchmarks only run under -bench; CI runs none of this.
 var scaleTools = flag.Int("scale-tools", 100_000, "tools BenchmarkRegistryScale loads")
@@ -107,8 +135,8 @@ func fillBolt(b *testing.B, path string, n int) {
 
 // openEtcdStore is an etcd store under prefix on a client of its own (a
 // replica's), closed with the store; its timeout fits a 100,000-tool list.
-func openEtcdStore(b *testing.B, cluster *etcdtest.Cluster, prefix string) registry.Store {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+func openEtcdStore(b *testing.B, endpoints []string, prefix string) registry.Store {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -280,8 +308,8 @@ func BenchmarkRegistryScale(b *testing.B) {
 	})
 
 	b.Run(fmt.Sprintf("etcd-%d", n), func(b *testing.B) {
-		cluster := etcdtest.Start(b)
-		open := func() registry.Store { return openEtcdStore(b, cluster, "/scale") }
+		endpoints, prefix := etcdEndpoints(b, "/scale")
+		open := func() registry.Store { return openEtcdStore(b, endpoints, prefix) }
 		w := open()
 		defer w.Close()
 		fillEtcd(b, w, n, scaleTool)
