@@ -32,6 +32,7 @@ var (
 //
 //	go test -run '^$' -bench BenchmarkWatchFanout -benchtime 1x -timeout 60m ./registry/storetest/
 func BenchmarkWatchFanout(b *testing.B) {
+	gatewayGC(b)
 	n := *fanoutTools
 	schema := storetest.Schema(*fanoutParams)
 	tool := func(i int) registry.Tool {
