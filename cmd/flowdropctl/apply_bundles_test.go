@@ -179,3 +179,37 @@ func TestApplyRefusesABadBundleFile(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryGuideBundlesFileApplies: the bundles.yaml docs/registry.md
+// shows (an indented block, which the guides' fenced-example test does not
+// read) is a file apply takes as written, and it registers what it says.
+func TestRegistryGuideBundlesFileApplies(t *testing.T) {
+	b, err := os.ReadFile("../../docs/registry.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n    # bundles.yaml\n")
+	if !ok {
+		t.Fatal(`docs/registry.md has no indented "# bundles.yaml" example`)
+	}
+	var example strings.Builder
+	for _, line := range strings.SplitAfter(rest, "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			break
+		}
+		example.WriteString(strings.TrimPrefix(line, "    "))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bundles.yaml"), []byte(example.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := gatewaytest.Start(t)
+	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	code, out, errOut := ctl(t, "apply", "-f", dir, "--addr", env.Addr)
+	if code != 0 {
+		t.Fatalf("apply of the guide's bundles.yaml: exit %d\nexample:\n%s\nstdout: %s\nstderr: %s", code, &example, out, errOut)
+	}
+	if got := bundleNames(t, reg); !slices.Equal(got, []string{"boards", "notes"}) {
+		t.Errorf("the guide's bundles.yaml registered %v, want [boards notes]", got)
+	}
+}
