@@ -34,3 +34,27 @@ func TestBannerCarriesTheCredentialHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestBannerNamesTheConsole: with the admin listener on, the banner gives
+// the console's and the status page's URLs on it (a newcomer running the
+// demo finds them without reading the operations guide); without it, none.
+func TestBannerNamesTheConsole(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		opts   []gatewaytest.Option
+		want   bool
+	}{
+		{"the admin listener on: its console and status page", []gatewaytest.Option{gatewaytest.WithAdmin()}, true},
+		{"no admin listener: no console to name", nil, false},
+	} {
+		env := gatewaytest.Start(t, tc.opts...)
+		var b bytes.Buffer
+		printBanner(&b, env.Gateway, "")
+		out := b.String()
+		addr := env.Gateway.AdminAddr()
+		has := strings.Contains(out, "operator's console: http://"+addr+"/console/") && strings.Contains(out, "status page http://"+addr+"/")
+		if has != tc.want || (!tc.want && strings.Contains(out, "console")) {
+			t.Errorf("%s: banner:\n%s", tc.reason, out)
+		}
+	}
+}

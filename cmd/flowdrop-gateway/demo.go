@@ -59,6 +59,11 @@ func printBanner(w io.Writer, g *server.Gateway, demoAddr string) {
 		header, tool, args, addr, gatewayv1.ToolGatewayService_ServiceDesc.ServiceName)
 	fmt.Fprintf(w, "  %sgo run ./cmd/flowdropctl invoke %s --addr %s --args '%s'\n\n", env, tool, addr, args)
 	if u := g.MCPURL(); u != "" {
-		fmt.Fprintf(w, "MCP endpoint (streamable HTTP): %s\n\n", u)
+		fmt.Fprintf(w, "MCP endpoint (streamable HTTP): %s\n", u)
 	}
+	if a := g.AdminAddr(); a != "" {
+		// Where an operator looks first (docs/operations.md).
+		fmt.Fprintf(w, "operator's console: http://%s/console/ (status page http://%s/, metrics /metrics)\n", a, a)
+	}
+	fmt.Fprintln(w)
 }

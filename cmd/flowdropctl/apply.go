@@ -28,30 +28,33 @@ import (
 
 const applyUsage = `usage: flowdropctl apply -f DIR [--dry-run] [--prune] [--require-compatible] [--addr HOST:PORT]
 
-Reconciles the registry with the files under DIR (*.yaml, *.yml, *.json, in
-every subdirectory). A file holds one tool or a tools: list, in the gRPC API's
-Tool form with its field names (what "tools import ... --dry-run" prints, and
-"tools list --json" items), YAML or JSON. First the diff: each tool to create,
-update (a unified diff against what the registry serves) or, with --prune,
-delete (registered, in no file); then, unless --dry-run, the writes, each
-conditional on the revision the diff was made against: a tool changed by
-someone else meanwhile is refused (Aborted/FailedPrecondition) and apply stops;
-run it again to see the new diff. Exit 0 done (or nothing to do), 1 a write or
-the listing failed, 2 bad usage or a file that does not read or compile.
+Reconciles the registry's tools and bundles with the files under DIR (*.yaml,
+*.yml, *.json, in every subdirectory). A file holds one tool or a tools: list,
+in the gRPC API's Tool form with its field names (what "tools import ...
+--dry-run" prints, and "tools list --json" items), or a bundles: list (what
+"bundles put -f" takes), YAML or JSON. First the diff: each tool and bundle to
+create, update (a unified diff against what the registry serves) or, with
+--prune, delete (registered, in no file); then, unless --dry-run, the writes
+(tools first, then bundles), each conditional on the revision the diff was made
+against: one changed by someone else meanwhile is refused
+(Aborted/FailedPrecondition) and apply stops; run it again to see the new diff.
+Exit 0 done (or nothing to do), 1 a write or the listing failed, 2 bad usage
+or a file that does not read or compile.
 
 `
 
 var applyCommand = &command{
 	name:    "apply",
-	summary: "reconcile the registry with a directory of tool files: diff first, revision-checked writes, --prune",
+	summary: "reconcile the registry with a directory of tool and bundle files: diff first, revision-checked writes, --prune",
 	run:     interruptible(runApply),
 }
 
 // desired is what the files under DIR declare, by kind. A kind is read in
-// readApplyFile's one switch and reconciled by its own function in
-// runApply (bundles: add a field, a case and a reconciler).
+// readApplyFile's one switch and planned by its own function (planTools,
+// planBundles); runApply makes the writes of every kind's plan.
 type desired struct {
-	tools map[string]applyTool
+	tools   map[string]applyTool
+	bundles map[string]applyBundle
 }
 
 // applyBeforeWrites, when set, runs between the diff and the writes (a
@@ -64,13 +67,19 @@ type applyTool struct {
 	file string
 }
 
+// applyBundle is one bundle a file declares, and the file.
+type applyBundle struct {
+	bundle *gatewayv1.Bundle
+	file   string
+}
+
 func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("flowdropctl apply", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() { fmt.Fprint(stderr, applyUsage); fset.PrintDefaults() }
 	// Text only: the diff is for a person (--output json is not taken).
 	f := &toolsFlags{fs: fset, conn: addConnFlags(fset), timeout: fset.Duration("timeout", 60*time.Second, "deadline for the whole command (0: none)"), out: &output{}}
-	dir := fset.String("f", "", "directory of tool files (a single file works too)")
+	dir := fset.String("f", "", "directory of tool and bundle files (a single file works too)")
 	dryRun := fset.Bool("dry-run", false, "print the diff and the plan; write nothing")
 	prune := fset.Bool("prune", false, "also delete registered tools no file declares")
 	requireCompat := fset.Bool("require-compatible", false, "refuse an update that would break existing callers")
@@ -97,7 +106,18 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		printToolsStatus(stderr, err)
 		return exitCall
 	}
+	liveBundles, err := client.ListBundles(ctx, &gatewayv1.ListBundlesRequest{})
+	if err != nil {
+		fmt.Fprintln(stderr, "flowdropctl apply: listing the registry's bundles:")
+		printToolsStatus(stderr, err)
+		return exitCall
+	}
 	plan, err := planTools(want.tools, live, *prune)
+	if err == nil {
+		var bundles applyPlan
+		bundles, err = planBundles(want.bundles, liveBundles.GetBundles(), *prune)
+		plan = append(plan, bundles...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flowdropctl apply: %v\n", err)
 		return 2
@@ -105,7 +125,7 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	for _, s := range plan {
 		fmt.Fprint(stdout, s.diff)
 	}
-	fmt.Fprintln(stdout, plan.summary(len(want.tools)))
+	fmt.Fprintln(stdout, plan.summary(len(want.tools)+len(want.bundles)))
 	if *dryRun {
 		return 0
 	}
@@ -114,20 +134,30 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	for i, s := range plan {
 		var err error
-		switch s.op {
-		case opCreate, opUpdate:
+		switch {
+		case s.bundle == nil && s.op != opDelete:
 			var resp *gatewayv1.RegisterToolResponse
 			resp, err = client.RegisterTool(ctx, &gatewayv1.RegisterToolRequest{Tool: s.want, ExpectedRevision: &s.expected, RequireCompatible: *requireCompat})
 			if err == nil {
 				fmt.Fprintf(stdout, "%sd tool %s (revision %d)\n", s.op, s.name, resp.GetTool().GetRevision())
 			}
-		case opDelete:
+		case s.bundle == nil:
 			if _, err = client.DeleteTool(ctx, &gatewayv1.DeleteToolRequest{Name: s.name, ExpectedRevision: &s.expected}); err == nil {
 				fmt.Fprintf(stdout, "deleted tool %s\n", s.name)
 			}
+		case s.op != opDelete:
+			var resp *gatewayv1.PutBundleResponse
+			resp, err = client.PutBundle(ctx, &gatewayv1.PutBundleRequest{Bundle: s.bundle, ExpectedRevision: &s.expected})
+			if err == nil {
+				fmt.Fprintf(stdout, "%sd bundle %s (revision %d)\n", s.op, s.name, resp.GetBundle().GetRevision())
+			}
+		default:
+			if _, err = client.DeleteBundle(ctx, &gatewayv1.DeleteBundleRequest{Name: s.name, ExpectedRevision: &s.expected}); err == nil {
+				fmt.Fprintf(stdout, "deleted bundle %s\n", s.name)
+			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "flowdropctl apply: %s tool %s (at revision %d):\n", s.op, s.name, s.expected)
+			fmt.Fprintf(stderr, "flowdropctl apply: %s %s %s (at revision %d):\n", s.op, s.kind(), s.name, s.expected)
 			printToolsStatus(stderr, err)
 			if left := len(plan) - i - 1; left > 0 {
 				fmt.Fprintf(stderr, "stopped: %d later change(s) not made; run apply again to see the diff as it is now\n", left)
@@ -138,10 +168,11 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	return 0
 }
 
-// readApplyDir reads every tool file under path (or path itself when it
-// is a file), in lexical order; a tool declared twice is refused.
+// readApplyDir reads every tool and bundle file under path (or path
+// itself when it is a file), in lexical order; a tool or bundle declared
+// twice is refused.
 func readApplyDir(path string) (desired, error) {
-	want := desired{tools: map[string]applyTool{}}
+	want := desired{tools: map[string]applyTool{}, bundles: map[string]applyBundle{}}
 	var files []string
 	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -194,7 +225,7 @@ func readApplyFile(file string, want *desired) error {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(js, &top); err != nil {
-		return fmt.Errorf("%s: the file must hold one tool or a tools: list", file)
+		return fmt.Errorf("%s: the file must hold one tool, a tools: list or a bundles: list", file)
 	}
 	var tools []*gatewayv1.Tool
 	switch {
@@ -210,8 +241,24 @@ func readApplyFile(file string, want *desired) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		tools = list.GetTools()
+	case top["bundles"] != nil && len(top) == 1:
+		// bundles put -f's own reading: unknown fields refused, each
+		// bundle checked as the registry will.
+		bundles, err := parseBundleFile(data, file)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, b := range bundles {
+			if prev, dup := want.bundles[b.GetName()]; dup {
+				errs = append(errs, fmt.Errorf("%s: bundle %q is also declared in %s", file, b.GetName(), prev.file))
+				continue
+			}
+			want.bundles[b.GetName()] = applyBundle{bundle: b, file: file}
+		}
+		return errors.Join(errs...)
 	default:
-		return fmt.Errorf("%s: holds %s: want one tool (name: ...) or a tools: list (this build applies tools)", file, strings.Join(slices.Sorted(maps.Keys(top)), ", "))
+		return fmt.Errorf("%s: holds %s: want one tool (name: ...), a tools: list or a bundles: list", file, strings.Join(slices.Sorted(maps.Keys(top)), ", "))
 	}
 	var errs []error
 	for _, t := range tools {
@@ -267,14 +314,23 @@ const (
 	opDelete applyOp = "delete"
 )
 
-// applyStep is one write: the tool, the revision it is conditional on (0:
-// must not exist), and its diff.
+// applyStep is one write: the tool or bundle, the revision it is
+// conditional on (0: must not exist), and its diff.
 type applyStep struct {
-	op       applyOp
-	name     string
-	want     *gatewayv1.Tool
+	op   applyOp
+	name string
+	want *gatewayv1.Tool
+	// bundle is set for a bundle's step (for a delete, the one served).
+	bundle   *gatewayv1.Bundle
 	expected int64
 	diff     string
+}
+
+func (s applyStep) kind() string {
+	if s.bundle != nil {
+		return "bundle"
+	}
+	return "tool"
 }
 
 type applyPlan []applyStep
@@ -323,6 +379,61 @@ func planTools(want map[string]applyTool, live map[string]*gatewayv1.Tool, prune
 	return plan, nil
 }
 
+// planBundles is the bundle writes that make live what want declares
+// (and, with prune, nothing else), by name; bundles already as declared
+// are left.
+func planBundles(want map[string]applyBundle, live []*gatewayv1.Bundle, prune bool) (applyPlan, error) {
+	served := make(map[string]*gatewayv1.Bundle, len(live))
+	for _, b := range live {
+		served[b.GetName()] = b
+	}
+	var plan applyPlan
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
+		newText, err := bundleText(w.bundle)
+		if err != nil {
+			return nil, err
+		}
+		s := applyStep{op: opCreate, name: name, bundle: w.bundle}
+		from, oldText := "/dev/null", ""
+		if l, exists := served[name]; exists {
+			if oldText, err = bundleText(l); err != nil {
+				return nil, err
+			}
+			if oldText == newText {
+				continue
+			}
+			s.op, s.expected = opUpdate, l.GetRevision()
+			from = fmt.Sprintf("registry/bundles/%s (revision %d)", name, l.GetRevision())
+		}
+		s.diff = udiff.Unified(from, w.file+" bundle "+name, oldText, newText)
+		plan = append(plan, s)
+	}
+	if prune {
+		for _, name := range slices.Sorted(maps.Keys(served)) {
+			if _, declared := want[name]; declared {
+				continue
+			}
+			l := served[name]
+			oldText, err := bundleText(l)
+			if err != nil {
+				return nil, err
+			}
+			plan = append(plan, applyStep{op: opDelete, name: name, bundle: l, expected: l.GetRevision(),
+				diff: udiff.Unified(fmt.Sprintf("registry/bundles/%s (revision %d)", name, l.GetRevision()), "/dev/null", oldText, "")})
+		}
+	}
+	return plan, nil
+}
+
+// bundleText is a bundle as a bundles: file holds it (no revision), the
+// comparison and the diff alike: the registry stores a bundle as written.
+func bundleText(b *gatewayv1.Bundle) (string, error) {
+	c := proto.Clone(b).(*gatewayv1.Bundle)
+	c.Revision = 0
+	return sortedJSON(c)
+}
+
 // sameTool: the file's tool is what the registry serves (the registry's
 // own comparison, and the same upstream origin).
 func sameTool(want, live *gatewayv1.Tool) bool {
@@ -354,7 +465,13 @@ func toolText(t *gatewayv1.Tool) (string, error) {
 	if o := originOf(t); o != nil || c.Origin != nil {
 		c.Origin = o
 	}
-	raw, err := protoNames.Marshal(c)
+	return sortedJSON(c)
+}
+
+// sortedJSON is m in the API's field names as indented JSON with sorted
+// keys: a line diff of two reads well.
+func sortedJSON(m proto.Message) (string, error) {
+	raw, err := protoNames.Marshal(m)
 	if err != nil {
 		return "", err
 	}

@@ -17,8 +17,13 @@ var completionCommand = &command{
 func init() { completionCommand.run = runCompletion }
 
 func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	const usage = "usage: flowdropctl completion bash|zsh   (e.g. source <(flowdropctl completion bash))"
+	if asksHelp(args) {
+		fmt.Fprintln(stdout, usage)
+		return exitOK
+	}
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
-		fmt.Fprintln(stderr, "usage: flowdropctl completion bash|zsh   (e.g. source <(flowdropctl completion bash))")
+		fmt.Fprintln(stderr, usage)
 		return exitUsage
 	}
 	fmt.Fprint(stdout, completionScript(args[0], commands))

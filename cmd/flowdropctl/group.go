@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -52,6 +53,12 @@ func (g *group) dispatch(ctx context.Context, args []string, stdin io.Reader, st
 	}
 	fmt.Fprintf(stderr, "flowdropctl %s: unknown command %q (want %s)\n", g.name, args[0], g.wanted())
 	return exitUsage
+}
+
+// asksHelp reports whether args is a request for a command's usage,
+// which is answered on stdout with exit 0, not as a usage error.
+func asksHelp(args []string) bool {
+	return len(args) == 1 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0])
 }
 
 // names lists the subcommands in the table's order.

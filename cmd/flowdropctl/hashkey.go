@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,9 @@ func runHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	out := addOutputFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // the usage was asked for, and printed
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

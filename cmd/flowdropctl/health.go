@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	out := addOutputFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // the usage was asked for, and printed
+		}
 		return 2
 	}
 	if fs.NArg() > 0 || *timeout <= 0 {

@@ -27,7 +27,12 @@ func toolsImport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	case len(args) > 0 && args[0] == "mcp":
 		return toolsImportMCP(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintln(stderr, "usage: flowdropctl tools "+importUsage+"\n       flowdropctl tools "+importOpenAPIUsage+"\n       flowdropctl tools "+importMCPUsage)
+	usage := "usage: flowdropctl tools " + importUsage + "\n       flowdropctl tools " + importOpenAPIUsage + "\n       flowdropctl tools " + importMCPUsage
+	if asksHelp(args) {
+		fmt.Fprintln(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintln(stderr, usage)
 	return 2
 }
 

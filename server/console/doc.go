@@ -16,7 +16,8 @@
 // force changes (its roles may have). Every change is a POST carrying the
 // session's CSRF token and passing net/http's cross-origin protection;
 // every page is sent with a Content-Security-Policy that allows no script,
-// no frame and no foreign resource. No page renders a credential or a
-// path on the gateway's host, nor an argument value but those the user
-// pasted and the answer of their own Invoke.
+// no frame and no foreign resource. No page renders a credential, nor an
+// argument value but those the user pasted and the answer of their own
+// Invoke; the one path on the gateway's host is the registry store's (a
+// bbolt file's), on an admin's Overview, as the status page shows it.
 package console
