@@ -37,6 +37,7 @@ func (g *Gateway) serveConsole(cfg *Config) {
 		Status:        g.status,
 		ShadowDenials: func() []observe.Series { return g.metrics.Series("flowdrop_policy_shadow_denials_total") },
 		Ejections:     g.tools.Ejections,
+		Upstreams:     g.follow.Health,
 		Preview:       g.pipe.Preview,
 		Approve: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
 			ctx = registry.WithWriter(ctx, caller.Subject) // the revision history names the approver

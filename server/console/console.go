@@ -17,6 +17,7 @@ import (
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/policyreload"
+	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/repairstats"
 	"github.com/flowdrop/gateway/server/replay"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	Status func() observe.Status
 	// ShadowDenials are flowdrop_policy_shadow_denials_total's series.
 	ShadowDenials func() []observe.Series
+	// Upstreams is the health of each upstream MCP server tools are
+	// imported from (mcpfollow.Follower.Health; nil: none shown).
+	Upstreams func() []mcpfollow.UpstreamHealth
 	// Ejections reports a tool's balanced backend's ejections (ok: it has
 	// a balanced connection open).
 	Ejections func(*registry.Tool) (total uint64, ejected int, ok bool)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/policyreload"
 )
@@ -15,6 +16,7 @@ type overviewData struct {
 	Status     observe.Status
 	Health     []toolHealth
 	MoreTools  int
+	Upstreams  []mcpfollow.UpstreamHealth
 	PolicyHash string
 	Reloads    []policyreload.Event
 	Shadow     []shadowCount
@@ -45,6 +47,9 @@ func (c *Console) overview(w http.ResponseWriter, _ *http.Request, ses session) 
 			h.EjectionsTotal, h.Ejected, h.Balanced = c.cfg.Ejections(&e.Tool)
 		}
 		d.Health = append(d.Health, h)
+	}
+	if c.cfg.Upstreams != nil {
+		d.Upstreams = c.cfg.Upstreams()
 	}
 	if c.cfg.ShadowDenials != nil {
 		for _, s := range c.cfg.ShadowDenials() {

@@ -50,6 +50,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"inc": func(i int) int { return i + 1 },
 	"short": func(h string) string {
 		if len(h) > 12 {
 			return h[:12]

@@ -85,6 +85,8 @@ type Follower struct {
 	mu        sync.Mutex
 	listeners map[mcpupstream.Reference]map[string]*mcp.ClientSession // by credential, then URL
 	oversized map[oversizedKey]bool                                   // reported (skipOversized)
+
+	health healthBook // each upstream's last listing (Health)
 }
 
 // StdioLister lists a running stdio server's tools (backend.MCPUpstream);
@@ -217,11 +219,13 @@ func (f *Follower) listen(ctx context.Context) {
 		h, _, err := f.loadReference(k.url, k.ref)
 		if err != nil {
 			f.log.Warn("mcp upstream: credential", "url", k.url, "credential", k.ref.String(), "err", err)
+			f.health.record(k.url, time.Now(), err, false)
 			continue
 		}
 		base, err := k.transport()
 		if err != nil {
 			f.log.Warn("mcp upstream: transport", "url", k.url, "err", err)
+			f.health.record(k.url, time.Now(), err, false)
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -232,6 +236,9 @@ func (f *Follower) listen(ctx context.Context) {
 		cancel()
 		if err != nil {
 			f.log.Debug("mcp upstream: no notification session; re-listing on the interval", "url", k.url, "err", err)
+			if ctx.Err() == nil { // unreachable now: a failure until a listing succeeds
+				f.health.record(k.url, time.Now(), err, false)
+			}
 			continue
 		}
 		f.mu.Lock()
@@ -310,13 +317,16 @@ func (f *Follower) closeListeners() {
 func (f *Follower) sync(ctx context.Context) {
 	groups := f.groups()
 	inUse := map[upstreamID]bool{}
+	urls := map[string]bool{}
 	for _, g := range groups {
 		f.syncGroup(ctx, g)
 		id := upstreamID{url: g.url, ref: g.ref}
 		inUse[id] = true
+		urls[g.url] = true
 		f.pacer.listed(id, time.Now())
 	}
 	f.pacer.forget(inUse)
+	f.health.forget(urls)
 }
 
 // relistDue re-lists the upstreams that notified and are due
@@ -337,11 +347,15 @@ func (f *Follower) relistDue(ctx context.Context) {
 	}
 }
 
-func (f *Follower) syncGroup(ctx context.Context, g *mcpUpstreamGroup) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+func (f *Follower) syncGroup(parent context.Context, g *mcpUpstreamGroup) {
+	ctx, cancel := context.WithTimeout(parent, 10*time.Second)
 	defer cancel()
 	listed, oversized, err := f.list(ctx, g)
-	if errors.Is(err, backend.ErrNotRunning) {
+	notRunning := errors.Is(err, backend.ErrNotRunning)
+	if parent.Err() == nil { // a listing cut short by Close says nothing of the upstream
+		f.health.record(g.url, time.Now(), err, notRunning)
+	}
+	if notRunning {
 		return // a stdio server not running: nothing to follow now
 	}
 	if err != nil {
