@@ -37,8 +37,15 @@ func (g *Gateway) serveConsole(cfg *Config) {
 		Status:        g.status,
 		ShadowDenials: func() []observe.Series { return g.metrics.Series("flowdrop_policy_shadow_denials_total") },
 		Ejections:     g.tools.Ejections,
-		Upstreams:     g.follow.Health,
-		Preview:       g.pipe.Preview,
+		Upstreams: func() []observe.UpstreamHealth {
+			hs := g.follow.Health()
+			out := make([]observe.UpstreamHealth, len(hs))
+			for i, h := range hs {
+				out[i] = observe.UpstreamHealth(h)
+			}
+			return out
+		},
+		Preview: g.pipe.Preview,
 		Approve: func(ctx context.Context, caller policy.Caller, name string, rev int64) error {
 			ctx = registry.WithWriter(ctx, caller.Subject) // the revision history names the approver
 			return g.consoleWrite(ctx, caller, "ApprovePendingChange", name, func() (int64, error) {

@@ -17,7 +17,6 @@ import (
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/pipeline"
 	"github.com/flowdrop/gateway/server/policyreload"
-	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/repairstats"
 	"github.com/flowdrop/gateway/server/replay"
 )
@@ -40,7 +39,7 @@ type Config struct {
 	ShadowDenials func() []observe.Series
 	// Upstreams is the health of each upstream MCP server tools are
 	// imported from (mcpfollow.Follower.Health; nil: none shown).
-	Upstreams func() []mcpfollow.UpstreamHealth
+	Upstreams func() []observe.UpstreamHealth
 	// Ejections reports a tool's balanced backend's ejections (ok: it has
 	// a balanced connection open).
 	Ejections func(*registry.Tool) (total uint64, ejected int, ok bool)

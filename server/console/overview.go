@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/flowdrop/gateway/server/mcpfollow"
 	"github.com/flowdrop/gateway/server/observe"
 	"github.com/flowdrop/gateway/server/policyreload"
 )
@@ -16,7 +15,7 @@ type overviewData struct {
 	Status     observe.Status
 	Health     []toolHealth
 	MoreTools  int
-	Upstreams  []mcpfollow.UpstreamHealth
+	Upstreams  []observe.UpstreamHealth
 	PolicyHash string
 	Reloads    []policyreload.Event
 	Shadow     []shadowCount

@@ -11,9 +11,9 @@ import (
 )
 
 // UpstreamHealth is the follower's view of one upstream it follows: the
-// outcome of its last listing. Upstream is the URL as a dashboard may
-// show it (upstreamLabel: no user info, query or fragment); an operator's
-// page shows it, a viewer's must not.
+// outcome of its last listing. Upstream is the URL as a dashboard may show
+// it (upstreamLabel: no user info, query or fragment); an operator's page
+// shows it, a viewer's must not.
 type UpstreamHealth struct {
 	Upstream string
 	// Tools are the imported tools followed from it, by registry name

@@ -167,3 +167,16 @@ func (a *Admin) serveStatus(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	statusPage.Execute(w, s)
 }
+
+// UpstreamHealth is one upstream MCP server as the console shows it:
+// server/mcpfollow's UpstreamHealth, converted field for field (the
+// console may not import the follower, which imports the backends).
+type UpstreamHealth struct {
+	Upstream    string
+	Tools       []string
+	Pending     int
+	Listed      time.Time
+	LastError   string
+	LastErrorAt time.Time
+	NotRunning  bool
+}
