@@ -26,7 +26,7 @@ import (
 
 // stdioUpstreamEnv makes the test binary a stdio MCP server (TestMain):
 // "serve" serves the tools below; "crash" exits at once; "prompts" serves
-// servePromptsStdioUpstream. Every start
+// servePromptsStdioUpstream; "asks" streamAskServer. Every start
 // appends the process's pid to the file stdioStartsEnv names.
 const (
 	stdioUpstreamEnv = "FLOWDROP_TEST_STDIO_MCP"
@@ -47,6 +47,13 @@ func serveStdioUpstream(mode string) int {
 	}
 	if mode == "prompts" {
 		return servePromptsStdioUpstream() // mcp_federation_cache_e2e_test.go
+	}
+	if mode == "asks" {
+		// mcp_input_stdio_e2e_test.go
+		if err := streamAskServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			return 1
+		}
+		return 0
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "stdio-helper", Version: "1"}, nil)
 	type echoIn struct {

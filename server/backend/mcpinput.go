@@ -142,6 +142,22 @@ func inputKinds(m mcp.InputRequestMap) ([]string, error) {
 // the upstream's JSON-RPC error, and the call goes on as the upstream
 // decides.
 
+// callerInput is what c's caller can be asked through the gateway, of the
+// kinds an upstream session declares: on 2026-07-28 its round's declared
+// kinds, before it what its face session declared (a relay that says), else
+// nothing (gRPC, no face session). A 2026-07-28 upstream is told only that
+// in the call's _meta (mcpupstream.WithCallerInput).
+func callerInput(ctx context.Context, c *pipeline.Call) mcpupstream.InputKinds {
+	if r := c.Input; r != nil {
+		return mcpupstream.InputKinds{Elicitation: r.CanAnswer[pipeline.InputElicitation], Sampling: r.CanAnswer[pipeline.InputSampling]}
+	}
+	relay, ok := pipeline.InputRelayFrom(ctx).(interface{ Declares(kind string) bool })
+	if !ok {
+		return mcpupstream.InputKinds{}
+	}
+	return mcpupstream.InputKinds{Elicitation: relay.Declares(pipeline.InputElicitation), Sampling: relay.Declares(pipeline.InputSampling)}
+}
+
 // inputDeclared are the kinds a session to url declares it can answer.
 func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
 	var forbidden []string

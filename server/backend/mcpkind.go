@@ -369,6 +369,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if perr != nil {
 		return pipeline.Result{}, perr
 	}
+	ctx = mcpupstream.WithCallerInput(ctx, callerInput(ctx, c))
 	var res *mcp.CallToolResult
 	measured := false // the answer was read whole, not cut off at the limit
 	// At most two tries: the second only when the upstream did not know
@@ -387,7 +388,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
 		} else {
 			measured = true
-			res, err = m.callStdio(ctx, s, cs, params, onProgress)
+			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), s, cs, params, onProgress)
 		}
 		m.release(s)
 		if err == nil {
@@ -439,12 +440,14 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	return pipeline.Result{Encoded: enc, Decoded: ir}, nil
 }
 
-// callStdio calls the tool on a stdio session; with onProgress, under a
-// progress token of the gateway's own (never a caller's), whose
-// notifications go to onProgress while the call is in flight.
+// callStdio calls the tool on a stdio session, its requests for input
+// asked through ctx's InputFunc when they are provably its own
+// (mcpupstream.CallThroughSDK); with onProgress, under a progress token of
+// the gateway's own (never a caller's), whose notifications go to
+// onProgress while the call is in flight.
 func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *mcp.ClientSession, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
 	if onProgress == nil {
-		return cs.CallTool(ctx, params)
+		return mcpupstream.CallThroughSDK(ctx, cs, params)
 	}
 	token := "flowdrop-progress-" + strconv.FormatUint(m.progressTokens.Add(1), 10)
 	s.progress.Store(token, onProgress)
@@ -452,7 +455,7 @@ func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *
 	p := *params
 	p.Meta = mcp.Meta{}
 	p.SetProgressToken(token)
-	return cs.CallTool(ctx, &p)
+	return mcpupstream.CallThroughSDK(ctx, cs, &p)
 }
 
 // mcpInvokeResponse is the upstream's answer, whole, as an encoded
@@ -541,7 +544,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 					f(up.URL)
 				}
 			},
-			ProgressNotificationHandler: s.routeProgress})}
+			ProgressNotificationHandler: s.routeProgress}), Input: m.inputDeclared(up.URL)}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
