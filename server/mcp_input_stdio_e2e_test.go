@@ -36,8 +36,9 @@ const parkedEnv = "FLOWDROP_TEST_PARKED"
 // (ss.ask, ss.sample, ss.park), with cfg applied; parked is the file the
 // stdio server's park tool writes.
 type oneStreamEnv struct {
-	env    *gatewaytest.Env
-	parked string
+	env            *gatewaytest.Env
+	parked, sseURL string
+	policy         server.PolicyConfig // as started
 }
 
 func startOneStreamEnv(t *testing.T, cfg func(c *server.Config, sseURL string)) *oneStreamEnv {
@@ -52,7 +53,7 @@ func startOneStreamEnv(t *testing.T, cfg func(c *server.Config, sseURL string)) 
 		sse.CloseClientConnections()
 		sse.Close()
 	})
-	e := &oneStreamEnv{parked: filepath.Join(t.TempDir(), "parked")}
+	e := &oneStreamEnv{parked: filepath.Join(t.TempDir(), "parked"), sseURL: sse.URL}
 	key := sessionKeyFile(t)
 	opts := []gatewaytest.Option{gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()),
 		gatewaytest.WithConfig(func(c *server.Config) {
@@ -62,6 +63,7 @@ func startOneStreamEnv(t *testing.T, cfg func(c *server.Config, sseURL string)) 
 			if cfg != nil {
 				cfg(c, sse.URL)
 			}
+			e.policy = c.Policy
 		})}
 	for _, up := range []struct {
 		prefix, url string
@@ -223,6 +225,47 @@ func TestMCPInputOneStreamRefusals(t *testing.T) {
 			t.Errorf("the caller was asked %q, want only st.sample's sampling and ss.ask's elicitation", got)
 		}
 	})
+}
+
+// TestMCPInputPolicyReload: a reload that forbids a kind makes the
+// upstream sessions declaring it again, so the upstream's own SDK sees the
+// caller cannot be asked (not only the gateway's refusal per request); a
+// reload that allows it again makes them declare it again.
+func TestMCPInputPolicyReload(t *testing.T) {
+	e := startOneStreamEnv(t, nil)
+	ctx := testCtx(t)
+	a := &asker{name: "Ada"}
+	cs := connectAsker(t, ctx, e.env.MCPURL, "key-a", "2025-06-18", a.options(true, true), nil)
+	reload := func(forbid map[string][]string) {
+		t.Helper()
+		next := e.policy
+		next.MCPUpstreams.Input.Forbid = forbid
+		if err := e.env.Gateway.ReloadPolicy(next); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	}
+	for _, step := range []struct {
+		name, reason string
+		forbid       map[string][]string
+		want         string
+	}{
+		{"allowed", "the sessions are made declaring elicitation", nil, "hello Ada"},
+		{"forbidden", "the sessions are made again without it: the upstream's SDK refuses to ask (a per-request refusal would say the policy forbids it)",
+			map[string][]string{"stdio://asks": {"elicitation"}, e.sseURL: {"elicitation"}}, "upstream got: client does not support elicitation"},
+		{"allowed-again", "the sessions are made again declaring it", map[string][]string{}, "hello Ada"},
+	} {
+		if step.forbid != nil {
+			reload(step.forbid)
+		}
+		for _, tool := range []string{"st.ask", "ss.ask"} {
+			if got, _ := callText(t, ctx, cs, tool); got != step.want {
+				t.Errorf("%s, %s (%s): %q, want %q", step.name, tool, step.reason, got, step.want)
+			}
+		}
+	}
+	if got := len(a.seen()); got != 4 {
+		t.Errorf("the caller was asked %v, want 4 times (each tool while allowed)", a.seen())
+	}
 }
 
 // TestMCPInputEverythingStdio: server-everything over stdio asks the

@@ -168,6 +168,45 @@ func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
 		Sampling: !slices.Contains(forbidden, pipeline.InputSampling)}
 }
 
+// InputPolicyChanged ends the sessions that declare other kinds of input
+// than the policy in force now allows (mcp_upstreams.input.forbid changed
+// on reload): each is forgotten, so the next call to its upstream makes a
+// session declaring what is allowed now — over stdio, a new process — and
+// closed once its calls in flight are done. Until then, and for a call
+// that took a session just before, the policy is enforced per request
+// (relayInput). Call it after the new policy is in force.
+func (m *MCPUpstream) InputPolicyChanged() {
+	m.mu.Lock()
+	sessions := maps.Clone(m.sessions)
+	m.mu.Unlock()
+	// Not under m.mu: s.mu is held while a session is being made.
+	for k, s := range sessions {
+		want := m.inputDeclared(k.url)
+		s.mu.Lock()
+		stale := s.cs != nil && s.declared != want
+		s.mu.Unlock()
+		if !stale {
+			continue
+		}
+		m.mu.Lock()
+		current := m.sessions[k] == s
+		if current {
+			delete(m.sessions, k)
+		}
+		m.mu.Unlock()
+		if !current {
+			continue
+		}
+		s.mu.Lock()
+		s.retired = true
+		m.closeIdle(s)
+		s.mu.Unlock()
+		if log := m.ts.cfg.Log; log != nil {
+			log.Info("mcp upstream session ended: the policy changed what input it may relay", "upstream", k.url)
+		}
+	}
+}
+
 // relayInput answers the requests for input c's upstream makes on the
 // call's stream: refused when the policy forbids the kind for up, when
 // the caller cannot be asked (no relay), past the bounds on count and

@@ -198,6 +198,9 @@ type mcpUpstreamSession struct {
 	// live is cs, read without mu (held while a session is being made,
 	// which Current must not wait on).
 	live atomic.Pointer[mcp.ClientSession]
+	// declared are the kinds of input cs declared it can answer (the policy
+	// when it was made; InputPolicyChanged).
+	declared mcpupstream.InputKinds
 	// progress routes a stdio upstream's notifications/progress to the
 	// call that asked (the SDK's client hears them per session): by the
 	// gateway's token, to that call's func(mcpupstream.Progress).
@@ -550,6 +553,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		}
 		o.OnToolExecution = m.stdioExecutionOf(up.URL).tell
 		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
+		s.declared = o.Input
 		if count := m.ts.cfg.CountStdioStart; count != nil {
 			count(name, err == nil)
 		}
@@ -590,9 +594,11 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	}
 	// Listen: the upstream's notifications (resources updated, lists
 	// changed) have a stream to come on, beside the calls.
+	declared := m.inputDeclared(up.URL)
 	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
-		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: m.inputDeclared(up.URL),
+		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: declared,
 		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
+	s.declared = declared
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}
