@@ -268,6 +268,32 @@ func TestMCPInputPolicyReload(t *testing.T) {
 	}
 }
 
+// TestMCPInputStdioRoundsNotDeclared: a stdio upstream on 2026-07-28
+// would ask in rounds, which the gateway does not relay over one stream:
+// the call's _meta declares no input to it, though the session declares
+// elicitation and sampling for the revisions before.
+func TestMCPInputStdioRoundsNotDeclared(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()),
+		gatewaytest.WithConfig(func(c *server.Config) {
+			c.Policy.MCPUpstreams.Input.KeyFiles = []string{sessionKeyFile(t)}
+			c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"caps": {Path: self, Env: map[string]string{stdioUpstreamEnv: "caps"}}}
+		}),
+		gatewaytest.WithTool(func(string) registry.Tool {
+			schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+			return registry.Tool{Name: "st.caps", InputSchema: schema, Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://caps", Tool: "caps"}}}
+		}))
+	ctx := testCtx(t)
+	a := &asker{name: "Ada"}
+	cs := connectAsker(t, ctx, env.MCPURL, "key-a", "2025-06-18", a.options(true, true), nil)
+	if got, isErr := callText(t, ctx, cs, "st.caps"); isErr || got != `2026-07-28 {"roots":{"listChanged":true}}` {
+		t.Errorf("st.caps: %q (isError %v), want the 2026-07-28 call declaring roots only", got, isErr)
+	}
+}
+
 // TestMCPInputEverythingStdio: server-everything over stdio asks the
 // caller through the gateway (trigger-elicitation-request,
 // trigger-sampling-request, which it offers only to a session declaring

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -294,4 +295,23 @@ func CallThroughSDK(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolP
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	defer a.finish()
 	return cs.CallTool(context.WithValue(ctx, askerKey{}, a), p)
+}
+
+// DeclaringNoRounds is p as sent on cs over stdio: from MCP 2026-07-28 on
+// an upstream asks for input in rounds (InputRequiredResult), which on an
+// SDK session its client would answer itself — with the handlers that
+// declare the kinds, which refuse — and the gateway relays none over one
+// stream. So such a call's _meta declares no input (the SDK's default
+// capabilities, which it then does not replace), and the upstream does not
+// ask; before 2026-07-28 p is as it is.
+func DeclaringNoRounds(cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.CallToolParams {
+	r := cs.InitializeResult()
+	if r == nil || r.ProtocolVersion < revisionRequestMeta {
+		return p
+	}
+	q := *p
+	q.Meta = mcp.Meta{}
+	maps.Copy(q.Meta, p.Meta)
+	q.Meta[mcp.MetaKeyClientCapabilities] = map[string]any{"roots": map[string]any{"listChanged": true}}
+	return &q
 }

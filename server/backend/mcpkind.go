@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -449,6 +450,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 // the gateway's own (never a caller's), whose notifications go to
 // onProgress while the call is in flight.
 func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *mcp.ClientSession, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
+	params = mcpupstream.DeclaringNoRounds(cs, params)
 	if onProgress == nil {
 		return mcpupstream.CallThroughSDK(ctx, cs, params)
 	}
@@ -457,6 +459,7 @@ func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *
 	defer s.progress.Delete(token)
 	p := *params
 	p.Meta = mcp.Meta{}
+	maps.Copy(p.Meta, params.Meta)
 	p.SetProgressToken(token)
 	return mcpupstream.CallThroughSDK(ctx, cs, &p)
 }
