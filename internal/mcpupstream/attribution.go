@@ -40,6 +40,10 @@ const (
 	maxQueuedInput = 4
 	// answerWriteWait bounds writing an answer (over legacy SSE, a POST).
 	answerWriteWait = 10 * time.Second
+	// refusalWriters is how many refusals are written off the reading
+	// goroutine at once; past it the reader writes them itself, so an
+	// upstream flooding requests is slowed, not given goroutines.
+	refusalWriters = 8
 )
 
 // attributedTransport is t read and written through attributedConn.
@@ -50,7 +54,7 @@ func (a attributedTransport) Connect(ctx context.Context) (mcp.Connection, error
 	if err != nil {
 		return nil, err
 	}
-	return &attributedConn{Connection: c, inFlight: map[any]*sentRequest{}}, nil
+	return &attributedConn{Connection: c, inFlight: map[any]*sentRequest{}, writers: make(chan struct{}, refusalWriters)}, nil
 }
 
 // sentRequest is a request the gateway wrote and the upstream has not
@@ -65,6 +69,7 @@ type attributedConn struct {
 	mcp.Connection
 	mu       sync.Mutex
 	inFlight map[any]*sentRequest // by the request's ID (ID.Raw)
+	writers  chan struct{}        // refusals being written (refusalWriters)
 }
 
 func (c *attributedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -143,7 +148,17 @@ func (c *attributedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *attributedConn) input(m *jsonrpc.Request) {
 	a, refusal := c.attribute(m.Method)
 	if refusal != nil {
-		c.answer(m.ID, nil, refusal)
+		// Off the reader when it can be: over legacy SSE a write is a POST,
+		// which the upstream may answer only once its stream is read.
+		select {
+		case c.writers <- struct{}{}:
+			go func() {
+				defer func() { <-c.writers }()
+				c.answer(m.ID, nil, refusal)
+			}()
+		default:
+			c.answer(m.ID, nil, refusal)
+		}
 		return
 	}
 	// Asked off the reading goroutine: the caller may take minutes, and

@@ -389,7 +389,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
 		} else if retry != nil {
 			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
-				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
+				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose rounds of requests for input (2026-07-28) the gateway does not relay", c.Tool)}
 		} else {
 			measured = true
 			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), s, cs, params, onProgress)
