@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
@@ -201,6 +202,14 @@ func TestMCPInputOneStreamRefusals(t *testing.T) {
 		}
 		if got := a.seen(); len(got) != 0 {
 			t.Errorf("the caller was asked %v", got)
+		}
+		// A gRPC caller is the one call in flight, yet has no stream to be
+		// asked on: the upstream is told so.
+		for _, tool := range []string{"st.ask", "ss.ask"} {
+			res, err := e.env.Client.InvokeTool(withKeyCtx(ctx, "key-a"), &gatewayv1.InvokeToolRequest{Tool: tool, Arguments: gatewaytest.Args(t, map[string]any{})})
+			if err != nil || !res.GetIsError() || !strings.Contains(res.GetResult().GetStringValue(), "cannot be asked for input") {
+				t.Errorf("%s over gRPC: %v, %v; want the upstream's tool error, having been refused (no caller to ask)", tool, res, err)
+			}
 		}
 	})
 	t.Run("forbidden", func(t *testing.T) {
