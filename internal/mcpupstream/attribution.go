@@ -200,7 +200,7 @@ func (c *attributedConn) attribute(method string) (*asker, error) {
 	case only.abandoned || (only.asker != nil && only.asker.isDone()):
 		return refuse(CodeInputUnattributed, "the only request of the gateway in flight on this connection was given up (cancelled) and its caller is no longer there to ask")
 	case only.asker == nil:
-		return refuse(jsonrpc.CodeMethodNotFound, "the request in flight on this connection has no caller the gateway can ask")
+		return refuse(jsonrpc.CodeMethodNotFound, "the call in flight on this connection has a caller that cannot be asked for input through the gateway (only an MCP caller with a session that declared the capability can)")
 	}
 	if !only.asker.queue() {
 		return refuse(jsonrpc.CodeInvalidRequest, "the call already has %d requests for input waiting, the gateway's bound", maxQueuedInput)
@@ -327,6 +327,10 @@ func DeclaringNoRounds(cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.CallTo
 	q := *p
 	q.Meta = mcp.Meta{}
 	maps.Copy(q.Meta, p.Meta)
-	q.Meta[mcp.MetaKeyClientCapabilities] = map[string]any{"roots": map[string]any{"listChanged": true}}
+	q.Meta[mcp.MetaKeyClientCapabilities] = noInputCapabilities
 	return &q
 }
+
+// noInputCapabilities are the SDK's default client capabilities; only
+// read (encoded), so shared.
+var noInputCapabilities = map[string]any{"roots": map[string]any{"listChanged": true}}

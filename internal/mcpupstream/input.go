@@ -44,12 +44,18 @@ type callerInputKey struct{}
 // session declared, only that (Caller.metaFor), so an upstream does not
 // ask a caller the gateway cannot relay to.
 func WithCallerInput(ctx context.Context, k InputKinds) context.Context {
-	return context.WithValue(ctx, callerInputKey{}, k)
+	return context.WithValue(ctx, callerInputKey{}, &allKinds[kindsIndex(k)]) // a pointer: no allocation to box it
 }
 
+// allKinds are the InputKinds by kindsIndex.
+var allKinds = [4]InputKinds{{}, {Elicitation: true}, {Sampling: true}, {Elicitation: true, Sampling: true}}
+
 func callerInputFrom(ctx context.Context) (InputKinds, bool) {
-	k, ok := ctx.Value(callerInputKey{}).(InputKinds)
-	return k, ok
+	k, ok := ctx.Value(callerInputKey{}).(*InputKinds)
+	if !ok {
+		return InputKinds{}, false
+	}
+	return *k, true
 }
 
 // InputKinds are what a session declares it can answer at initialize.

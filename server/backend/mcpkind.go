@@ -392,7 +392,14 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose rounds of requests for input (2026-07-28) the gateway does not relay", c.Tool)}
 		} else {
 			measured = true
-			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), s, cs, params, onProgress)
+			sctx := ctx
+			if pipeline.InputRelayFrom(ctx) != nil {
+				// Only a caller that can be asked gets its requests: any
+				// other's are refused where they are read (mcpupstream's
+				// attribution), without the cost of an asker per call.
+				sctx = mcpupstream.WithInput(ctx, m.relayInput(c, up))
+			}
+			res, err = m.callStdio(sctx, s, cs, params, onProgress)
 		}
 		m.release(s)
 		if err == nil {
