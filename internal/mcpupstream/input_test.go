@@ -3,9 +3,15 @@ package mcpupstream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowdrop/gateway/internal/mcpupstream"
@@ -76,5 +82,34 @@ func TestCallerMetaDeclaresRelayableInput(t *testing.T) {
 				t.Errorf("%s: clientCapabilities %s, want %s", tc.reason, c, tc.want)
 			}
 		})
+	}
+}
+
+// TestOneStreamInputOutsideCall: over legacy SSE (one stream), an
+// upstream's request for input while no request of the gateway is in
+// flight has no call to belong to: refused, never handed to anyone.
+func TestOneStreamInputOutsideCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asks-outside", Version: "1"}, nil)
+	up := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer up.Close()
+	c, err := mcpupstream.ConnectCaller(ctx, up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{
+		Transport: mcpupstream.TransportSSE, Input: mcpupstream.InputKinds{Elicitation: true, Sampling: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	for ss := range srv.Sessions() {
+		n++
+		_, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{"type": "object"}})
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound || !strings.Contains(rpc.Message, "no request of the gateway is in flight") {
+			t.Errorf("an elicitation outside any call: %v, want -32601 saying no request is in flight", err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the upstream has %d sessions, want 1", n)
 	}
 }
