@@ -22,12 +22,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -48,10 +50,27 @@ var olderRevisions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 // request fails answers isError with the error it got.
 func startStreamAskUpstream(t *testing.T) string {
 	t.Helper()
+	srv := streamAskServer()
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() {
+		up.CloseClientConnections()
+		up.Close()
+	})
+	return up.URL
+}
+
+// streamAskServer is startStreamAskUpstream's server, on any transport;
+// its tool "park" (mcp_input_stdio_e2e_test.go) waits for its call's end,
+// having appended a line to the file parkedEnv names, if any.
+func streamAskServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asks-on-stream", Version: "1"},
 		&mcp.ServerOptions{SupportedProtocolVersions: olderRevisions})
 	fail := func(err error) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "upstream got: " + err.Error()}}}, nil, nil
+		msg := "upstream got: " + err.Error()
+		if rpc := (*jsonrpc.Error)(nil); errors.As(err, &rpc) {
+			msg += fmt.Sprintf(" (code %d)", rpc.Code)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil, nil
 	}
 	text := func(s string) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}, nil, nil
@@ -89,12 +108,16 @@ func startStreamAskUpstream(t *testing.T) string {
 			}
 			return text("model said " + tc.Text)
 		})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(func() {
-		up.CloseClientConnections()
-		up.Close()
-	})
-	return up.URL
+	mcp.AddTool(srv, &mcp.Tool{Name: "park", Description: "Waits for its call's end."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if f, err := os.OpenFile(os.Getenv(parkedEnv), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, "parked")
+				f.Close()
+			}
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	return srv
 }
 
 // streamAskTools registers the upstream's tools as up.ask, up.sample,

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -26,7 +27,7 @@ import (
 
 // stdioUpstreamEnv makes the test binary a stdio MCP server (TestMain):
 // "serve" serves the tools below; "crash" exits at once; "prompts" serves
-// servePromptsStdioUpstream. Every start
+// servePromptsStdioUpstream; "asks" streamAskServer. Every start
 // appends the process's pid to the file stdioStartsEnv names.
 const (
 	stdioUpstreamEnv = "FLOWDROP_TEST_STDIO_MCP"
@@ -47,6 +48,25 @@ func serveStdioUpstream(mode string) int {
 	}
 	if mode == "prompts" {
 		return servePromptsStdioUpstream() // mcp_federation_cache_e2e_test.go
+	}
+	if mode == "caps" {
+		// mcp_input_stdio_e2e_test.go: every revision, 2026-07-28 too.
+		s := mcp.NewServer(&mcp.Implementation{Name: "caps", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			b, _ := json.Marshal(req.Params.GetMeta()[mcp.MetaKeyClientCapabilities])
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: req.Session.InitializeParams().ProtocolVersion + " " + string(b)}}}, nil, nil
+		})
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			return 1
+		}
+		return 0
+	}
+	if mode == "asks" {
+		// mcp_input_stdio_e2e_test.go
+		if err := streamAskServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			return 1
+		}
+		return 0
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "stdio-helper", Version: "1"}, nil)
 	type echoIn struct {

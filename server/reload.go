@@ -84,8 +84,10 @@ func (g *Gateway) ReloadPolicyFile(path string, adjust func(*PolicyConfig)) erro
 // limits.max_in_flight_per_tool is unchanged.
 func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 	var prev string
+	inputChanged := false
 	err := g.reload.Reload(cfg, func(cur, next *PolicyConfig) (applied policyreload.Applied, err error) {
 		prev = policyHash(cur)
+		inputChanged = !reflect.DeepEqual(cur.MCPUpstreams.Input.Forbid, next.MCPUpstreams.Input.Forbid)
 		if err := next.validate(); err != nil {
 			return applied, err
 		}
@@ -129,6 +131,12 @@ func (g *Gateway) ReloadPolicy(cfg PolicyConfig) error {
 		applied.LogAttrs = []any{"auth_off", pol.Auth.Off()}
 		return applied, nil
 	})
+	// Upstream sessions declare what input they can relay at initialize:
+	// those declaring what the policy now forbids, or not what it now
+	// allows, are made again (backend's InputPolicyChanged).
+	if err == nil && inputChanged && g.kinds != nil {
+		g.kinds.MCPUpstream.InputPolicyChanged()
+	}
 	// The console's sessions made under the policy that left force end,
 	// on every replica sharing the session store (server/console).
 	if err == nil && g.console != nil && prev != g.PolicySHA256() {

@@ -20,10 +20,10 @@ type ConnectOptions struct {
 	// which no call's answer depends on: a Caller's calls keep its own
 	// path (else they go through the SDK).
 	ClientNotificationsOnly bool
-	// Input are the kinds of input a streamable HTTP session declares it
-	// can answer (input.go): its calls relay them through their context's
-	// InputFunc. Not declared over legacy SSE or stdio, whose one stream
-	// does not say which call a request belongs to.
+	// Input are the kinds of input the session declares it can answer
+	// (input.go): its calls relay them through their context's InputFunc —
+	// over streamable HTTP read from the call's own stream, over stdio and
+	// legacy SSE attributed to the one request in flight (attribution.go).
 	Input InputKinds
 	// Transport is the HTTP transport (TransportDetect when unset).
 	Transport Transport
@@ -66,6 +66,7 @@ func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.Clie
 	if o.OnToolExecution != nil {
 		t = executionTransport{t: t, tell: o.OnToolExecution}
 	}
+	t = oneStream(t, &o)
 	return connect(ctx, t, o)
 }
 
@@ -86,4 +87,15 @@ func streamableWith(url string, client *http.Client, o ConnectOptions) *mcp.Stre
 		transport.MaxEventSize = int(o.MaxResponseBytes) + 1
 	}
 	return transport
+}
+
+// oneStream is t for a session whose one stream carries every call's
+// messages (stdio, legacy SSE): when o declares input, read through
+// attributedConn, and o's client given the handlers that declare it.
+func oneStream(t mcp.Transport, o *ConnectOptions) mcp.Transport {
+	if o.Input == (InputKinds{}) {
+		return t
+	}
+	o.Client = withInputHandlers(o.Client, o.Input)
+	return attributedTransport{t: t}
 }

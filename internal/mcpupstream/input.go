@@ -17,7 +17,8 @@ import (
 // session. The session declares the kinds it may relay
 // (ConnectOptions.Input) at initialize; a request of a declared kind that
 // arrives elsewhere (the standalone stream, which no call owns) reaches
-// the SDK's handlers, which refuse it.
+// the SDK's handlers, which refuse it. Over stdio and legacy SSE, whose one
+// stream names no call, see attribution.go.
 
 // InputFunc answers an upstream's request for input (method, params as
 // JSON) made on a call's stream: the result as JSON, or an error — a
@@ -34,6 +35,27 @@ func WithInput(ctx context.Context, f InputFunc) context.Context {
 func inputFrom(ctx context.Context) InputFunc {
 	f, _ := ctx.Value(inputKey{}).(InputFunc)
 	return f
+}
+
+type callerInputKey struct{}
+
+// WithCallerInput is ctx whose call's caller can answer k: on a session
+// speaking 2026-07-28 the call's per-request _meta declares, of what the
+// session declared, only that (Caller.metaFor), so an upstream does not
+// ask a caller the gateway cannot relay to.
+func WithCallerInput(ctx context.Context, k InputKinds) context.Context {
+	return context.WithValue(ctx, callerInputKey{}, &allKinds[kindsIndex(k)]) // a pointer: no allocation to box it
+}
+
+// allKinds are the InputKinds by kindsIndex.
+var allKinds = [4]InputKinds{{}, {Elicitation: true}, {Sampling: true}, {Elicitation: true, Sampling: true}}
+
+func callerInputFrom(ctx context.Context) (InputKinds, bool) {
+	k, ok := ctx.Value(callerInputKey{}).(*InputKinds)
+	if !ok {
+		return InputKinds{}, false
+	}
+	return *k, true
 }
 
 // InputKinds are what a session declares it can answer at initialize.

@@ -45,8 +45,56 @@ type Caller struct {
 	legacySSE bool
 	ids       atomic.Uint64
 	// meta is the SEP-2575 per-request _meta the SDK adds to every request
-	// from protocol revision 2026-07-28 on (nil before it).
-	meta json.RawMessage
+	// from protocol revision 2026-07-28 on (nil before it), declaring what
+	// the session declared (ConnectOptions.Input); metas are its forms for
+	// each subset of that (kindsIndex), a call's declaring what its caller
+	// can answer besides (WithCallerInput).
+	meta     json.RawMessage
+	metas    [4]json.RawMessage
+	declared InputKinds
+}
+
+// requestMeta is the per-request _meta on revision pv declaring k: the
+// SDK's default client capabilities (roots, listChanged) and, as its
+// client declares them for the handlers it has, sampling and form
+// elicitation — as its toV2 writes them (TestCallerMatchesSDK).
+func requestMeta(pv string, k InputKinds) (json.RawMessage, error) {
+	caps := map[string]any{"roots": map[string]any{"listChanged": true}}
+	if k.Elicitation {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	if k.Sampling {
+		caps["sampling"] = map[string]any{}
+	}
+	return json.Marshal(map[string]any{
+		mcp.MetaKeyProtocolVersion:    pv,
+		mcp.MetaKeyClientInfo:         clientInfo,
+		mcp.MetaKeyClientCapabilities: caps,
+	})
+}
+
+func kindsIndex(k InputKinds) int {
+	i := 0
+	if k.Elicitation {
+		i |= 1
+	}
+	if k.Sampling {
+		i |= 2
+	}
+	return i
+}
+
+// metaFor is the _meta of a call under ctx: what the session declared, and
+// of that only what the call's caller can answer when ctx says
+// (WithCallerInput).
+func (c *Caller) metaFor(ctx context.Context) json.RawMessage {
+	k, ok := callerInputFrom(ctx)
+	if !ok || c.meta == nil {
+		return c.meta
+	}
+	k.Elicitation = k.Elicitation && c.declared.Elicitation
+	k.Sampling = k.Sampling && c.declared.Sampling
+	return c.metas[kindsIndex(k)]
 }
 
 // clientInfo is what the gateway's sessions say they are.
@@ -82,18 +130,20 @@ func connectStreamable(ctx context.Context, url string, client *http.Client, o C
 		c.maxEvent = mcp.DefaultMaxEventSize
 	}
 	if pv := c.revision(); pv >= revisionRequestMeta {
-		// The SDK's default client capabilities (roots, listChanged), as
-		// its toV2 writes them; TestCallerMatchesSDK compares the bytes.
-		meta, err := json.Marshal(map[string]any{
-			mcp.MetaKeyProtocolVersion:    pv,
-			mcp.MetaKeyClientInfo:         clientInfo,
-			mcp.MetaKeyClientCapabilities: map[string]any{"roots": map[string]any{"listChanged": true}},
-		})
-		if err != nil {
-			cs.Close()
-			return nil, err
+		c.declared = o.Input
+		for k := range c.metas {
+			kinds := InputKinds{Elicitation: k&1 != 0, Sampling: k&2 != 0}
+			if (kinds.Elicitation && !o.Input.Elicitation) || (kinds.Sampling && !o.Input.Sampling) {
+				continue
+			}
+			meta, err := requestMeta(pv, kinds)
+			if err != nil {
+				cs.Close()
+				return nil, err
+			}
+			c.metas[k] = meta
 		}
-		c.meta = meta
+		c.meta = c.metas[kindsIndex(o.Input)]
 	}
 	return c, nil
 }
@@ -175,12 +225,12 @@ func (c *Caller) CallToolRound(ctx context.Context, name string, args json.RawMe
 		if retry != nil {
 			return nil, errors.New("a multi round-trip retry cannot be sent through the SDK's session")
 		}
-		return c.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		return CallThroughSDK(ctx, c.Session, &mcp.CallToolParams{Name: name, Arguments: args})
 	}
 	body := getBuffer()
 	defer putBuffer(body)
 	id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
-	if err := c.writeRequest(body, id, name, args, onProgress != nil, retry); err != nil {
+	if err := c.writeRequestMeta(body, id, name, args, onProgress != nil, retry, c.metaFor(ctx)); err != nil {
 		return nil, err
 	}
 	ans, err := c.exchange(ctx, id, "tools/call", name, c.Session.ID(), body.Bytes(), onProgress)
@@ -259,6 +309,11 @@ func (c *Caller) exchange(ctx context.Context, id, method, name, sid string, bod
 // _meta also carries the progressToken id; a retry adds inputResponses
 // and requestState after the arguments, as the SDK's CallToolParams does.
 func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMessage, progress bool, retry *Retry) error {
+	return c.writeRequestMeta(b, id, name, args, progress, retry, c.meta)
+}
+
+// writeRequestMeta is writeRequest with meta for c.meta (metaFor).
+func (c *Caller) writeRequestMeta(b *bytes.Buffer, id, name string, args json.RawMessage, progress bool, retry *Retry, meta json.RawMessage) error {
 	qname, err := json.Marshal(name)
 	if err != nil {
 		return err
@@ -267,19 +322,19 @@ func (c *Caller) writeRequest(b *bytes.Buffer, id, name string, args json.RawMes
 	b.WriteString(id)
 	b.WriteString(`","method":"tools/call","params":{`)
 	switch {
-	case progress && c.meta != nil: // c.meta is a non-empty object
+	case progress && meta != nil: // meta is a non-empty object
 		b.WriteString(`"_meta":{"progressToken":"`)
 		b.WriteString(id)
 		b.WriteString(`",`)
-		b.Write(c.meta[1:])
+		b.Write(meta[1:])
 		b.WriteByte(',')
 	case progress:
 		b.WriteString(`"_meta":{"progressToken":"`)
 		b.WriteString(id)
 		b.WriteString(`"},`)
-	case c.meta != nil:
+	case meta != nil:
 		b.WriteString(`"_meta":`)
-		b.Write(c.meta)
+		b.Write(meta)
 		b.WriteByte(',')
 	}
 	b.WriteString(`"name":`)

@@ -93,7 +93,8 @@ func connectSSE(ctx context.Context, url string, h Header, o ConnectOptions) (*C
 	if o.MaxResponseBytes > 0 {
 		t.MaxEventSize = int(min(o.MaxResponseBytes+1, 1<<30))
 	}
-	cs, err := connect(ctx, sessionStream{t}, o)
+	st := oneStream(sessionStream{t}, &o)
+	cs, err := connect(ctx, st, o)
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,22 @@ func inputKinds(m mcp.InputRequestMap) ([]string, error) {
 // the upstream's JSON-RPC error, and the call goes on as the upstream
 // decides.
 
+// callerInput is what c's caller can be asked through the gateway, of the
+// kinds an upstream session declares: on 2026-07-28 its round's declared
+// kinds, before it what its face session declared (a relay that says), else
+// nothing (gRPC, no face session). A 2026-07-28 upstream is told only that
+// in the call's _meta (mcpupstream.WithCallerInput).
+func callerInput(ctx context.Context, c *pipeline.Call) mcpupstream.InputKinds {
+	if r := c.Input; r != nil {
+		return mcpupstream.InputKinds{Elicitation: r.CanAnswer[pipeline.InputElicitation], Sampling: r.CanAnswer[pipeline.InputSampling]}
+	}
+	relay, ok := pipeline.InputRelayFrom(ctx).(interface{ Declares(kind string) bool })
+	if !ok {
+		return mcpupstream.InputKinds{}
+	}
+	return mcpupstream.InputKinds{Elicitation: relay.Declares(pipeline.InputElicitation), Sampling: relay.Declares(pipeline.InputSampling)}
+}
+
 // inputDeclared are the kinds a session to url declares it can answer.
 func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
 	var forbidden []string
@@ -150,6 +166,45 @@ func (m *MCPUpstream) inputDeclared(url string) mcpupstream.InputKinds {
 	}
 	return mcpupstream.InputKinds{Elicitation: !slices.Contains(forbidden, pipeline.InputElicitation),
 		Sampling: !slices.Contains(forbidden, pipeline.InputSampling)}
+}
+
+// InputPolicyChanged ends the sessions that declare other kinds of input
+// than the policy in force now allows (mcp_upstreams.input.forbid changed
+// on reload): each is forgotten, so the next call to its upstream makes a
+// session declaring what is allowed now — over stdio, a new process — and
+// closed once its calls in flight are done. Until then, and for a call
+// that took a session just before, the policy is enforced per request
+// (relayInput). Call it after the new policy is in force.
+func (m *MCPUpstream) InputPolicyChanged() {
+	m.mu.Lock()
+	sessions := maps.Clone(m.sessions)
+	m.mu.Unlock()
+	// Not under m.mu: s.mu is held while a session is being made.
+	for k, s := range sessions {
+		want := m.inputDeclared(k.url)
+		s.mu.Lock()
+		stale := s.cs != nil && s.declared != want
+		s.mu.Unlock()
+		if !stale {
+			continue
+		}
+		m.mu.Lock()
+		current := m.sessions[k] == s
+		if current {
+			delete(m.sessions, k)
+		}
+		m.mu.Unlock()
+		if !current {
+			continue
+		}
+		s.mu.Lock()
+		s.retired = true
+		m.closeIdle(s)
+		s.mu.Unlock()
+		if log := m.ts.cfg.Log; log != nil {
+			log.Info("mcp upstream session ended: the policy changed what input it may relay", "upstream", k.url)
+		}
+	}
 }
 
 // relayInput answers the requests for input c's upstream makes on the

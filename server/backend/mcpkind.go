@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -198,6 +199,9 @@ type mcpUpstreamSession struct {
 	// live is cs, read without mu (held while a session is being made,
 	// which Current must not wait on).
 	live atomic.Pointer[mcp.ClientSession]
+	// declared are the kinds of input cs declared it can answer (the policy
+	// when it was made; InputPolicyChanged).
+	declared mcpupstream.InputKinds
 	// progress routes a stdio upstream's notifications/progress to the
 	// call that asked (the SDK's client hears them per session): by the
 	// gateway's token, to that call's func(mcpupstream.Progress).
@@ -369,6 +373,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	if perr != nil {
 		return pipeline.Result{}, perr
 	}
+	ctx = mcpupstream.WithCallerInput(ctx, callerInput(ctx, c))
 	var res *mcp.CallToolResult
 	measured := false // the answer was read whole, not cut off at the limit
 	// At most two tries: the second only when the upstream did not know
@@ -384,10 +389,17 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
 		} else if retry != nil {
 			err = &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
-				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose requests for input the gateway does not relay", c.Tool)}
+				Message: fmt.Sprintf("tool %q: its upstream is a stdio server, whose rounds of requests for input (2026-07-28) the gateway does not relay", c.Tool)}
 		} else {
 			measured = true
-			res, err = m.callStdio(ctx, s, cs, params, onProgress)
+			sctx := ctx
+			if pipeline.InputRelayFrom(ctx) != nil {
+				// Only a caller that can be asked gets its requests: any
+				// other's are refused where they are read (mcpupstream's
+				// attribution), without the cost of an asker per call.
+				sctx = mcpupstream.WithInput(ctx, m.relayInput(c, up))
+			}
+			res, err = m.callStdio(sctx, s, cs, params, onProgress)
 		}
 		m.release(s)
 		if err == nil {
@@ -439,20 +451,24 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	return pipeline.Result{Encoded: enc, Decoded: ir}, nil
 }
 
-// callStdio calls the tool on a stdio session; with onProgress, under a
-// progress token of the gateway's own (never a caller's), whose
-// notifications go to onProgress while the call is in flight.
+// callStdio calls the tool on a stdio session, its requests for input
+// asked through ctx's InputFunc when they are provably its own
+// (mcpupstream.CallThroughSDK); with onProgress, under a progress token of
+// the gateway's own (never a caller's), whose notifications go to
+// onProgress while the call is in flight.
 func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *mcp.ClientSession, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
+	params = mcpupstream.DeclaringNoRounds(cs, params)
 	if onProgress == nil {
-		return cs.CallTool(ctx, params)
+		return mcpupstream.CallThroughSDK(ctx, cs, params)
 	}
 	token := "flowdrop-progress-" + strconv.FormatUint(m.progressTokens.Add(1), 10)
 	s.progress.Store(token, onProgress)
 	defer s.progress.Delete(token)
 	p := *params
 	p.Meta = mcp.Meta{}
+	maps.Copy(p.Meta, params.Meta)
 	p.SetProgressToken(token)
-	return cs.CallTool(ctx, &p)
+	return mcpupstream.CallThroughSDK(ctx, cs, &p)
 }
 
 // mcpInvokeResponse is the upstream's answer, whole, as an encoded
@@ -541,12 +557,13 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 					f(up.URL)
 				}
 			},
-			ProgressNotificationHandler: s.routeProgress})}
+			ProgressNotificationHandler: s.routeProgress}), Input: m.inputDeclared(up.URL)}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
 		o.OnToolExecution = m.stdioExecutionOf(up.URL).tell
 		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
+		s.declared = o.Input
 		if count := m.ts.cfg.CountStdioStart; count != nil {
 			count(name, err == nil)
 		}
@@ -587,9 +604,11 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	}
 	// Listen: the upstream's notifications (resources updated, lists
 	// changed) have a stream to come on, beside the calls.
+	declared := m.inputDeclared(up.URL)
 	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
-		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: m.inputDeclared(up.URL),
+		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: declared,
 		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
+	s.declared = declared
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)
 	}

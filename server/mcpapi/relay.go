@@ -177,6 +177,21 @@ func (r *faceRelay) can(method string, params json.RawMessage) (bool, string) {
 	return false, method
 }
 
+// Declares reports whether the caller's session declared the kind of
+// input (pipeline.InputElicitation, …): what an upstream may be told the
+// call can be asked (backend's callerInput).
+func (r *faceRelay) Declares(kind string) bool {
+	switch kind {
+	case pipeline.InputElicitation:
+		return r.sess.ElicitForm || r.sess.ElicitURL
+	case pipeline.InputSampling:
+		return r.sess.Sampling
+	case pipeline.InputRoots:
+		return r.sess.Roots
+	}
+	return false
+}
+
 // Ask writes the request on the caller's stream and waits for the answer.
 func (r *faceRelay) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
 	if ok, capability := r.can(method, params); !ok {

@@ -1,0 +1,115 @@
+package mcpupstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+)
+
+// TestCallerMetaDeclaresRelayableInput: on a 2026-07-28 session a call's
+// _meta declares what the session declared — as the SDK's own session
+// with the same handlers writes it — narrowed to what the call's caller
+// can be asked (WithCallerInput), never more than the session declared.
+func TestCallerMetaDeclaresRelayableInput(t *testing.T) {
+	up := startDifferentialUpstream(t, true, true)
+	ctx := context.Background()
+	both := mcpupstream.InputKinds{Elicitation: true, Sampling: true}
+	caps := func(p map[string]any) string {
+		meta, _ := p["_meta"].(map[string]any)
+		b, _ := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
+		return string(b)
+	}
+	// The SDK's session declaring both (its handlers), for the bytes.
+	sdk, err := mcpupstream.Connect(ctx, up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{Input: both})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdk.Close()
+	if _, err := sdk.CallTool(ctx, &mcp.CallToolParams{Name: "sum", Arguments: json.RawMessage(`{"a":1,"b":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	sdkParams := up.last(t).params
+	if got := caps(sdkParams); got != `{"elicitation":{"form":{}},"roots":{"listChanged":true},"sampling":{}}` {
+		t.Fatalf("the SDK's session declaring both writes %s", got)
+	}
+	for _, tc := range []struct {
+		name, reason string
+		session      mcpupstream.InputKinds
+		caller       *mcpupstream.InputKinds // nil: not said
+		want         string                  // the clientCapabilities ("sdk": as the SDK's session wrote them)
+	}{
+		{"unsaid", "a call that does not say its caller's kinds declares what the session declared, as the SDK does", both, nil, "sdk"},
+		{"caller-both", "a caller that can answer both: as the SDK", both, &both, "sdk"},
+		{"caller-elicitation", "a caller that can answer elicitation only is not offered to be sampled",
+			both, &mcpupstream.InputKinds{Elicitation: true}, `{"elicitation":{"form":{}},"roots":{"listChanged":true}}`},
+		{"caller-none", "a caller that can be asked nothing (gRPC, no face session): roots only",
+			both, &mcpupstream.InputKinds{}, `{"roots":{"listChanged":true}}`},
+		{"session-none", "a caller's kinds never exceed what the session declared (policy forbids them)",
+			mcpupstream.InputKinds{}, &both, `{"roots":{"listChanged":true}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, err := mcpupstream.ConnectCaller(ctx, up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{Input: tc.session, ClientNotificationsOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fast.Close()
+			cctx := ctx
+			if tc.caller != nil {
+				cctx = mcpupstream.WithCallerInput(ctx, *tc.caller)
+			}
+			if _, err := fast.CallTool(cctx, "sum", json.RawMessage(`{"a":1,"b":2}`)); err != nil {
+				t.Fatal(err)
+			}
+			got := up.last(t).params
+			if tc.want == "sdk" {
+				if !reflect.DeepEqual(got, sdkParams) {
+					t.Errorf("%s:\n params %v\n sdk    %v", tc.reason, got, sdkParams)
+				}
+				return
+			}
+			if c := caps(got); c != tc.want {
+				t.Errorf("%s: clientCapabilities %s, want %s", tc.reason, c, tc.want)
+			}
+		})
+	}
+}
+
+// TestOneStreamInputOutsideCall: over legacy SSE (one stream), an
+// upstream's request for input while no request of the gateway is in
+// flight has no call to belong to: refused, never handed to anyone.
+func TestOneStreamInputOutsideCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asks-outside", Version: "1"}, nil)
+	up := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer up.Close()
+	c, err := mcpupstream.ConnectCaller(ctx, up.URL, mcpupstream.Header{}, mcpupstream.ConnectOptions{
+		Transport: mcpupstream.TransportSSE, Input: mcpupstream.InputKinds{Elicitation: true, Sampling: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	for ss := range srv.Sessions() {
+		n++
+		_, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{"type": "object"}})
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound || !strings.Contains(rpc.Message, "no request of the gateway is in flight") {
+			t.Errorf("an elicitation outside any call: %v, want -32601 saying no request is in flight", err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the upstream has %d sessions, want 1", n)
+	}
+}
