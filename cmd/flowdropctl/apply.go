@@ -34,8 +34,9 @@ in the gRPC API's Tool form with its field names (what "tools import ...
 --dry-run" prints, and "tools list --json" items), or a bundles: list (what
 "bundles put -f" takes), YAML or JSON. First the diff: each tool and bundle to
 create, update (a unified diff against what the registry serves) or, with
---prune, delete (registered, in no file); then, unless --dry-run, the writes
-(tools first, then bundles), each conditional on the revision the diff was made
+--prune, delete (registered, in no file, of a kind some file declares: tool
+files never prune bundles, nor bundle files tools); then, unless --dry-run,
+the writes (tools first, then bundles), each conditional on the revision the diff was made
 against: one changed by someone else meanwhile is refused
 (Aborted/FailedPrecondition) and apply stops; run it again to see the new diff.
 Exit 0 done (or nothing to do), 1 a write or the listing failed, 2 bad usage
@@ -55,6 +56,10 @@ var applyCommand = &command{
 type desired struct {
 	tools   map[string]applyTool
 	bundles map[string]applyBundle
+	// toolFiles and bundleFiles: some file declares the kind. --prune
+	// deletes only kinds a file declares, so a directory of tool files
+	// never deletes the bundles, nor one of bundle files the tools.
+	toolFiles, bundleFiles bool
 }
 
 // applyBeforeWrites, when set, runs between the diff and the writes (a
@@ -112,10 +117,10 @@ func runApply(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		printToolsStatus(stderr, err)
 		return exitCall
 	}
-	plan, err := planTools(want.tools, live, *prune)
+	plan, err := planTools(want.tools, live, *prune && want.toolFiles)
 	if err == nil {
 		var bundles applyPlan
-		bundles, err = planBundles(want.bundles, liveBundles.GetBundles(), *prune)
+		bundles, err = planBundles(want.bundles, liveBundles.GetBundles(), *prune && want.bundleFiles)
 		plan = append(plan, bundles...)
 	}
 	if err != nil {
@@ -234,14 +239,15 @@ func readApplyFile(file string, want *desired) error {
 		if err := protojson.Unmarshal(js, t); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		tools = []*gatewayv1.Tool{t}
+		tools, want.toolFiles = []*gatewayv1.Tool{t}, true
 	case top["tools"] != nil && len(top) == 1:
 		var list gatewayv1.ListToolsResponse
 		if err := protojson.Unmarshal(js, &list); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		tools = list.GetTools()
+		tools, want.toolFiles = list.GetTools(), true
 	case top["bundles"] != nil && len(top) == 1:
+		want.bundleFiles = true
 		// bundles put -f's own reading: unknown fields refused, each
 		// bundle checked as the registry will.
 		bundles, err := parseBundleFile(data, file)

@@ -213,3 +213,51 @@ func TestRegistryGuideBundlesFileApplies(t *testing.T) {
 		t.Errorf("the guide's bundles.yaml registered %v, want [boards notes]", got)
 	}
 }
+
+// TestApplyPrunesOnlyDeclaredKinds: --prune deletes only kinds some file
+// declares — a directory of tool files leaves every bundle (a tools-only
+// directory applied with --prune must not wipe the bundles), a directory
+// holding only a bundles: list leaves every tool.
+func TestApplyPrunesOnlyDeclaredKinds(t *testing.T) {
+	env := gatewaytest.Start(t)
+	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	if _, err := reg.PutBundle(context.Background(), &gatewayv1.PutBundleRequest{Bundle: &gatewayv1.Bundle{Name: "notes", Tools: []string{"create_note"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tools := len(listTools(t, reg))
+	write := func(name, body string) string {
+		t.Helper()
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	toolsJSON, err := protoNames.Marshal(&gatewayv1.ListToolsResponse{Tools: listTools(t, reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		name, reason string
+		dir          string
+		tools        int
+		bundles      []string
+	}{
+		{name: "tool files", reason: "no file declares bundles: none is pruned", dir: write("tools.json", string(toolsJSON)),
+			tools: tools, bundles: []string{"notes"}},
+		{name: "a bundles: list", reason: "no file declares tools: none is pruned", dir: write("bundles.yaml", bundlesFile),
+			tools: tools, bundles: []string{"notes", "ops"}},
+	}
+	for _, r := range rows {
+		code, out, errOut := ctl(t, "apply", "-f", r.dir, "--addr", env.Addr, "--prune")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", r.name, code, out, errOut)
+		}
+		if n := len(listTools(t, reg)); n != r.tools {
+			t.Errorf("%s: %d tools served after --prune, want %d (%s)", r.name, n, r.tools, r.reason)
+		}
+		if got := bundleNames(t, reg); !slices.Equal(got, r.bundles) {
+			t.Errorf("%s: bundles %v after --prune, want %v (%s)", r.name, got, r.bundles, r.reason)
+		}
+	}
+}
