@@ -51,6 +51,12 @@ func extPost(t *testing.T, ctx context.Context, url, key, method, name string, o
 	if optIn {
 		caps["extensions"] = map[string]any{tasksExt: map[string]any{}}
 	}
+	return extPostCaps(t, ctx, url, key, method, name, caps, params)
+}
+
+// extPostCaps is extPost declaring the client capabilities caps.
+func extPostCaps(t *testing.T, ctx context.Context, url, key, method, name string, caps, params map[string]any) extAnswer {
+	t.Helper()
 	p := map[string]any{"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientCapabilities: caps,
 		mcp.MetaKeyClientInfo: map[string]any{"name": "ext-test", "version": "1"}}}
 	for k, v := range params {
