@@ -107,9 +107,12 @@ func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *
 		return nil
 	}
 	// The task's session is not the pool's: its end (404) leaves the
-	// pooled session as it is; so does an answer the upstream gave.
+	// pooled session as it is; so does an answer the upstream gave, and the
+	// end of the gateway's own wait (a tasks/result read for its requests
+	// for input until a lease ends: closing the session would end its
+	// tasks upstream).
 	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, mcp.ErrSessionMissing) {
+	if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 		m.drop(s, cs)
 	}
 	return m.federatedFailure(ctx, err)
