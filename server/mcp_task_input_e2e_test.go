@@ -279,7 +279,8 @@ func TestMCPTaskInputStream(t *testing.T) {
 // tasks/get through B shows input_required with the request under a
 // gateway key, naming the gateway's task, kept in the task's record in
 // Redis; bob's tasks/update is "not found"; an answer that is not an
-// object is refused; alice's tasks/update through A is acked, the key
+// object, and answers over the bound, are refused and deliver nothing
+// (the key still takes the real answer); alice's tasks/update through A is acked, the key
 // leaves inputRequests, the answer reaches the upstream (its report names
 // the interpretation), and the same key again is ignored. A caller that did
 // not declare elicitation never sees input_required (its upstream is
@@ -353,6 +354,10 @@ func TestMCPTaskInputExtension(t *testing.T) {
 	}
 	if a := update("alice-key", f.a, map[string]any{key: "snake"}); a.err == nil || a.err.Code != -32602 {
 		t.Fatalf("tasks/update with an answer that is not an object: %s; want -32602", a.raw)
+	}
+	big := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"interpretation": strings.Repeat("s", pipeline.InputMaxResponseBytes)}}}
+	if a := update("alice-key", f.b, big); a.err == nil || a.err.Code != -32602 || !strings.Contains(a.err.Message, "over the gateway's bound") {
+		t.Fatalf("tasks/update with inputResponses over 1 MiB: %.300s; want -32602 naming the bound", a.raw)
 	}
 	ack := update("alice-key", f.a, answer).mustResult(t, "tasks/update")
 	if len(ack) != 2 || ack["resultType"] != "complete" || ack["_meta"] == nil {
