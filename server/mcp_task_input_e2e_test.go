@@ -284,7 +284,8 @@ func TestMCPTaskInputStream(t *testing.T) {
 // leaves inputRequests, the answer reaches the upstream (its report names
 // the interpretation), and the same key again is ignored. A caller that did
 // not declare elicitation never sees input_required (its upstream is
-// refused); the forbidden upstream never asks.
+// refused) and is told why in the task's statusMessage; the forbidden
+// upstream never asks.
 func TestMCPTaskInputExtension(t *testing.T) {
 	f := startTaskInputFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -376,20 +377,26 @@ func TestMCPTaskInputExtension(t *testing.T) {
 		name, reason, tool string
 		caps               map[string]any
 		want               string
+		told               bool
 	}{
-		{"no capability", "the tasks/get that started the reading declared no elicitation: the upstream is refused", "ev_research",
-			map[string]any{"extensions": map[string]any{tasksExt: map[string]any{}}}, "elicitation unavailable"},
+		{"no capability", "the tasks/get that started the reading declared no elicitation: the upstream is refused, the caller told", "ev_research",
+			map[string]any{"extensions": map[string]any{tasksExt: map[string]any{}}}, "elicitation unavailable", true},
 		{"forbidden", "mcp_upstreams.input.forbid: the upstream's session did not declare elicitation, so it never asks", "ev_forbidden",
-			caps, "Research Report: python\n"},
+			caps, "Research Report: python\n", false},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			id := create(row.caps, row.tool)
+			told := false
 			final := until(f.b, row.caps, id, done, func(d map[string]any) {
 				if d["status"] == "input_required" || d["inputRequests"] != nil {
 					t.Errorf("tasks/get: %v; want no input asked (%s)", d, row.reason)
 				}
+				told = told || strings.Contains(fmt.Sprint(d["statusMessage"]), "did not declare it can answer (client capability elicitation)")
 			})
+			if told != row.told {
+				t.Errorf("the caller was told of the refusal: %v, want %v (%s)", told, row.told, row.reason)
+			}
 			if final["status"] != "completed" || !strings.Contains(reportText(final["result"]), row.want) {
 				t.Errorf("the task: %v; want completed with a report with %q (%s)", final, row.want, row.reason)
 			}

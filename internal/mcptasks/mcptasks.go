@@ -51,6 +51,9 @@ type Input struct {
 	Can []string `json:"k,omitempty"`
 	// Pending are the requests read and not yet answered, in order.
 	Pending []Pending `json:"p,omitempty"`
+	// Refused says why the last request refused for the caller was (the
+	// caller is shown it while the task runs).
+	Refused string `json:"rf,omitempty"`
 }
 
 // Pending is one request for input the upstream made, read from its
@@ -116,7 +119,7 @@ func (r Record) Check() error {
 		return fmt.Errorf("task record: a field is over %d bytes", MaxFieldBytes)
 	}
 	if in := r.Input; in != nil {
-		if len(in.Pending) > MaxPending || len(in.Can) > 8 || len(in.Reader) > 64 {
+		if len(in.Pending) > MaxPending || len(in.Can) > 8 || len(in.Reader) > 64 || len(in.Refused) > 1024 {
 			return fmt.Errorf("task record: over %d requests for input", MaxPending)
 		}
 		n := 0

@@ -27,8 +27,9 @@ package mcpapi
 // The policy (mcp_upstreams.input.forbid) and the bounds are a call's
 // (backend relayInput: count a stream, size a request); a 2026-07-28
 // caller that did not declare a kind (in the tasks/get that started the
-// reader) has its upstream's request of that kind refused at once, as
-// does a full record (mcptasks.MaxPending requests, MaxPendingBytes); a
+// reader) has its upstream's request of that kind refused at once (and
+// is shown why as the task's statusMessage while it runs), as does a
+// full record (mcptasks.MaxPending requests, MaxPendingBytes); a
 // request unanswered for pipeline.InputRelayMaxWait is dropped and its
 // upstream answered MCPCodeInputTimeout.
 
@@ -113,6 +114,9 @@ func (m *Server) showTaskInput(ctx context.Context, tr *taskRequest, rec mcptask
 	reqs := map[string]any{}
 	expired := false
 	if in := rec.Input; in != nil {
+		if in.Refused != "" {
+			d["statusMessage"] = in.Refused
+		}
 		for _, p := range in.Pending {
 			if p.Expires <= now {
 				expired = true
@@ -194,6 +198,17 @@ type taskCollector struct {
 func (c *taskCollector) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
 	kind := pipeline.InputKindOf(method)
 	if !slices.Contains(c.can, kind) {
+		// The caller is told too, on the task while it runs.
+		msg := fmt.Sprintf("the task asked its caller for %s, which the caller did not declare it can answer (client capability %s); its upstream was refused", kind, kind)
+		uctx, stop := context.WithTimeout(context.WithoutCancel(ctx), capsProbeTimeout)
+		defer stop()
+		_, _, _ = c.m.tasks.Update(uctx, c.id, func(r *mcptasks.Record) error {
+			if r.Input == nil {
+				r.Input = &mcptasks.Input{}
+			}
+			r.Input.Refused = msg
+			return nil
+		})
 		return nil, false, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("%s: the task's caller did not declare the %s capability", method, kind)}
 	}
