@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/mcpconformancefixture"
 	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redistest"
@@ -401,5 +402,71 @@ func TestMCPTaskInputExtension(t *testing.T) {
 				t.Errorf("the task: %v; want completed with a report with %q (%s)", final, row.want, row.reason)
 			}
 		})
+	}
+}
+
+// TestMCPTaskInputExpires: a request for input its caller leaves
+// unanswered past its time is dropped from the task (the next tasks/get
+// shows none) and its upstream is answered with an error: the conformance
+// fixture's confirm_delete, which waits for its answer as long as its task
+// lives, then fails. The request's expiry (pipeline.InputRelayMaxWait) is
+// brought forward in the task's record in Redis rather than waited out.
+func TestMCPTaskInputExpires(t *testing.T) {
+	fx := mcpconformancefixture.Start(t)
+	rs := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithTool(func(string) registry.Tool {
+		schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+		return registry.Tool{Name: "fx_confirm", InputSchema: schema, Origin: &registry.Origin{MCPUpstream: fx.URL},
+			Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: fx.URL, Tool: "confirm_delete"}}}
+	}), gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() }))
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rdb.Close()
+	caps := map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{tasksExt: map[string]any{}}}
+	created := extPostCaps(t, ctx, env.MCPURL, "", "tools/call", "fx_confirm", caps, map[string]any{"name": "fx_confirm",
+		"arguments": map[string]any{"filename": "a.txt"}}).mustResult(t, "create")
+	id, _ := created["taskId"].(string)
+	get := func() map[string]any {
+		return extPostCaps(t, ctx, env.MCPURL, "", "tasks/get", id, caps, map[string]any{"taskId": id}).mustResult(t, "tasks/get")
+	}
+	if err := poll(30*time.Second, func() error {
+		if d := get(); d["inputRequests"] == nil {
+			return fmt.Errorf("tasks/get: %v", d)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := "flowdrop:{task}:t:" + id
+	b, err := rdb.Get(ctx, key).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := mcptasks.Decode(b)
+	if err != nil || rec.Input == nil || len(rec.Input.Pending) != 1 {
+		t.Fatalf("the task's record: %+v, %v; want one request awaiting its answer", rec.Input, err)
+	}
+	rec.Input.Pending[0].Expires = time.Now().Add(-time.Second).UnixMilli()
+	if b, err = mcptasks.Encode(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.SetArgs(ctx, key, b, redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := get(); d["inputRequests"] != nil || d["status"] == "input_required" {
+		t.Fatalf("tasks/get after the request expired: %v; want it gone", d)
+	}
+	var final map[string]any
+	if err := poll(30*time.Second, func() error {
+		if final = get(); final["status"] != "failed" && final["status"] != "completed" {
+			return fmt.Errorf("tasks/get: %v", final)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if final["status"] != "failed" {
+		t.Fatalf("the task after its request expired: %v; want failed (its upstream answered an error)", final)
 	}
 }
