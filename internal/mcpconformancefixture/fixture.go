@@ -97,7 +97,7 @@ func Start(t testing.TB) *Server {
 		stateful.ServeHTTP(w, r)
 	})
 	// The task tools' tasks are served in front of the SDK (tasks.go).
-	s.http = httptest.NewServer(&tasks{byID: map[string]*task{}, next: sdk})
+	s.http = httptest.NewServer(&tasks{byID: map[string]*task{}, waiting: map[string]chan *answer{}, next: sdk})
 	s.URL = s.http.URL + "/mcp"
 	t.Cleanup(s.http.Close)
 	return s

@@ -12,7 +12,13 @@ package mcpconformancefixture
 // execution.taskSupport. The tools are the suite's (its reference
 // server's): greet (no tasks), slow_compute (optional), failing_job
 // (required: a tool error after ~1 s), protocol_error_job (optional: a
-// protocol error). Every other request reaches the SDK as before.
+// protocol error), confirm_delete (required: one elicitation) and
+// multi_input (required: two elicitations at once). A task that needs
+// input asks as a 2025-11-25 server does: it turns input_required and its
+// elicitation/create requests (related-task _meta naming it) go out on the
+// response stream of the next tasks/result, each once; the answer is a
+// JSON-RPC response POSTed on any request, taken by its id. Every other
+// request reaches the SDK as before.
 
 import (
 	"bytes"
@@ -30,10 +36,11 @@ import (
 )
 
 // TaskRequiredTools are the fixture's tools that run only as tasks.
-var TaskRequiredTools = []string{"failing_job"}
+var TaskRequiredTools = []string{"failing_job", "confirm_delete", "multi_input"}
 
 // taskSupport is each task tool's execution.taskSupport.
-var taskSupport = map[string]string{"slow_compute": "optional", "failing_job": "required", "protocol_error_job": "optional"}
+var taskSupport = map[string]string{"slow_compute": "optional", "failing_job": "required", "protocol_error_job": "optional",
+	"confirm_delete": "required", "multi_input": "required"}
 
 // taskTTL is how long a task is kept (ms).
 const taskTTL = 5 * 60 * 1000
@@ -45,8 +52,20 @@ type outcome struct {
 	msg    string
 }
 
-// runTaskTool runs a task tool to its end (or ctx's).
-func runTaskTool(ctx context.Context, name string, args map[string]any) outcome {
+// askFunc asks the task's client for input (method, params) and waits for
+// its answer (a JSON-RPC response).
+type askFunc func(ctx context.Context, method string, params map[string]any) (*answer, error)
+
+// answer is a client's JSON-RPC response to a request of the fixture's.
+type answer struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// runTaskTool runs a task tool to its end (or ctx's), asking for input
+// through ask.
+func runTaskTool(ctx context.Context, name string, args map[string]any, ask askFunc) outcome {
 	wait := func(d time.Duration) bool {
 		select {
 		case <-ctx.Done():
@@ -70,12 +89,58 @@ func runTaskTool(ctx context.Context, name string, args map[string]any) outcome 
 		r := text("failing_job failed, as it always does")
 		r.IsError = true
 		return outcome{result: r}
+	case "confirm_delete":
+		filename, _ := args["filename"].(string)
+		a, err := ask(ctx, "elicitation/create", map[string]any{"message": "Delete " + filename + "?",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean"}}, "required": []any{"confirm"}}})
+		if err != nil {
+			return outcome{code: -32603, msg: "confirm_delete: " + err.Error()}
+		}
+		if c := accepted(a); c != nil && c["confirm"] == true {
+			return outcome{result: text("Deleted " + filename)}
+		}
+		return outcome{result: text("Kept " + filename)}
+	case "multi_input":
+		// Both asked at once: two requests await answers together.
+		fields := []string{"name", "confirm"}
+		got := make([]map[string]any, len(fields))
+		errs := make([]error, len(fields))
+		var wg sync.WaitGroup
+		for i, f := range fields {
+			wg.Go(func() {
+				a, err := ask(ctx, "elicitation/create", map[string]any{"message": "Your " + f + "?",
+					"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{f: map[string]any{"type": "string"}}}})
+				got[i], errs[i] = accepted(a), err
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return outcome{code: -32603, msg: "multi_input: " + err.Error()}
+			}
+		}
+		return outcome{result: text(fmt.Sprintf("Answered %v and %v", got[0], got[1]))}
 	default: // protocol_error_job
 		if !wait(100 * time.Millisecond) {
 			return outcome{}
 		}
 		return outcome{code: -32603, msg: "protocol_error_job: internal error"}
 	}
+}
+
+// accepted is an elicitation answer's content when it was accepted.
+func accepted(a *answer) map[string]any {
+	if a == nil {
+		return nil
+	}
+	var r struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	if json.Unmarshal(a.Result, &r) != nil || r.Action != "accept" {
+		return nil
+	}
+	return r.Content
 }
 
 // taskTools are the task tools as the SDK lists them (and runs them when
@@ -85,7 +150,9 @@ func taskTools() []tool {
 		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var args map[string]any
 			_ = json.Unmarshal(req.Params.Arguments, &args)
-			o := runTaskTool(ctx, name, args)
+			o := runTaskTool(ctx, name, args, func(context.Context, string, map[string]any) (*answer, error) {
+				return nil, fmt.Errorf("%s runs only as a task", name)
+			})
 			if o.result == nil {
 				return nil, fmt.Errorf("%s", o.msg)
 			}
@@ -103,6 +170,9 @@ func taskTools() []tool {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}`)}, handler("slow_compute")},
 		{&mcp.Tool{Name: "failing_job", Description: "A tool error after about a second (tasks: required)", InputSchema: noArgs}, handler("failing_job")},
 		{&mcp.Tool{Name: "protocol_error_job", Description: "A protocol error (tasks: optional)", InputSchema: noArgs}, handler("protocol_error_job")},
+		{&mcp.Tool{Name: "confirm_delete", Description: "Asks to confirm deleting `filename` (tasks: required)",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string"}}}`)}, handler("confirm_delete")},
+		{&mcp.Tool{Name: "multi_input", Description: "Asks two questions at once (tasks: required)", InputSchema: noArgs}, handler("multi_input")},
 	}
 }
 
@@ -115,6 +185,23 @@ type task struct {
 	out         outcome
 	done        chan struct{}
 	cancel      context.CancelFunc
+	// queue are requests for input not yet sent on a tasks/result stream;
+	// asking how many await answers; changed is closed (and replaced) on
+	// each change.
+	queue   [][]byte
+	asking  int
+	changed chan struct{}
+}
+
+// changedLocked wakes the streams waiting on t.
+func (t *task) changedLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// terminal reports whether status ends a task.
+func terminal(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
@@ -129,18 +216,21 @@ func (t *task) wire() map[string]any {
 func (t *task) finish(status string, o outcome) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status != "working" {
+	if terminal(t.status) {
 		return
 	}
 	t.status, t.updated, t.out = status, now(), o
 	close(t.done)
+	t.changedLocked()
 }
 
 // tasks serves the fixture's tasks in front of next.
 type tasks struct {
 	mu   sync.Mutex
 	byID map[string]*task
-	next http.Handler
+	// waiting are the requests for input awaiting answers, by id.
+	waiting map[string]chan *answer
+	next    http.Handler
 }
 
 type rpcRequest struct {
@@ -170,6 +260,22 @@ func (ts *tasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ts.next.ServeHTTP(w, r)
 		return
 	}
+	if req.Method == "" {
+		// A response: an answer to a task's request for input, by its id.
+		var a answer
+		_ = json.Unmarshal(body, &a)
+		ts.mu.Lock()
+		ch := ts.waiting[a.ID]
+		delete(ts.waiting, a.ID)
+		ts.mu.Unlock()
+		if ch == nil {
+			ts.next.ServeHTTP(w, r)
+			return
+		}
+		ch <- &a
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	switch {
 	case req.Method == "tools/call" && len(req.Params.Task) > 0 && taskSupport[req.Params.Name] != "":
 		ts.answer(w, req.ID, map[string]any{"task": ts.start(req.Params.Name, req.Params.Arguments).wire()}, nil)
@@ -186,9 +292,9 @@ func (ts *tasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ts.answer(w, req.ID, t.wire(), nil)
 		case "tasks/cancel":
 			t.mu.Lock()
-			terminal := t.status != "working"
+			done := terminal(t.status)
 			t.mu.Unlock()
-			if terminal {
+			if done {
 				ts.answer(w, req.ID, nil, map[string]any{"code": -32602, "message": "task is already terminal"})
 				return
 			}
@@ -196,22 +302,7 @@ func (ts *tasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.finish("cancelled", outcome{})
 			ts.answer(w, req.ID, t.wire(), nil)
 		default: // tasks/result
-			select {
-			case <-t.done:
-			case <-r.Context().Done():
-				return
-			}
-			t.mu.Lock()
-			o, status := t.out, t.status
-			t.mu.Unlock()
-			switch {
-			case status == "cancelled":
-				ts.answer(w, req.ID, nil, map[string]any{"code": -32603, "message": "task cancelled"})
-			case o.result != nil:
-				ts.answer(w, req.ID, o.result, nil)
-			default:
-				ts.answer(w, req.ID, nil, map[string]any{"code": o.code, "message": o.msg})
-			}
+			ts.result(w, r, req.ID, t)
 		}
 	case req.Method == "tools/list":
 		ts.listWithExecution(w, r)
@@ -220,19 +311,102 @@ func (ts *tasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// result answers tasks/result for t on a stream: the task's requests for
+// input as they come (each sent once), then its outcome.
+func (ts *tasks) result(w http.ResponseWriter, r *http.Request, id json.RawMessage, t *task) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	send := func(msg []byte) {
+		_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+		_ = http.NewResponseController(w).Flush()
+	}
+	for {
+		t.mu.Lock()
+		queue, changed, status, o := t.queue, t.changed, t.status, t.out
+		t.queue = nil
+		t.mu.Unlock()
+		for _, msg := range queue {
+			send(msg)
+		}
+		if terminal(status) {
+			resp := map[string]any{"jsonrpc": "2.0", "id": id}
+			switch {
+			case status == "cancelled":
+				resp["error"] = map[string]any{"code": -32603, "message": "task cancelled"}
+			case o.result != nil:
+				resp["result"] = o.result
+			default:
+				resp["error"] = map[string]any{"code": o.code, "message": o.msg}
+			}
+			data, _ := json.Marshal(resp)
+			send(data)
+			return
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// ask is a task's askFunc: the request goes out on a tasks/result stream,
+// the task is input_required until every request it made is answered.
+func (ts *tasks) ask(t *task) askFunc {
+	return func(ctx context.Context, method string, params map[string]any) (*answer, error) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := "fx-input-" + hex.EncodeToString(b[:])
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/related-task": map[string]any{"taskId": t.id}}
+		msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if err != nil {
+			return nil, err
+		}
+		ch := make(chan *answer, 1)
+		ts.mu.Lock()
+		ts.waiting[id] = ch
+		ts.mu.Unlock()
+		t.mu.Lock()
+		t.status, t.updated = "input_required", now()
+		t.queue = append(t.queue, msg)
+		t.asking++
+		t.changedLocked()
+		t.mu.Unlock()
+		var a *answer
+		select {
+		case a = <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		ts.mu.Lock()
+		delete(ts.waiting, id)
+		ts.mu.Unlock()
+		t.mu.Lock()
+		if t.asking--; t.asking == 0 && t.status == "input_required" {
+			t.status, t.updated = "working", now()
+			t.changedLocked()
+		}
+		t.mu.Unlock()
+		if a != nil && len(a.Error) > 0 {
+			return nil, fmt.Errorf("the client answered an error: %s", a.Error)
+		}
+		return a, err
+	}
+}
+
 // start runs a task tool in the background.
 func (ts *tasks) start(name string, args map[string]any) *task {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(taskTTL)*time.Millisecond)
-	t := &task{id: hex.EncodeToString(b[:]), created: now(), status: "working", done: make(chan struct{}), cancel: cancel}
+	t := &task{id: hex.EncodeToString(b[:]), created: now(), status: "working", done: make(chan struct{}), cancel: cancel, changed: make(chan struct{})}
 	t.updated = t.created
 	ts.mu.Lock()
 	ts.byID[t.id] = t
 	ts.mu.Unlock()
 	go func() {
 		defer cancel()
-		o := runTaskTool(ctx, name, args)
+		o := runTaskTool(ctx, name, args, ts.ask(t))
 		switch {
 		case ctx.Err() != nil:
 			t.finish("cancelled", outcome{})

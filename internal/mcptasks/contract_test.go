@@ -5,8 +5,10 @@ package mcptasks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,6 +132,64 @@ func TestStoreOwnerBound(t *testing.T) {
 			r.Owner = "dave"
 			if err := s.Put(ctx, "dave", r); err != nil {
 				t.Fatalf("another owner's task: %v", err)
+			}
+		})
+	}
+}
+
+// TestStoreUpdate: Update changes a live record atomically and keeps its
+// owner and expiry; concurrent updates are all kept (none lost); an
+// error from f writes nothing; a record over the input bounds is refused;
+// no live record is false.
+func TestStoreUpdate(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := sk.open(t)
+			expires := time.Now().Add(time.Hour).UnixMilli()
+			if err := s.Put(ctx, "u1", mcptasks.Record{Owner: "alice", Tool: "t", UpstreamID: "u", Expires: expires}); err != nil {
+				t.Fatal(err)
+			}
+			const n = 8
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					_, ok, err := s.Update(ctx, "u1", func(r *mcptasks.Record) error {
+						if r.Input == nil {
+							r.Input = &mcptasks.Input{}
+						}
+						r.Input.Pending = append(r.Input.Pending, mcptasks.Pending{Key: fmt.Sprint("k", i), ID: json.RawMessage(`1`), Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+						r.Owner, r.Expires = "mallory", 1 // neither is f's to change
+						return nil
+					})
+					if err != nil || !ok {
+						t.Errorf("Update %d: %v, %v", i, ok, err)
+					}
+				})
+			}
+			wg.Wait()
+			r, ok, err := s.Get(ctx, "u1")
+			if err != nil || !ok || r.Owner != "alice" || r.Expires != expires || r.Input == nil || len(r.Input.Pending) != n {
+				t.Fatalf("after %d concurrent updates: %+v, %v, %v; want alice's record, its expiry, %d requests (none lost)", n, r, ok, err, n)
+			}
+			stop := errors.New("stop")
+			if _, _, err := s.Update(ctx, "u1", func(r *mcptasks.Record) error { r.Input = nil; return stop }); !errors.Is(err, stop) {
+				t.Fatalf("Update whose f fails: %v; want f's error", err)
+			}
+			over := func(r *mcptasks.Record) error {
+				for i := range mcptasks.MaxPending {
+					r.Input.Pending = append(r.Input.Pending, mcptasks.Pending{Key: fmt.Sprint("o", i)})
+				}
+				return nil
+			}
+			if _, _, err := s.Update(ctx, "u1", over); err == nil {
+				t.Fatal("Update over MaxPending requests was stored")
+			}
+			if r, _, _ := s.Get(ctx, "u1"); r.Input == nil || len(r.Input.Pending) != n {
+				t.Fatalf("after refused updates: %+v; want the record unchanged", r.Input)
+			}
+			if _, ok, err := s.Update(ctx, "none", func(*mcptasks.Record) error { return nil }); ok || err != nil {
+				t.Fatalf("Update of no record: %v, %v; want false", ok, err)
 			}
 		})
 	}

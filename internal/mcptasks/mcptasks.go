@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -32,6 +33,40 @@ type Record struct {
 	CreatedAt string `json:"c,omitempty"`
 	// Expires is when the record goes (Unix ms).
 	Expires int64 `json:"e"`
+	// Input is the relay of the upstream's requests for input (nil: none).
+	Input *Input `json:"i,omitempty"`
+}
+
+// Input is what the relay of a task's requests for input to a caller of
+// the 2026-07-28 tasks extension keeps between its caller's requests (any
+// replica serves them): who reads the upstream's tasks/result stream now,
+// and the requests read from it that await an answer.
+type Input struct {
+	// ReaderUntil is when (Unix ms) the replica reading the stream stops;
+	// Reader its token (a lapsed reader's record is another's to take).
+	ReaderUntil int64  `json:"ru,omitempty"`
+	Reader      string `json:"rt,omitempty"`
+	// Can are the kinds of input the caller declared it can answer when
+	// the reader started (its per-request client capabilities).
+	Can []string `json:"k,omitempty"`
+	// Pending are the requests read and not yet answered, in order.
+	Pending []Pending `json:"p,omitempty"`
+	// Refused says why the last request refused for the caller was (the
+	// caller is shown it while the task runs).
+	Refused string `json:"rf,omitempty"`
+}
+
+// Pending is one request for input the upstream made, read from its
+// stream, under the key the caller answers it by.
+type Pending struct {
+	// Key is the gateway's key in the caller's inputRequests.
+	Key string `json:"k"`
+	// ID is the upstream's request id (JSON); Method and Params its
+	// request as made.
+	ID      json.RawMessage `json:"i"`
+	Method  string          `json:"m"`
+	Params  json.RawMessage `json:"p"`
+	Expires int64           `json:"e"` // Unix ms
 }
 
 // Entry is a record under its gateway task id.
@@ -51,6 +86,10 @@ type Store interface {
 	List(ctx context.Context, owner string) ([]Entry, error)
 	// Delete removes the record under id, whoever owns it.
 	Delete(ctx context.Context, id string) error
+	// Update changes the live record under id with f, atomically (f may
+	// run more than once; its error stops the update and is Update's),
+	// keeping its expiry; false: no live record.
+	Update(ctx context.Context, id string, f func(*Record) error) (Record, bool, error)
 }
 
 // Bounds.
@@ -61,6 +100,11 @@ const (
 	MaxFieldBytes = 512
 	// MaxTTL is the longest a record is kept, whatever the upstream says.
 	MaxTTL = 24 * time.Hour
+	// MaxPending bounds a task's requests for input awaiting an answer,
+	// MaxPendingBytes their params together (pipeline.InputMaxRequests,
+	// and pipeline.InputMaxResponseBytes).
+	MaxPending      = 16
+	MaxPendingBytes = 1 << 20
 )
 
 // ErrFull: the owner (or the store) holds as many tasks as it may.
@@ -73,6 +117,21 @@ func (r Record) Check() error {
 		return errors.New("task record: owner, tool and upstream id are required")
 	case len(r.Tool) > MaxFieldBytes || len(r.Session) > MaxFieldBytes || len(r.UpstreamID) > MaxFieldBytes || len(r.CreatedAt) > 64:
 		return fmt.Errorf("task record: a field is over %d bytes", MaxFieldBytes)
+	}
+	if in := r.Input; in != nil {
+		if len(in.Pending) > MaxPending || len(in.Can) > 8 || len(in.Reader) > 64 || len(in.Refused) > 1024 {
+			return fmt.Errorf("task record: over %d requests for input", MaxPending)
+		}
+		n := 0
+		for _, p := range in.Pending {
+			n += len(p.Params)
+			if len(p.Key) > 64 || len(p.ID) > 256 || len(p.Method) > 64 {
+				return errors.New("task record: a request for input's key, id or method is over its bound")
+			}
+		}
+		if n > MaxPendingBytes {
+			return fmt.Errorf("task record: the requests for input are over %d bytes", MaxPendingBytes)
+		}
 	}
 	return nil
 }
@@ -112,4 +171,15 @@ func OwnerOf(method, subject string) string {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// clone is r with its own Input (f of Update changes the copy only).
+func (r Record) clone() Record {
+	if r.Input != nil {
+		in := *r.Input
+		in.Can = slices.Clone(in.Can)
+		in.Pending = slices.Clone(in.Pending)
+		r.Input = &in
+	}
+	return r
 }

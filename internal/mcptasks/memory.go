@@ -103,3 +103,22 @@ func (m *Memory) Delete(_ context.Context, id string) error {
 	}
 	return nil
 }
+
+func (m *Memory) Update(_ context.Context, id string, f func(*Record) error) (Record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.records[id]
+	if !ok || !m.live(r) {
+		return Record{}, false, nil
+	}
+	n := r.clone()
+	if err := f(&n); err != nil {
+		return Record{}, true, err
+	}
+	n.Owner, n.Expires = r.Owner, r.Expires
+	if err := n.Check(); err != nil {
+		return Record{}, true, err
+	}
+	m.records[id] = n
+	return n, true, nil
+}

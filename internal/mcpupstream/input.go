@@ -22,8 +22,30 @@ import (
 
 // InputFunc answers an upstream's request for input (method, params as
 // JSON) made on a call's stream: the result as JSON, or an error — a
-// *jsonrpc.Error is answered as it is, any other as an internal error.
+// *jsonrpc.Error is answered as it is, ErrAnswerLater not at all (the
+// answer is posted later, AnswerRequest), any other as an internal
+// error. ctx carries the request's id (RequestID).
 type InputFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+// ErrAnswerLater is an InputFunc's word that the request is answered
+// later, by AnswerRequest (from any replica: an upstream takes the answer
+// to its request by id in its session, whichever POST carries it), so the
+// stream is read on meanwhile: a task's requests for input arrive on the
+// stream of tasks/result, several at once.
+var ErrAnswerLater = errors.New("the request for input is answered later")
+
+type requestIDKey struct{}
+
+// RequestID is the JSON id of the upstream's request an InputFunc is
+// asked to answer (nil outside one).
+func RequestID(ctx context.Context) json.RawMessage {
+	id, _ := ctx.Value(requestIDKey{}).(json.RawMessage)
+	return id
+}
+
+// maxRequestIDBytes bounds an upstream request's id the gateway keeps to
+// answer later.
+const maxRequestIDBytes = 256
 
 type inputKey struct{}
 
@@ -88,13 +110,17 @@ func withInputHandlers(o *mcp.ClientOptions, k InputKinds) *mcp.ClientOptions {
 }
 
 // answerInput is the answer's member ("result":… or "error":…) to the
-// request m for input, asked through the call's InputFunc (none: refused).
+// request m for input, asked through the call's InputFunc (none: refused);
+// nil when the InputFunc answers it later.
 func answerInput(ctx context.Context, m *message) []byte {
 	f := inputFrom(ctx)
 	if f == nil {
 		return rpcErrorMember(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"})
 	}
-	res, err := f(ctx, m.Method, m.Params)
+	res, err := f(context.WithValue(ctx, requestIDKey{}, json.RawMessage(m.rawID)), m.Method, m.Params)
+	if errors.Is(err, ErrAnswerLater) && len(m.rawID) <= maxRequestIDBytes {
+		return nil
+	}
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if !errors.As(err, &rpc) {
@@ -112,4 +138,24 @@ func rpcErrorMember(e *jsonrpc.Error) []byte {
 		data = []byte(`{"code":-32603,"message":"internal error"}`)
 	}
 	return append([]byte(`"error":`), data...)
+}
+
+// AnswerRequest posts the answer to the upstream's request id (its JSON
+// text, RequestID) in session sid: result, or rpcErr when not nil. The
+// request was read earlier, on any replica (ErrAnswerLater).
+func (c *Caller) AnswerRequest(ctx context.Context, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
+	if c.sdk {
+		return ErrTasksUnsupported
+	}
+	if len(id) == 0 || len(id) > maxRequestIDBytes || !json.Valid(id) || id[0] == '{' || id[0] == '[' {
+		return errors.New("not a request id")
+	}
+	member := append([]byte(`"result":`), result...)
+	if rpcErr != nil {
+		member = rpcErrorMember(rpcErr)
+	} else if !json.Valid(result) {
+		return errors.New("the answer is not JSON")
+	}
+	msg := append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), ','), member...)
+	return c.post(ctx, sid, "the answer to a request for input", append(msg, '}'))
 }

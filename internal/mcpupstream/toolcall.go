@@ -284,7 +284,7 @@ func (c *Caller) exchange(ctx context.Context, id, method, name, sid string, bod
 	case "application/json":
 		ans, err = c.readJSON(resp.Body, method)
 	case "text/event-stream":
-		ans, err = c.readStream(ctx, resp.Body, method, id, onProgress)
+		ans, err = c.readStream(ctx, resp.Body, method, id, sid, onProgress)
 	default:
 		return nil, fmt.Errorf("sending %q: unsupported content type %q", method, mediaType(resp.Header.Get("Content-Type")))
 	}
@@ -405,8 +405,9 @@ func (c *Caller) readJSON(r io.Reader, method string) (*message, error) {
 }
 
 // readStream reads the answer's event stream up to the answer to id
-// (events.go), answering the upstream's requests on the way (answer).
-func (c *Caller) readStream(ctx context.Context, body io.Reader, method, id string, onProgress func(Progress)) (*message, error) {
+// (events.go), answering the upstream's requests on the way (answer) in
+// the session sid the request was sent on.
+func (c *Caller) readStream(ctx context.Context, body io.Reader, method, id, sid string, onProgress func(Progress)) (*message, error) {
 	s := newEventScanner(body, c.maxEvent)
 	defer s.release()
 	for {
@@ -426,7 +427,7 @@ func (c *Caller) readStream(ctx context.Context, body io.Reader, method, id stri
 		}
 		switch {
 		case m.isRequest() && m.hasID():
-			if err := c.answer(ctx, m); err != nil {
+			if err := c.answer(ctx, sid, m); err != nil {
 				return nil, err
 			}
 		case m.isRequest(): // a notification: this call's progress is relayed, the rest (log lines) not the gateway's to act on
@@ -475,14 +476,15 @@ func (c *Caller) notifyCancelled(ctx context.Context, id string) {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), notifyCancellationTimeout)
 	defer stop()
 	b := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%q,"reason":%s}}`, id, reason)
-	_ = c.post(ctx, "notifications/cancelled", b)
+	_ = c.post(ctx, c.Session.ID(), "notifications/cancelled", b)
 }
 
-// answer answers a request the upstream makes while a call runs, as the
-// SDK's client without handlers does: ping is answered, roots/list with no
-// roots, a request for the caller's input through the call's InputFunc
-// (input.go; none: refused), anything else refused as an unknown method.
-func (c *Caller) answer(ctx context.Context, m *message) error {
+// answer answers a request the upstream makes while a call runs (in its
+// session sid), as the SDK's client without handlers does: ping is
+// answered, roots/list with no roots, a request for the caller's input
+// through the call's InputFunc (input.go; none: refused; one answered
+// later: nothing now), anything else refused as an unknown method.
+func (c *Caller) answer(ctx context.Context, sid string, m *message) error {
 	var res []byte
 	switch m.Method {
 	case "ping":
@@ -490,16 +492,18 @@ func (c *Caller) answer(ctx context.Context, m *message) error {
 	case "roots/list":
 		res = []byte(`"result":{"roots":[]}`)
 	case "elicitation/create", "sampling/createMessage":
-		res = answerInput(ctx, m)
+		if res = answerInput(ctx, m); res == nil {
+			return nil
+		}
 	default:
 		res = fmt.Appendf(nil, `"error":{"code":%d,"message":"method not found"}`, jsonrpc.CodeMethodNotFound)
 	}
-	return c.post(ctx, m.Method, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,%s}`, m.rawID, res))
+	return c.post(ctx, sid, m.Method, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,%s}`, m.rawID, res))
 }
 
 // post sends one message that has no answer (a notification, or the
-// answer to the upstream's request about what).
-func (c *Caller) post(ctx context.Context, about string, msg []byte) error {
+// answer to the upstream's request about what) on the session sid.
+func (c *Caller) post(ctx context.Context, sid, about string, msg []byte) error {
 	ctx, end := context.WithCancel(ctx)
 	defer end()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(msg))
@@ -511,7 +515,7 @@ func (c *Caller) post(ctx context.Context, about string, msg []byte) error {
 	if pv := c.revision(); pv != "" {
 		req.Header.Set("Mcp-Protocol-Version", pv)
 	}
-	if sid := c.Session.ID(); sid != "" {
+	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
 	resp, err := c.client.Do(req)

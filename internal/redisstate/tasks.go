@@ -149,3 +149,62 @@ func (s *Tasks) Delete(ctx context.Context, id string) error {
 	})
 	return err
 }
+
+// maxUpdateTries bounds Update's optimistic retries under contention.
+const maxUpdateTries = 16
+
+// Update is a WATCH/MULTI transaction on the record's key: f's change is
+// written only when no other write came between (else it runs again),
+// with the key's own expiry kept.
+func (s *Tasks) Update(ctx context.Context, id string, f func(*mcptasks.Record) error) (mcptasks.Record, bool, error) {
+	ctx, cancel := s.cmdCtx(ctx)
+	defer cancel()
+	key := s.ns + "t:" + id
+	var out mcptasks.Record
+	var found bool
+	for range maxUpdateTries {
+		err := s.c.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			b, err := tx.Get(ctx, key).Bytes()
+			if errors.Is(err, redis.Nil) {
+				found = false
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			r, err := mcptasks.Decode(b)
+			if err != nil {
+				return err
+			}
+			if found = r.Expires > time.Now().UnixMilli(); !found {
+				return nil
+			}
+			owner, expires := r.Owner, r.Expires
+			if err := f(&r); err != nil {
+				return err
+			}
+			r.Owner, r.Expires = owner, expires
+			if err := r.Check(); err != nil {
+				return err
+			}
+			nb, err := mcptasks.Encode(r)
+			if err != nil {
+				return err
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.SetArgs(ctx, key, nb, redis.SetArgs{KeepTTL: true})
+				return nil
+			})
+			out = r
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil || !found {
+			return mcptasks.Record{}, found, err
+		}
+		return out, true, nil
+	}
+	return mcptasks.Record{}, true, errors.New("task record: too many concurrent updates")
+}

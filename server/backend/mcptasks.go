@@ -107,9 +107,12 @@ func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *
 		return nil
 	}
 	// The task's session is not the pool's: its end (404) leaves the
-	// pooled session as it is; so does an answer the upstream gave.
+	// pooled session as it is; so does an answer the upstream gave, and the
+	// end of the gateway's own wait (a tasks/result read for its requests
+	// for input until a lease ends: closing the session would end its
+	// tasks upstream).
 	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, mcp.ErrSessionMissing) {
+	if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 		m.drop(s, cs)
 	}
 	return m.federatedFailure(ctx, err)
@@ -119,7 +122,13 @@ func (m *MCPUpstream) withCaller(ctx context.Context, up *registry.MCPTool, ts *
 // sid: the result of the call the task ran, as Invoke answers a call's
 // (an encoded InvokeResponse), so the face's size guard and result
 // mapping see it as they see any call's. Errors are TaskRequest's.
+//
+// The upstream's requests for input on the stream of tasks/result (a task
+// in input_required) are relayed as a call's are (relayInput: the policy,
+// the bounds, the InputRelay in ctx; none: refused), counted per
+// tasks/result.
 func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, taskID string) (pipeline.Result, error) {
+	ctx = mcpupstream.WithInput(ctx, m.relayInput(&pipeline.Call{}, up))
 	raw, err := m.TaskRequest(ctx, up, ts, sid, "tasks/result", taskID)
 	if err != nil {
 		return pipeline.Result{}, err
@@ -133,6 +142,16 @@ func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *
 		return pipeline.Result{}, fmt.Errorf("upstream %s: tasks/result does not convert: %w", up.URL, err)
 	}
 	return pipeline.Result{Encoded: enc}, nil
+}
+
+// TaskAnswer posts the answer (result, or rpcErr) to the upstream's
+// request for input id (its JSON text), read earlier on the stream of a
+// task's tasks/result, into the task's session sid. Errors are
+// TaskRequest's.
+func (m *MCPUpstream) TaskAnswer(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
+	return m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
+		return c.AnswerRequest(ctx, sid, id, result, rpcErr)
+	})
 }
 
 // TaskSupport is the upstream's tools that take tasks ("optional" or

@@ -69,6 +69,9 @@ type TaskUpstreams interface {
 	// TaskSupport is the upstream's tools that take tasks, by upstream
 	// name ("optional", "required"; tasksupport.go).
 	TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error)
+	// TaskAnswer posts the answer (result, or rpcErr) to the upstream's
+	// request for input id, read earlier, in session sid (taskinput.go).
+	TaskAnswer(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error
 }
 
 // taskListPage bounds one tasks/list answer (each entry is one tasks/get
@@ -182,6 +185,13 @@ func (m *Server) serveTask(w http.ResponseWriter, r *http.Request, tr *taskReque
 	ctx := r.Context()
 	if tr.ext == nil {
 		ctx = context.WithoutCancel(ctx)
+	}
+	if tr.ext == nil && tr.method == "tasks/result" {
+		// The upstream task's requests for input reach the caller on this
+		// response's stream, as a call's do (taskinput.go).
+		if relay := m.relayFor(ctx, &sseStream{w: w}); relay != nil {
+			ctx = pipeline.WithInputRelay(ctx, &taskRelay{relay: relay, taskID: tr.taskID})
+		}
 	}
 	handler := m.observe(func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		raw, err := m.answerTask(ctx, tr)

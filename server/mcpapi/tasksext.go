@@ -26,12 +26,9 @@ package mcpapi
 //     (SEP-2663 "Routing Headers"), else -32020 and HTTP 400.
 //
 // Input requests: an upstream's 2025-11-25 task asks for input only over
-// the response stream of tasks/result, with elicitation/create or
-// sampling/createMessage, which the gateway (declaring neither capability
-// to its upstreams) answers "method not found"; so no task here ever shows
-// inputRequests (an upstream task's input_required is shown as working),
-// and tasks/update has nothing to deliver: it is refused (-32602) for a
-// task of the caller's, as for any other.
+// the response stream of tasks/result; the gateway reads that stream for
+// the caller and shows what it read as the task's inputRequests, and
+// tasks/update delivers the caller's answers (taskinput.go).
 
 import (
 	"bytes"
@@ -112,6 +109,9 @@ type extRequest struct {
 	refused error
 	// responses is tasks/update's inputResponses.
 	responses json.RawMessage
+	// can are the kinds of input the request's client declared it can
+	// answer (its per-request client capabilities).
+	can map[string]bool
 }
 
 // extTaskParams are tasks/get, tasks/update and tasks/cancel's params.
@@ -172,7 +172,7 @@ func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, b
 	if !requestMetaDecodes(p.Meta) {
 		return nil, false
 	}
-	ext := &extRequest{rev: metaVersion, responses: p.InputResponses}
+	ext := &extRequest{rev: metaVersion, responses: p.InputResponses, can: clientCanAnswer(p.Meta)}
 	tr := &taskRequest{id: id, method: method, ext: ext}
 	if p.TaskID != nil {
 		tr.taskID = *p.TaskID
@@ -204,10 +204,10 @@ func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner strin
 	up, ts := e.Tool.Spec.MCPTool, e.Tool.Spec.TLS
 	switch tr.method {
 	case "tasks/update":
-		if t := bytes.TrimSpace(tr.ext.responses); len(t) == 0 || t[0] != '{' {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tasks/update: inputResponses must be an object"}
+		if err := m.updateTaskInput(ctx, tr, rec, e); err != nil {
+			return nil, err
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tasks/update: task %q has no outstanding input requests", policy.Bound(tr.taskID))}
+		return json.Marshal(m.withServerInfo(map[string]any{"resultType": resultTypeFor(tr.ext.rev)}))
 	case "tasks/cancel":
 		_, err := m.taskUps.TaskRequest(withoutSDKValues(ctx), up, ts, rec.Session, "tasks/cancel", rec.UpstreamID)
 		var rpc *jsonrpc.Error
@@ -232,12 +232,10 @@ func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner strin
 	}
 	d := m.withServerInfo(extTask(tr.taskID, t, rec))
 	d["resultType"] = resultTypeFor(tr.ext.rev)
-	if t.Status == mcpupstream.TaskInputRequired {
-		// The extension's input_required promises inputRequests, which the
-		// gateway cannot relay (above): to the caller the task is working.
-		d["status"] = mcpupstream.TaskWorking
-	}
 	if t.Status != mcpupstream.TaskCompleted && t.Status != mcpupstream.TaskFailed {
+		if t.Status != mcpupstream.TaskCancelled {
+			m.showTaskInput(ctx, tr, rec, e, t, d)
+		}
 		return json.Marshal(d)
 	}
 	// A task done: its outcome inline (the upstream's tasks/result, which
