@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,12 +22,17 @@ import (
 
 // consoleFleet is two replicas (A, B) with the admin listener and the
 // console's policy, on rs.
-func consoleFleet(t *testing.T, rs *redistest.Server) (server.PolicyConfig, []*gatewaytest.Env) {
+func consoleFleet(t *testing.T, rs *redistest.Server, configure ...func(*server.Config)) (server.PolicyConfig, []*gatewaytest.Env) {
 	t.Helper()
 	p, _ := consolePolicy(t) // one policy (and audit file) for both: one hash
 	replica := func() *gatewaytest.Env {
 		return gatewaytest.Start(t, gatewaytest.WithPolicy(p), gatewaytest.WithAdmin(),
-			gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() }))
+			gatewaytest.WithConfig(func(c *server.Config) {
+				c.Redis.Addr = rs.Addr()
+				for _, f := range configure {
+					f(c)
+				}
+			}))
 	}
 	return p, []*gatewaytest.Env{replica(), replica()}
 }
@@ -226,7 +232,10 @@ func TestConsoleSessionsBoundedAcrossReplicas(t *testing.T) {
 func TestConsoleSessionsRetireRetried(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
-	p, envs := consoleFleet(t, rs)
+	// 2 s a command: the paused writes fail past it, and once Redis
+	// answers again a loaded machine's slow reconnect does not fail A's
+	// request (the default 100 ms did, under a full race run).
+	p, envs := consoleFleet(t, rs, func(c *server.Config) { c.Redis.Timeout = 2 * time.Second })
 	a, b := envs[0], envs[1]
 	u := newConsoleUser(t, b)
 	u.login(keyViewer)
