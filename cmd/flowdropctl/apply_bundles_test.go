@@ -128,28 +128,16 @@ func TestApplyBundleRevisionConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := applyBundlesDir(t, reg)
-	applyBeforeWrites = func() {
+	applyAgainstAChange(t, env, dir, "update bundle notes (at revision", func() error {
 		cur, err := reg.GetBundle(context.Background(), &gatewayv1.GetBundleRequest{Name: "notes"})
 		if err != nil {
-			t.Error(err)
-			return
+			return err
 		}
 		other := proto.Clone(cur.GetBundle()).(*gatewayv1.Bundle)
 		other.Description = "changed by someone else"
-		if _, err := reg.PutBundle(context.Background(), &gatewayv1.PutBundleRequest{Bundle: other}); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Cleanup(func() { applyBeforeWrites = nil })
-	code, out, errOut := ctl(t, "apply", "-f", dir, "--addr", env.Addr)
-	if code != exitCall {
-		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitCall, out, errOut)
-	}
-	for _, w := range []string{"update bundle notes (at revision", "run apply again"} {
-		if !strings.Contains(errOut, w) {
-			t.Errorf("stderr %q lacks %q", errOut, w)
-		}
-	}
+		_, err = reg.PutBundle(context.Background(), &gatewayv1.PutBundleRequest{Bundle: other})
+		return err
+	})
 	got, err := reg.GetBundle(context.Background(), &gatewayv1.GetBundleRequest{Name: "notes"})
 	if err != nil || got.GetBundle().GetDescription() != "changed by someone else" {
 		t.Errorf("notes = %v, %v: the concurrent change must stand", got, err)

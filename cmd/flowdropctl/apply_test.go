@@ -121,22 +121,13 @@ func listTools(t *testing.T, reg gatewayv1.ToolRegistryServiceClient) []*gateway
 	return resp.GetTools()
 }
 
-// TestApplyRevisionConflict: a tool changed between apply's diff and its
-// write is not overwritten: the write is conditional on the diffed
-// revision, so the registry refuses it and apply stops, saying so.
-func TestApplyRevisionConflict(t *testing.T) {
-	env := gatewaytest.Start(t)
-	dir := applyDir(t, env.BackendAddr)
-	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+// applyAgainstAChange runs apply on dir with change made between its diff
+// and its writes, and holds it to refusing the write that change beat
+// (exit 1, the refused write named, "run apply again").
+func applyAgainstAChange(t *testing.T, env *gatewaytest.Env, dir, refused string, change func() error) {
+	t.Helper()
 	applyBeforeWrites = func() {
-		cur, err := reg.GetTool(context.Background(), &gatewayv1.GetToolRequest{Name: "create_note"})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		other := proto.Clone(cur.GetTool()).(*gatewayv1.Tool)
-		other.Description = "changed by someone else"
-		if _, err := reg.RegisterTool(context.Background(), &gatewayv1.RegisterToolRequest{Tool: other}); err != nil {
+		if err := change(); err != nil {
 			t.Error(err)
 		}
 	}
@@ -145,11 +136,30 @@ func TestApplyRevisionConflict(t *testing.T) {
 	if code != exitCall {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitCall, out, errOut)
 	}
-	for _, w := range []string{"update tool create_note (at revision", "run apply again"} {
+	for _, w := range []string{refused, "run apply again"} {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("stderr %q lacks %q", errOut, w)
 		}
 	}
+}
+
+// TestApplyRevisionConflict: a tool changed between apply's diff and its
+// write is not overwritten: the write is conditional on the diffed
+// revision, so the registry refuses it and apply stops, saying so.
+func TestApplyRevisionConflict(t *testing.T) {
+	env := gatewaytest.Start(t)
+	dir := applyDir(t, env.BackendAddr)
+	reg := gatewayv1.NewToolRegistryServiceClient(env.Conn)
+	applyAgainstAChange(t, env, dir, "update tool create_note (at revision", func() error {
+		cur, err := reg.GetTool(context.Background(), &gatewayv1.GetToolRequest{Name: "create_note"})
+		if err != nil {
+			return err
+		}
+		other := proto.Clone(cur.GetTool()).(*gatewayv1.Tool)
+		other.Description = "changed by someone else"
+		_, err = reg.RegisterTool(context.Background(), &gatewayv1.RegisterToolRequest{Tool: other})
+		return err
+	})
 	got, err := reg.GetTool(context.Background(), &gatewayv1.GetToolRequest{Name: "create_note"})
 	if err != nil || got.GetTool().GetDescription() != "changed by someone else" {
 		t.Errorf("create_note = %v, %v: the concurrent change must stand", got, err)
