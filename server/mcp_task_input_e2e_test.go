@@ -28,7 +28,6 @@ import (
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/mcpconformancefixture"
 	"github.com/flowdrop/gateway/internal/mcptasks"
-	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/internal/redistest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
@@ -50,24 +49,9 @@ func startTaskInputFleet(t *testing.T) *taskInputFleet {
 	up, forbidden := startEverythingHTTP(t, node, script), startEverythingHTTP(t, node, script)
 	rs := redistest.Start(t)
 	key := sessionKeyFile(t)
-	p := server.DemoPolicy()
-	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
-		{Name: "alice", SHA256: policy.HashAPIKey("alice-key"), Roles: []string{policy.RoleInvoker}},
-		{Name: "bob", SHA256: policy.HashAPIKey("bob-key"), Roles: []string{policy.RoleInvoker}},
-	}}
-	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{
-		"alice": {Allow: []string{"ev_*"}},
-		"bob":   {Allow: []string{"ev_*"}},
-	}}
-	tool := func(name, url string) gatewaytest.Option {
-		return gatewaytest.WithTool(func(string) registry.Tool {
-			schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
-			return registry.Tool{Name: name, InputSchema: schema, Origin: &registry.Origin{MCPUpstream: url},
-				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: "simulate-research-query"}}}
-		})
-	}
+	p := aliceAndBobPolicy()
 	replica := func() *gatewaytest.Env {
-		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), tool("ev_research", up), tool("ev_forbidden", forbidden),
+		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), everythingTool("ev_research", up, "simulate-research-query"), everythingTool("ev_forbidden", forbidden, "simulate-research-query"),
 			gatewaytest.WithConfig(func(c *server.Config) {
 				c.Redis.Addr = rs.Addr()
 				c.Policy.MCPUpstreams.Input.KeyFiles = []string{key}

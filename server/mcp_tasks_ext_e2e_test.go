@@ -130,25 +130,10 @@ func TestMCPTasksExtensionAcrossReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	p := server.DemoPolicy()
-	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
-		{Name: "alice", SHA256: policy.HashAPIKey("alice-key"), Roles: []string{policy.RoleInvoker}},
-		{Name: "bob", SHA256: policy.HashAPIKey("bob-key"), Roles: []string{policy.RoleInvoker}},
-	}}
-	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{
-		"alice": {Allow: []string{"ev_*"}},
-		"bob":   {Allow: []string{"ev_*"}},
-	}}
-	tool := func(name, upstream string) gatewaytest.Option {
-		return gatewaytest.WithTool(func(string) registry.Tool {
-			schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
-			return registry.Tool{Name: name, InputSchema: schema, Origin: &registry.Origin{MCPUpstream: upURL},
-				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: upURL, Tool: upstream}}}
-		})
-	}
+	p := aliceAndBobPolicy()
 	replica := func() *gatewaytest.Env {
 		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p),
-			tool("ev_research", "simulate-research-query"), tool("ev_echo", "echo"),
+			everythingTool("ev_research", upURL, "simulate-research-query"), everythingTool("ev_echo", upURL, "echo"),
 			gatewaytest.WithConfig(func(c *server.Config) { c.Redis.Addr = rs.Addr() }))
 	}
 	a, b := replica(), replica()
@@ -311,4 +296,30 @@ func TestMCPTasksExtensionAcrossReplicas(t *testing.T) {
 			t.Fatalf("an answer names the upstream, its session or its task id: %s", ans)
 		}
 	}
+}
+
+// aliceAndBobPolicy is the demo policy with two invokers, alice and bob
+// (API keys "alice-key", "bob-key"), each allowed the ev_* tools: one
+// caller's task must stay out of the other's reach.
+func aliceAndBobPolicy() server.PolicyConfig {
+	p := server.DemoPolicy()
+	p.Auth = policy.AuthConfig{Mode: policy.AuthOn, APIKeys: []policy.APIKey{
+		{Name: "alice", SHA256: policy.HashAPIKey("alice-key"), Roles: []string{policy.RoleInvoker}},
+		{Name: "bob", SHA256: policy.HashAPIKey("bob-key"), Roles: []string{policy.RoleInvoker}},
+	}}
+	p.Authz = policy.AuthzConfig{Callers: map[string]policy.ToolAccess{
+		"alice": {Allow: []string{"ev_*"}},
+		"bob":   {Allow: []string{"ev_*"}},
+	}}
+	return p
+}
+
+// everythingTool registers name as upstream's tool of server-everything at
+// url, imported from it (its origin), with an open object schema.
+func everythingTool(name, url, upstream string) gatewaytest.Option {
+	return gatewaytest.WithTool(func(string) registry.Tool {
+		schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+		return registry.Tool{Name: name, InputSchema: schema, Origin: &registry.Origin{MCPUpstream: url},
+			Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: upstream}}}
+	})
 }
