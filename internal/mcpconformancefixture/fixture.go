@@ -111,7 +111,7 @@ func NewMCPServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 	})
-	for _, t := range append(tools(), taskTools()...) {
+	for _, t := range append(append(tools(), taskTools()...), inputTools()...) {
 		s.AddTool(t.tool, t.handle)
 	}
 	return s

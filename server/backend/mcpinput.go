@@ -5,6 +5,7 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -92,6 +93,71 @@ func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res 
 	r.Asked, r.Requests, r.NextState, r.Kinds = true, reqs, res.RequestState, kinds
 	r.Upstream, r.UpstreamTool = up.URL, up.Tool
 	return pipeline.InputRequired, nil
+}
+
+// upstreamNeedsInput is an upstream's -32021 (MCP 2026-07-28, SEP-2575:
+// the tool needs client capabilities the call's _meta did not declare) as
+// the caller's refusal, nil for any other error. The gateway declares to
+// the upstream what the caller declared, narrowed by the policy, so a kind
+// the caller did not declare is the caller's -32021 naming it (Required),
+// and one the policy withheld is input-forbidden. A capability the gateway
+// does not relay (an extension, say), or none named, no declaration of the
+// caller's could satisfy: input-unsupported without Required, which the
+// face words as a tool error. The upstream's message is not passed on.
+func (m *MCPUpstream) upstreamNeedsInput(c *pipeline.Call, up *registry.MCPTool, err error) *pipeline.Error {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != mcp.CodeMissingRequiredClientCapabilities {
+		return nil
+	}
+	// rpc.Data is bounded by the response limit; a malformed one names none.
+	var data struct {
+		RequiredCapabilities map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	_ = json.Unmarshal(rpc.Data, &data)
+	var kinds []string
+	relayable := len(data.RequiredCapabilities) > 0
+	for k := range data.RequiredCapabilities {
+		switch k {
+		case "elicitation":
+			kinds = append(kinds, pipeline.InputElicitation)
+		case "sampling":
+			kinds = append(kinds, pipeline.InputSampling)
+		case "roots":
+			kinds = append(kinds, pipeline.InputRoots)
+		default:
+			relayable = false
+		}
+	}
+	slices.Sort(kinds)
+	unsupported := func(msg string) *pipeline.Error {
+		return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool, Cause: err, Message: msg}
+	}
+	if !relayable {
+		return unsupported(fmt.Sprintf("tool %q needs a client capability the gateway does not relay to its upstream", c.Tool))
+	}
+	if pe := m.inputForbidden(c, up, kinds); pe != nil {
+		return pe
+	}
+	r := c.Input
+	if r == nil {
+		return unsupported(fmt.Sprintf("tool %q needs its caller's %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can give through the gateway",
+			c.Tool, strings.Join(kinds, " and ")))
+	}
+	var missing []string
+	for _, k := range kinds {
+		if !r.CanAnswer[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		// Declared by the caller, allowed, and still refused: the
+		// upstream's fault, nothing the caller can change.
+		return unsupported(fmt.Sprintf("tool %q: its upstream asks for client capabilities (%s) the gateway declared to it", c.Tool, strings.Join(kinds, ", ")))
+	}
+	pe := unsupported(fmt.Sprintf("tool %q needs its caller's %s (client capability %s), which this caller did not declare",
+		c.Tool, strings.Join(missing, " and "), strings.Join(missing, ", ")))
+	pe.Required = missing
+	return pe
 }
 
 // inputForbidden refuses kinds the policy forbids up to ask for (nil: none).

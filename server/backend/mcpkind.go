@@ -416,6 +416,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 			continue
 		}
+		if pe := m.upstreamNeedsInput(c, up, err); pe != nil {
+			return pipeline.Result{}, pe
+		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 	}
 	if res.InputRequests != nil && c.Input == nil && pipeline.InputRelayFrom(ctx) != nil {
