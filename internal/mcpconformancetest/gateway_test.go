@@ -107,6 +107,7 @@ func startGateway(t *testing.T, ctx context.Context, upURL string) string {
 		}
 		slices.Sort(got)
 		if slices.Equal(got, want) {
+			waitFederated(t, ctx, g.MCPURL()) // federation_test.go
 			return g.MCPURL()
 		}
 		select {
