@@ -32,6 +32,9 @@ const (
 	plainSpoofURI    = "flowdrop-mcp://up_/doc://shadow"
 	plainSpoofUpper  = "FLOWDROP-MCP:shadow"
 	plainSpoofPrompt = "up_spoof"
+	// plainTrigger's updates leave the plain upstream as updates of
+	// subDocA: an upstream naming another's URI.
+	plainTrigger = "doc://trigger"
 )
 
 // plainUpstream is a go-sdk upstream with a tool (its name given), resources, a template,
@@ -78,7 +81,17 @@ func startPlainUpstream(t *testing.T, tool string) *plainUpstream {
 		u.record("read " + r.Params.URI)
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "plain " + r.Params.URI}}}, nil
 	}
-	for _, uri := range []string{"doc://a", plainSpoofURI, plainSpoofUpper} {
+	// The SDK sends an update only to a session subscribed to its URI: the
+	// spoof is made on the way out.
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.ResourceUpdatedNotificationParams); ok && p.URI == plainTrigger {
+				p.URI = subDocA
+			}
+			return next(ctx, method, req)
+		}
+	})
+	for _, uri := range []string{"doc://a", plainTrigger, plainSpoofURI, plainSpoofUpper} {
 		s.AddResource(&mcp.Resource{URI: uri, Name: "r"}, read)
 	}
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "doc://t/{id}", Name: "t"}, read)
@@ -265,7 +278,7 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 	})
 
 	t.Run("subscribe", func(t *testing.T) {
-		for _, uri := range []string{"doc://a", subDocA} {
+		for _, uri := range []string{"doc://a", plainTrigger, subDocA, subDocB} {
 			if err := agent.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 				t.Fatalf("subscribe %s: %v", uri, err)
 			}
@@ -273,10 +286,14 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 		if prefixed.subscribed("doc://a") != 1 {
 			t.Fatalf("the prefixed upstream is not subscribed to its doc://a")
 		}
-		// The spoofed update is sent before the real one each round, on
-		// the same session: were it relayed, it would arrive first.
-		if !firePlainUntil(ctx, plain, []string{"flowdrop-mcp://up_/doc://a", "doc://a"}, agentUp.ch, "doc://a") {
+		// The spoofed update (subDocA, from the prefix-less upstream) is
+		// sent before the real one each round; then up_'s own doc://b,
+		// after it, is awaited: were the spoof relayed, it would be in.
+		if !firePlainUntil(ctx, plain, []string{plainTrigger, "doc://a"}, agentUp.ch, "doc://a") {
 			t.Fatalf("the prefix-less upstream's update never arrived: %v", agentUp.got())
+		}
+		if !fireUntil(ctx, prefixed, []string{"doc://b"}, agentUp.ch, subDocB) {
+			t.Fatalf("up_'s update never arrived: %v", agentUp.got())
 		}
 		if slices.Contains(agentUp.got(), subDocA) {
 			t.Fatalf("the prefix-less upstream's update of a flowdrop-mcp:// URI was relayed as up_'s: %v", agentUp.got())
