@@ -9,9 +9,8 @@ package mcpapi
 // calls use. Its namespace is its import prefix, read back from its tools'
 // names (gateway name = prefix + mapped upstream name, mcpimport.MapName).
 // An upstream is federated only when that prefix is one and the same for
-// all its tools, not empty, and no other upstream has it: the namespace
-// is what makes names and URIs reversible, so an ambiguous one is not
-// served (and logged). A caller's view is the upstreams of which it may
+// all its tools and no other upstream has it: the namespace is what makes
+// names and URIs reversible, so an ambiguous one is not served. A caller's view is the upstreams of which it may
 // invoke at least one tool (pipeline.Visible): an upstream whose tools are
 // all denied to the caller is invisible to it, resources and prompts
 // included.
