@@ -54,8 +54,9 @@ func addFederation(s *mcp.Server) {
 		text(WatchedURI, "text/plain", "Watched resource content"))
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: TemplateURI, Name: "template", Description: "A resource template with parameter substitution", MIMEType: "application/json"},
 		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			id, ok := strings.CutPrefix(r.Params.URI, "test://template/")
-			if id, ok = strings.CutSuffix(id, "/data"); !ok || id == "" || strings.Contains(id, "/") {
+			id, okPrefix := strings.CutPrefix(r.Params.URI, "test://template/")
+			id, okSuffix := strings.CutSuffix(id, "/data")
+			if !okPrefix || !okSuffix || id == "" || strings.Contains(id, "/") {
 				return nil, mcp.ResourceNotFoundError(r.Params.URI)
 			}
 			body := fmt.Sprintf(`{"id":%q,"templateTest":true,"data":"Data for ID: %s"}`, id, id)
