@@ -211,7 +211,8 @@ func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionError, federatedReason(err), sent, repairs...)
 		return nil, m.upstreamError(ctx, "prompts/get", name, err)
 	}
-	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+	out := completeUnder(requestRevision(req), &mcp.GetPromptResult{})
+	out.Description, out.Messages = res.Description, make([]*mcp.PromptMessage, 0, len(res.Messages))
 	for _, msg := range res.Messages {
 		if msg == nil {
 			continue

@@ -195,7 +195,8 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionError, federatedReason(err), nil)
 		return nil, m.upstreamError(ctx, "resources/read", uri, err)
 	}
-	out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents)), Cacheable: mcp.Cacheable{CacheScope: "private"}}
+	out := completeUnder(requestRevision(req), &mcp.ReadResourceResult{})
+	out.Contents, out.Cacheable = make([]*mcp.ResourceContents, 0, len(res.Contents)), mcp.Cacheable{CacheScope: "private"}
 	for _, c := range res.Contents {
 		if c == nil {
 			continue
