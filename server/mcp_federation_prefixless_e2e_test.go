@@ -300,6 +300,30 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 		}
 	})
 
+	t.Run("subscribe-2026", func(t *testing.T) {
+		// From 2026-07-28, on the caller's subscriptions/listen stream.
+		updated := make(chan string, 16)
+		cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer agent-key"}},
+			client: &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+				select {
+				case updated <- r.Params.URI:
+				default:
+				}
+			}}})
+		if c := cs.InitializeResult().Capabilities; c.Resources == nil || !c.Resources.Subscribe {
+			t.Fatalf("a 2026-07-28 caller is not declared resources.subscribe: %+v", c.Resources)
+		}
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "doc://a"}); err != nil {
+			t.Fatal(err)
+		}
+		if !firePlainUntil(ctx, plain, []string{"doc://a"}, updated, "doc://a") {
+			t.Fatal("the prefix-less upstream's update never reached the listen stream with its own URI")
+		}
+		if r := listenRaw(t, env.MCPURL, "denied-key", []string{"doc://a"}); r == nil || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams {
+			t.Fatalf("a caller with the upstream out of view listens to its resource: %+v", r)
+		}
+	})
+
 	t.Run("denied", func(t *testing.T) {
 		if err := denied.Subscribe(ctx, &mcp.SubscribeParams{URI: "doc://a"}); err == nil {
 			t.Fatal("subscribing to an upstream out of view succeeded")
