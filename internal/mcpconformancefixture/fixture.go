@@ -108,12 +108,13 @@ const statelessRevision = "2026-07-28"
 
 // NewMCPServer is the go-sdk server with the suite's test tools.
 func NewMCPServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, withFederation(&mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
-	})
+	}))
 	for _, t := range append(append(tools(), taskTools()...), inputTools()...) {
 		s.AddTool(t.tool, t.handle)
 	}
+	addFederation(s) // federation.go
 	return s
 }
 

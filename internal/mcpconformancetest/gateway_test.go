@@ -47,6 +47,9 @@ func startGateway(t *testing.T, ctx context.Context, upURL string) string {
 		t.Fatal(err)
 	}
 	cfg.Policy.MCPUpstreams.Input.KeyFiles = []string{keyFile}
+	// Every caller may list and read the fixture's resources (without a
+	// resource allow list none are offered).
+	cfg.Policy.Authz.Default.Resources.Allow = []string{"*"}
 	g, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("server.Start: %v", err)
@@ -107,6 +110,7 @@ func startGateway(t *testing.T, ctx context.Context, upURL string) string {
 		}
 		slices.Sort(got)
 		if slices.Equal(got, want) {
+			waitFederated(t, ctx, g.MCPURL()) // federation_test.go
 			return g.MCPURL()
 		}
 		select {

@@ -73,9 +73,9 @@ func (m *Server) complete(ctx context.Context, method string, req *mcp.CompleteR
 		up.Ref = &mcp.CompleteReference{Type: "ref/prompt", Name: fp.upstream.Name}
 	case "ref/resource":
 		uri := p.Ref.URI
-		ns, upstreamTemplate, ok := splitGatewayURI(uri)
-		if ok && m.mayListResources(ctx) && m.mayReadResource(ctx, uri) {
-			u = m.upstreamFor(ctx, ns)
+		var upstreamTemplate string
+		if m.mayListResources(ctx) && m.mayReadResource(ctx, uri) {
+			u, upstreamTemplate = m.upstreamOfURI(ctx, uri)
 		}
 		if u != nil {
 			// Only a template the upstream lists (and the caller may see).

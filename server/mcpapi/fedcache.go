@@ -61,6 +61,20 @@ type upstreamCache struct {
 	mu     sync.Mutex
 	byKey  map[upstreamKey]*upstreamKnown
 	flight singleflight.Group
+	// prefixless is how many upstreams without a prefix the registry had
+	// when last looked at (federation.go logs a change to an ambiguous
+	// count once, not per request).
+	prefixless int
+}
+
+// prefixlessChanged records n prefix-less upstreams and reports whether
+// that differs from the last count.
+func (c *upstreamCache) prefixlessChanged(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := c.prefixless != n
+	c.prefixless = n
+	return changed
 }
 
 // upstreamKnown is what is known of one upstream; upstreamCache.mu guards it.

@@ -9,12 +9,22 @@ package mcpapi
 // calls use. Its namespace is its import prefix, read back from its tools'
 // names (gateway name = prefix + mapped upstream name, mcpimport.MapName).
 // An upstream is federated only when that prefix is one and the same for
-// all its tools, not empty, and no other upstream has it: the namespace
-// is what makes names and URIs reversible, so an ambiguous one is not
-// served (and logged). A caller's view is the upstreams of which it may
+// all its tools and no other upstream has it: the namespace is what makes
+// names and URIs reversible, so an ambiguous one is not served. A caller's view is the upstreams of which it may
 // invoke at least one tool (pipeline.Visible): an upstream whose tools are
 // all denied to the caller is invisible to it, resources and prompts
 // included.
+//
+// One upstream imported without a prefix (the common single-upstream
+// deployment) is federated too, under the empty namespace: its URIs and
+// prompt names are its own. Routing looks at the prefixed namespaces
+// first: a flowdrop-mcp:// URI goes to the prefix it names, a prompt name
+// starting with a federated prefix to that upstream; everything else to
+// the prefix-less upstream. So its own items that would read as prefixed
+// ones (a URI of the face's scheme, in any case; a prompt name starting
+// with a federated prefix) are neither listed nor reachable through it,
+// and its notifications for such URIs are dropped. Two or more prefix-less
+// upstreams are ambiguous: none of them is federated (logged).
 
 import (
 	"context"
@@ -77,9 +87,55 @@ type federatedUpstream struct {
 	tools []string
 }
 
-// gatewayURI is an upstream URI in the face's form.
-func (u *federatedUpstream) gatewayURI(upstreamURI string) string {
-	return upstreamURIStart + u.ns + "/" + upstreamURI
+// gatewayURI is an upstream URI in the face's form; ok is false for a
+// prefix-less upstream's URI that would read as a prefixed one (or is over
+// the bound), which is not carried.
+func (u *federatedUpstream) gatewayURI(upstreamURI string) (_ string, ok bool) {
+	if u.ns == "" {
+		if upstreamURI == "" || len(upstreamURI) > maxUpstreamURIBytes || hasGatewayScheme(upstreamURI) {
+			return "", false
+		}
+		return upstreamURI, true
+	}
+	return upstreamURIStart + u.ns + "/" + upstreamURI, true
+}
+
+// hasGatewayScheme: uri's scheme is the face's own (URI schemes are
+// case-insensitive, so in any case).
+func hasGatewayScheme(uri string) bool {
+	const scheme = UpstreamScheme + ":"
+	return len(uri) >= len(scheme) && strings.EqualFold(uri[:len(scheme)], scheme)
+}
+
+// upstreamOfURI is the upstream in the caller's view that the face URI
+// uri names, and the upstream's own URI; nil when none: a
+// flowdrop-mcp:// URI names its prefix's upstream (never the prefix-less
+// one), any other URI the prefix-less upstream.
+func (m *Server) upstreamOfURI(ctx context.Context, uri string) (*federatedUpstream, string) {
+	if ns, upstreamURI, ok := splitGatewayURI(uri); ok {
+		if u := m.upstreamFor(ctx, ns); u != nil {
+			return u, upstreamURI
+		}
+		return nil, ""
+	}
+	if uri == "" || len(uri) > maxUpstreamURIBytes || hasGatewayScheme(uri) {
+		return nil, ""
+	}
+	if u := m.upstreamFor(ctx, ""); u != nil {
+		return u, uri
+	}
+	return nil, ""
+}
+
+// shadowsPrefixed: a prefix-less upstream's prompt named name would read
+// as one of the federated upstream fed's prefixes.
+func shadowsPrefixed(fed map[string]*federatedUpstream, name string) bool {
+	for ns := range fed {
+		if ns != "" && strings.HasPrefix(name, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitGatewayURI is a face URI's namespace and upstream URI; ok is false
@@ -144,7 +200,7 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 		for p := range g.prefixes {
 			g.up.ns = p
 		}
-		if g.up.ns == "" || g.up.ns == "\x00" || strings.Contains(g.up.ns, "/") {
+		if g.up.ns == "\x00" || strings.Contains(g.up.ns, "/") {
 			continue
 		}
 		taken[g.up.ns]++
@@ -154,6 +210,9 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 		if n > 1 {
 			delete(out, ns) // two upstreams under one prefix: neither is reversible
 		}
+	}
+	if n := taken[""]; m.fed.prefixlessChanged(n) && n > 1 {
+		m.log.Warn("MCP federation: upstreams imported without a prefix are not federated: there is more than one, so their URIs and prompt names would be ambiguous", "upstreams", n)
 	}
 	m.fed.retain(out)
 	return out

@@ -68,11 +68,18 @@ func (m *Server) upstreamPrompts(ctx context.Context, u *federatedUpstream, fres
 		name, _ := mcpimport.MapName(u.ns, p.Name)
 		mapped[name]++
 	}
+	var fed map[string]*federatedUpstream
+	if u.ns == "" {
+		fed = m.federatedUpstreams()
+	}
 	var out []federatedPrompt
 	for _, p := range all {
 		name, ok := mcpimport.MapName(u.ns, p.Name)
 		if !ok || mapped[name] > 1 || len(p.Description) > b.DescriptionBytes || len(p.Title) > b.DescriptionBytes || !promptArgumentsFit(p, b) {
 			continue // not reversible, or over a bound
+		}
+		if u.ns == "" && shadowsPrefixed(fed, name) {
+			continue // a prefix-less upstream's prompt that reads as a prefixed one: not reachable
 		}
 		// A prompt is not a tool: the tools' lists judge its name, and a
 		// bundle narrows by upstream (view), not by this name.
@@ -204,10 +211,14 @@ func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionError, federatedReason(err), sent, repairs...)
 		return nil, m.upstreamError(ctx, "prompts/get", name, err)
 	}
-	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+	out := completeUnder(requestRevision(req), &mcp.GetPromptResult{})
+	out.Description, out.Messages = res.Description, make([]*mcp.PromptMessage, 0, len(res.Messages))
 	for _, msg := range res.Messages {
-		if msg != nil {
-			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: msg.Role, Content: p.up.rewriteContent(msg.Content)})
+		if msg == nil {
+			continue
+		}
+		if c, ok := p.up.rewriteContent(msg.Content); ok {
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: msg.Role, Content: c})
 		}
 	}
 	if rs := repairsMeta(report.Repairs); rs != nil {
@@ -287,22 +298,30 @@ func (m *Server) promptArguments(ctx context.Context, p *federatedPrompt, sent m
 }
 
 // rewriteContent is an upstream's content block with the URIs it carries
-// (a resource link, an embedded resource) in the face's form under u.
-func (u *federatedUpstream) rewriteContent(c mcp.Content) mcp.Content {
+// (a resource link, an embedded resource) in the face's form under u; ok
+// is false for a block of a prefix-less upstream whose URI reads as a
+// prefixed one, which is not carried.
+func (u *federatedUpstream) rewriteContent(c mcp.Content) (_ mcp.Content, ok bool) {
 	switch c := c.(type) {
 	case *mcp.ResourceLink:
 		cc := *c
-		cc.URI, cc.Icons, cc.Meta = u.gatewayURI(c.URI), nil, nil
-		return &cc
+		if cc.URI, ok = u.gatewayURI(c.URI); !ok {
+			return nil, false
+		}
+		cc.Icons, cc.Meta = nil, nil
+		return &cc, true
 	case *mcp.EmbeddedResource:
 		cc := *c
 		if c.Resource != nil {
 			rc := *c.Resource
-			rc.URI, rc.Meta = u.gatewayURI(rc.URI), nil
+			if rc.URI, ok = u.gatewayURI(rc.URI); !ok {
+				return nil, false
+			}
+			rc.Meta = nil
 			cc.Resource = &rc
 		}
 		cc.Meta = nil
-		return &cc
+		return &cc, true
 	}
-	return c
+	return c, true
 }

@@ -92,8 +92,8 @@ func (m *Server) listResources(ctx context.Context, method string) (mcp.Result, 
 			continue
 		}
 		for _, r := range rs {
-			uri := u.gatewayURI(r.URI)
-			if !m.mayReadResource(ctx, uri) {
+			uri, ok := u.gatewayURI(r.URI)
+			if !ok || !m.mayReadResource(ctx, uri) {
 				continue
 			}
 			// Icons and _meta are the upstream's to point anywhere (its
@@ -131,8 +131,8 @@ func (m *Server) upstreamTemplates(ctx context.Context, u *federatedUpstream) ([
 	}
 	var out []*mcp.ResourceTemplate
 	for _, t := range ts {
-		uri := u.gatewayURI(t.URITemplate)
-		if !m.mayReadResource(ctx, uri) {
+		uri, ok := u.gatewayURI(t.URITemplate)
+		if !ok || !m.mayReadResource(ctx, uri) {
 			continue
 		}
 		out = append(out, &mcp.ResourceTemplate{URITemplate: uri, Name: t.Name, Title: t.Title, Description: t.Description,
@@ -150,7 +150,7 @@ func resourceNotFound(uri string) error {
 }
 
 // readResource is resources/read: the face URI names the upstream and its
-// URI; the answer is held to the backend receive limit and its contents'
+// URI (upstreamOfURI); the answer is held to the backend receive limit and its contents'
 // URIs put in the face's form. Every read gets an audit line.
 func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
 	start := time.Now()
@@ -161,10 +161,10 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, notOffered("resources/read") // not declared to this caller
 	}
 	uri := req.Params.URI
-	ns, upstreamURI, ok := splitGatewayURI(uri)
 	var u *federatedUpstream
-	if ok && m.mayReadResource(ctx, uri) {
-		if u = m.upstreamFor(ctx, ns); u != nil {
+	var upstreamURI string
+	if m.mayReadResource(ctx, uri) {
+		if u, upstreamURI = m.upstreamOfURI(ctx, uri); u != nil {
 			if c := m.upstreamCaps(ctx, u); c == nil || c.Resources == nil {
 				u = nil
 			}
@@ -195,15 +195,19 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionError, federatedReason(err), nil)
 		return nil, m.upstreamError(ctx, "resources/read", uri, err)
 	}
-	out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents)), Cacheable: mcp.Cacheable{CacheScope: "private"}}
+	out := completeUnder(requestRevision(req), &mcp.ReadResourceResult{})
+	out.Contents, out.Cacheable = make([]*mcp.ResourceContents, 0, len(res.Contents)), mcp.Cacheable{CacheScope: "private"}
 	for _, c := range res.Contents {
 		if c == nil {
 			continue
 		}
 		cc := *c
-		cc.URI = u.gatewayURI(c.URI)
 		if c.URI == "" {
 			cc.URI = uri
+		} else if fu, ok := u.gatewayURI(c.URI); ok {
+			cc.URI = fu
+		} else {
+			continue // a prefix-less upstream's contents under a URI that reads as a prefixed one
 		}
 		cc.Meta = nil
 		out.Contents = append(out.Contents, &cc)

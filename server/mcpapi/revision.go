@@ -1,6 +1,7 @@
 package mcpapi
 
 import (
+	"encoding/json"
 	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,4 +44,16 @@ func resultTypeFor(rev string) string {
 		return "complete"
 	}
 	return ""
+}
+
+// completeUnder is r, a fresh result, marked complete under rev. The
+// go-sdk v1.8.0 keeps the resultType of resources/read and prompts/get
+// results unexported and never sets it on a server's, though 2026-07-28
+// requires it of every result; its JSON form is the only way in, so r
+// must be filled after this call.
+func completeUnder[R json.Unmarshaler](rev string, r R) R {
+	if rt := resultTypeFor(rev); rt != "" {
+		_ = r.UnmarshalJSON([]byte(`{"resultType":"` + rt + `"}`))
+	}
+	return r
 }

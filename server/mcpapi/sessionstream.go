@@ -425,8 +425,11 @@ func (m *Server) deliverSessionUpdate(uri string) {
 // mayStillRead: the policy in force lets the caller read uri, and its
 // upstream is still in the caller's view.
 func (m *Server) mayStillRead(ctx context.Context, uri string) bool {
-	ns, _, ok := splitGatewayURI(uri)
-	return ok && m.mayListResources(ctx) && m.mayReadResource(ctx, uri) && m.upstreamFor(ctx, ns) != nil
+	if !m.mayListResources(ctx) || !m.mayReadResource(ctx, uri) {
+		return false
+	}
+	u, _ := m.upstreamOfURI(ctx, uri)
+	return u != nil
 }
 
 // dropHeld ends a subscription the policy no longer admits: released at

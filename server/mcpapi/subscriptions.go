@@ -161,11 +161,10 @@ func (m *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 // the caller in ctx may subscribe to it: it may read it, the upstream is
 // in its view and declares resources.subscribe; nil otherwise.
 func (m *Server) subscribable(ctx context.Context, uri string) (*federatedUpstream, string) {
-	ns, upstreamURI, ok := splitGatewayURI(uri)
-	if !ok || !m.mayListResources(ctx) || !m.mayReadResource(ctx, uri) {
+	if !m.mayListResources(ctx) || !m.mayReadResource(ctx, uri) {
 		return nil, ""
 	}
-	u := m.upstreamFor(ctx, ns)
+	u, upstreamURI := m.upstreamOfURI(ctx, uri)
 	if u == nil {
 		return nil, ""
 	}
@@ -297,7 +296,11 @@ func (m *Server) UpstreamNotified(up *registry.MCPTool, ts *registry.TransportSe
 		}
 	case "notifications/resources/updated":
 		if u := m.fedFor(up, ts); u != nil && len(uri) <= maxUpstreamURIBytes {
-			m.relayUpdated(u.gatewayURI(uri))
+			// A prefix-less upstream's update of a URI that reads as a
+			// prefixed one would notify another upstream's subscribers.
+			if face, ok := u.gatewayURI(uri); ok {
+				m.relayUpdated(face)
+			}
 		}
 	case "flowdrop/session": // backend.NoticeSession
 		m.resubscribe(up, ts)
