@@ -1,6 +1,8 @@
 package toolcodec
 
 import (
+	"unsafe"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -18,9 +20,16 @@ import (
 // (TestDecodeStructMatchesProtojson, FuzzDecodeStruct); whatever it refuses
 // goes to protojson, so what is accepted, refused and the error stay
 // protojson's.
+//
+// raw is read in place, not copied: the parser's strings are substrings of
+// its input, so the Struct keeps raw alive instead of a copy of it. Every
+// caller passes bytes of its own that nothing writes afterwards (a
+// json.RawMessage encoding/json copied out of the record).
 func decodeStruct(raw []byte) (*structpb.Struct, error) {
-	if s, err := normalize.ParseArguments(string(raw), normalize.Limits{}); err == nil {
-		return s, nil
+	if len(raw) > 0 {
+		if s, err := normalize.ParseArguments(unsafe.String(&raw[0], len(raw)), normalize.Limits{}); err == nil {
+			return s, nil
+		}
 	}
 	s := &structpb.Struct{}
 	if err := protojson.Unmarshal(raw, s); err != nil {
