@@ -289,10 +289,10 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 		// The spoofed update (subDocA, from the prefix-less upstream) is
 		// sent before the real one each round; then up_'s own doc://b,
 		// after it, is awaited: were the spoof relayed, it would be in.
-		if !firePlainUntil(ctx, plain, []string{plainTrigger, "doc://a"}, agentUp.ch, "doc://a") {
+		if !fireUntil(ctx, plain.mcp, []string{plainTrigger, "doc://a"}, agentUp.ch, "doc://a") {
 			t.Fatalf("the prefix-less upstream's update never arrived: %v", agentUp.got())
 		}
-		if !fireUntil(ctx, prefixed, []string{"doc://b"}, agentUp.ch, subDocB) {
+		if !fireUntil(ctx, prefixed.mcp, []string{"doc://b"}, agentUp.ch, subDocB) {
 			t.Fatalf("up_'s update never arrived: %v", agentUp.got())
 		}
 		if slices.Contains(agentUp.got(), subDocA) {
@@ -316,7 +316,7 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "doc://a"}); err != nil {
 			t.Fatal(err)
 		}
-		if !firePlainUntil(ctx, plain, []string{"doc://a"}, updated, "doc://a") {
+		if !fireUntil(ctx, plain.mcp, []string{"doc://a"}, updated, "doc://a") {
 			t.Fatal("the prefix-less upstream's update never reached the listen stream with its own URI")
 		}
 		if r := listenRaw(t, env.MCPURL, "denied-key", []string{"doc://a"}); r == nil || r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidParams {
@@ -348,27 +348,6 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 			t.Fatal("completion of an upstream out of view succeeded")
 		}
 	})
-}
-
-// firePlainUntil is fireUntil for the plain upstream.
-func firePlainUntil(ctx context.Context, up *plainUpstream, uris []string, seen <-chan string, want string) bool {
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(300 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		for _, uri := range uris {
-			_ = up.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
-		}
-		select {
-		case got := <-seen:
-			if got == want {
-				return true
-			}
-		case <-tick.C:
-		case <-deadline:
-			return false
-		}
-	}
 }
 
 // TestMCPTwoPrefixlessUpstreamsNotFederated: two upstreams imported

@@ -3,11 +3,9 @@ package server_test
 //lint:file-ignore SA1019 sampling is deprecated by SEP-2577 (2026-07-28) yet still needed by upstreams during the deprecation window; the gateway relays it
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,46 +61,7 @@ func capabilityUpstream(t *testing.T) string {
 // returns the HTTP status and the JSON-RPC response.
 func capabilityPost(t *testing.T, ctx context.Context, env *gatewaytest.Env, tool string, caps map[string]any) (int, *jsonrpc.Response) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
-		"name": tool, "arguments": map[string]any{}, "_meta": map[string]any{
-			mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientInfo: map[string]any{"name": "raw", "version": "1"},
-			mcp.MetaKeyClientCapabilities: caps}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.MCPURL, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	resp, err := httpClient(t, nil).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := bytes.Index(data, []byte("data: ")); i >= 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data = data[i+len("data: "):]
-		if j := bytes.IndexByte(data, '\n'); j >= 0 {
-			data = data[:j]
-		}
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		t.Fatalf("decoding %q: %v", data, err)
-	}
-	r, ok := msg.(*jsonrpc.Response)
-	if !ok {
-		t.Fatalf("got %T, want a response", msg)
-	}
-	return resp.StatusCode, r
+	return mcpRoundExchange(t, ctx, env, nil, tool, map[string]any{"_meta": map[string]any{mcp.MetaKeyClientCapabilities: caps}})
 }
 
 // TestMCPUpstreamMissingCapability: an upstream tool's -32021 (it needs a

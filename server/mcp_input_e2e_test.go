@@ -231,6 +231,13 @@ func mcpRoundPost(t *testing.T, ctx context.Context, env *gatewaytest.Env, tool 
 // mcpRoundPostAs is mcpRoundPost sending header too (credentials).
 func mcpRoundPostAs(t *testing.T, ctx context.Context, env *gatewaytest.Env, header http.Header, tool string, params map[string]any) *jsonrpc.Response {
 	t.Helper()
+	_, r := mcpRoundExchange(t, ctx, env, header, tool, params)
+	return r
+}
+
+// mcpRoundExchange is mcpRoundPostAs with the answer's HTTP status.
+func mcpRoundExchange(t *testing.T, ctx context.Context, env *gatewaytest.Env, header http.Header, tool string, params map[string]any) (int, *jsonrpc.Response) {
+	t.Helper()
 	params["name"] = tool
 	if _, ok := params["arguments"]; !ok {
 		params["arguments"] = map[string]any{}
@@ -278,7 +285,7 @@ func mcpRoundPostAs(t *testing.T, ctx context.Context, env *gatewaytest.Env, hea
 	if !ok {
 		t.Fatalf("got %T, want a response", msg)
 	}
-	return r
+	return resp.StatusCode, r
 }
 
 // firstRound calls tool on 2026-07-28 and returns its input_required

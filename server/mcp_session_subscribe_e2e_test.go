@@ -211,7 +211,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // fireUntil makes the upstream announce a change of each of uris, every
 // 300ms, until seen reports one arrived; false when none did within 30s.
-func fireUntil(ctx context.Context, up *subsUpstream, uris []string, seen <-chan string, want string) bool {
+func fireUntil(ctx context.Context, up *mcp.Server, uris []string, seen <-chan string, want string) bool {
 	for len(seen) > 0 {
 		<-seen // earlier updates: this one must arrive anew
 	}
@@ -220,7 +220,7 @@ func fireUntil(ctx context.Context, up *subsUpstream, uris []string, seen <-chan
 	defer tick.Stop()
 	for {
 		for _, uri := range uris {
-			_ = up.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+			_ = up.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 		}
 		select {
 		case got := <-seen:
@@ -260,11 +260,11 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 			t.Fatalf("subscribe %s: %v", s.uri, err)
 		}
 	}
-	if !fireUntil(ctx, up, []string{"doc://a"}, agentUp.ch, subDocA) {
+	if !fireUntil(ctx, up.mcp, []string{"doc://a"}, agentUp.ch, subDocA) {
 		t.Fatalf("no notifications/resources/updated for %s reached the subscribed session; got %v", subDocA, agentUp.got())
 	}
 	// other subscribed to b only; the agent's other session to nothing.
-	if !fireUntil(ctx, up, []string{"doc://b"}, otherUp.ch, subDocB) {
+	if !fireUntil(ctx, up.mcp, []string{"doc://b"}, otherUp.ch, subDocB) {
 		t.Fatalf("other's session never heard %s", subDocB)
 	}
 	for _, u := range otherUp.got() {
@@ -290,7 +290,7 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 		}
 		before := len(agentUp.got())
 		// b still reaches the agent: a, announced first, does not.
-		if !fireUntil(ctx, up, []string{"doc://a", "doc://b"}, agentUp.ch, subDocB) {
+		if !fireUntil(ctx, up.mcp, []string{"doc://a", "doc://b"}, agentUp.ch, subDocB) {
 			t.Fatal("the agent no longer hears doc://b")
 		}
 		for _, u := range agentUp.got()[before:] {
@@ -311,7 +311,7 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 		// other still hears b (its own subscription); the agent's is
 		// dropped at that delivery: once other unsubscribes, none holds
 		// the upstream's.
-		if !fireUntil(ctx, up, []string{"doc://b"}, otherUp.ch, subDocB) {
+		if !fireUntil(ctx, up.mcp, []string{"doc://b"}, otherUp.ch, subDocB) {
 			t.Fatal("other no longer hears doc://b")
 		}
 		if err := other.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: subDocB}); err != nil {
@@ -331,7 +331,7 @@ func TestMCPSessionSubscriptions(t *testing.T) {
 		if err := other.Subscribe(ctx, &mcp.SubscribeParams{URI: subDocB}); err != nil {
 			t.Fatal(err)
 		}
-		if !fireUntil(ctx, up, []string{"doc://b"}, otherUp.ch, subDocB) {
+		if !fireUntil(ctx, up.mcp, []string{"doc://b"}, otherUp.ch, subDocB) {
 			t.Fatal("other's new subscription hears nothing")
 		}
 		for _, u := range agentUp.got()[mark:] {
@@ -504,7 +504,7 @@ func TestMCPSessionSubscriptionsAcrossReplicas(t *testing.T) {
 	if err := agent.Subscribe(ctx, &mcp.SubscribeParams{URI: subDocA}); err != nil {
 		t.Fatal(err)
 	}
-	if !fireUntil(ctx, up, []string{"doc://a"}, agentUp.ch, subDocA) {
+	if !fireUntil(ctx, up.mcp, []string{"doc://a"}, agentUp.ch, subDocA) {
 		t.Fatalf("the update never reached the stream on the other replica; got %v", agentUp.got())
 	}
 	if err := agent.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: subDocA}); err != nil {
