@@ -60,6 +60,13 @@ func startEverythingHTTP(t *testing.T, node, script string) string {
 	l.Close()
 	cmd := exec.Command(node, script, "streamableHttp")
 	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
+	evOut := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = evOut, evOut
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("server-everything's output:\n" + evOut.String())
+		}
+	})
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +168,11 @@ func startFederation(t *testing.T) *federation {
 		t.Fatalf("the upstreams did not come up: %v", err)
 	}
 	f.agent, f.denied, f.toolsOnly = f.connect("agent-key", ""), f.connect("denied-key", ""), f.connect("toolsonly-key", "")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("the gateway's log:\n" + f.logs.String())
+		}
+	})
 	return f
 }
 

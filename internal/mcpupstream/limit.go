@@ -18,8 +18,8 @@ var ErrResponseTooLarge = errors.New("the upstream's response is over the limit"
 // past it fails, and the context is cancelled with ErrResponseTooLarge, so
 // the call ends at once however the SDK reads the response — a JSON body
 // it reads whole, or an event stream — and no more of it is read.
-// Requests made without it (the standing notification stream) are not
-// limited. stop releases the context.
+// Requests made without it are not limited, nor is a session's standing
+// stream (standingStream). stop releases the context.
 func WithResponseLimit(ctx context.Context, max int64) (_ context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	l := &responseLimit{cancel: cancel}
@@ -43,10 +43,25 @@ func (t limitResponses) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
+	if standingStream(req) {
+		return resp, nil
+	}
 	if l, ok := req.Context().Value(responseLimitKey{}).(*responseLimit); ok {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, l: l}
 	}
 	return resp, nil
+}
+
+// standingStream: req opens a session's standing stream — streamable
+// HTTP's notification stream, legacy SSE's one stream — a GET without
+// Last-Event-ID (the SDK resuming a call's stream sends one). The SDK
+// makes it under the context of the request that made the session, whose
+// values a connection keeps; the stream outlives that request and is not
+// its response: its events are bounded one by one (MaxEventSize), not by
+// a request's budget, which it would otherwise use up and then fail the
+// session on.
+func standingStream(req *http.Request) bool {
+	return req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") == ""
 }
 
 type cappedBody struct {
