@@ -110,9 +110,11 @@ type callParamsWire struct {
 
 // decodeCallParams is tools/call's params as the SDK decodes them
 // (CallToolParamsRaw), or false: params the SDK would refuse, or that carry
-// what the face does not answer (an input-required retry).
+// what the face does not answer (an input-required retry). params is
+// checked whole, as the SDK checks them (one JSON value, nothing after
+// it); decodeCallParamsPart trusts a body already checked.
 func decodeCallParams(params []byte) (*mcp.CallToolParamsRaw, bool) {
-	if sdkjson.CheckDepth(params) != nil {
+	if oneJSONValue(params) != nil || sdkjson.CheckDepth(params) != nil {
 		return nil, false
 	}
 	return decodeCallParamsPart(params)
