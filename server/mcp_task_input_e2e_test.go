@@ -396,7 +396,7 @@ func TestMCPTaskInputExtension(t *testing.T) {
 // lives, then fails. The request's expiry (pipeline.InputRelayMaxWait) is
 // brought forward in the task's record in Redis rather than waited out.
 func TestMCPTaskInputExpires(t *testing.T) {
-	fx := mcpconformancefixture.Start(t)
+	fx := mcpconformancefixture.StartTasks2025(t) // the bridge's record of requests read (not the extension's own)
 	rs := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
