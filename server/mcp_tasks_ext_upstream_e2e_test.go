@@ -226,6 +226,9 @@ func TestMCPTasksExtensionUpstreamCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := f.record(t, ctx, id)
+	if rec.Dialect != "ext" {
+		t.Fatalf("the task's record = %+v; want the extension's dialect (the upstream asked its way)", rec)
+	}
 	for range 2 {
 		ack := f.post(t, ctx, f.b, "alice-key", "tasks/cancel", id, map[string]any{"taskId": id}).mustResult(t, "tasks/cancel")
 		if ack["resultType"] != "complete" || len(ack) > 2 {
@@ -265,6 +268,9 @@ func TestMCPTasksExtensionUpstreamInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := f.record(t, ctx, id)
+	if rec.Dialect != "ext" {
+		t.Fatalf("the task's record = %+v; want the extension's dialect (the upstream asked its way)", rec)
+	}
 	asked := f.untilStatus(t, ctx, f.a, "alice-key", id, "input_required")
 	reqs, _ := asked["inputRequests"].(map[string]any)
 	if asked["status"] != "input_required" || len(reqs) != 1 {
