@@ -27,7 +27,10 @@ import (
 // TasksExtension is the extension's identifier.
 const TasksExtension = "io.modelcontextprotocol/tasks"
 
-func init() { taskSupport["test_tool_with_task"] = "required" }
+func init() {
+	taskSupport["test_tool_with_task"] = "required"
+	TaskRequiredTools = append(TaskRequiredTools, "test_tool_with_task")
+}
 
 // withTasksExtension declares the extension in o's capabilities (on).
 func withTasksExtension(o *mcp.ServerOptions, on bool) *mcp.ServerOptions {
