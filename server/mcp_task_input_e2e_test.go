@@ -69,7 +69,13 @@ func startTaskInputFleet(t *testing.T) *taskInputFleet {
 // record is the task's record in Redis.
 func (f *taskInputFleet) record(t *testing.T, ctx context.Context, id string) mcptasks.Record {
 	t.Helper()
-	b, err := f.rdb.Get(ctx, "flowdrop:{task}:t:"+id).Bytes()
+	return redisTaskRecord(t, ctx, f.rdb, id)
+}
+
+// redisTaskRecord is the record of task id in the fleet's Redis.
+func redisTaskRecord(t *testing.T, ctx context.Context, rdb *redis.Client, id string) mcptasks.Record {
+	t.Helper()
+	b, err := rdb.Get(ctx, "flowdrop:{task}:t:"+id).Bytes()
 	if err != nil {
 		t.Fatalf("the task's record in redis: %v", err)
 	}

@@ -82,15 +82,30 @@ func (f *extUpstreamFleet) get(t *testing.T, ctx context.Context, env *gatewayte
 // record is the task's record in Redis.
 func (f *extUpstreamFleet) record(t *testing.T, ctx context.Context, id string) mcptasks.Record {
 	t.Helper()
-	b, err := f.rdb.Get(ctx, "flowdrop:{task}:t:"+id).Bytes()
-	if err != nil {
-		t.Fatalf("the task's record in redis: %v", err)
-	}
-	rec, err := mcptasks.Decode(b)
-	if err != nil {
+	return redisTaskRecord(t, ctx, f.rdb, id)
+}
+
+// firstTask creates a task of tool for alice through A, opting in, once
+// the face has read the fixture's task support (until then the call is a
+// plain one), and checks it is recorded in the extension's dialect.
+func (f *extUpstreamFleet) firstTask(t *testing.T, ctx context.Context, tool string, args map[string]any) (string, mcptasks.Record) {
+	t.Helper()
+	var id string
+	if err := poll(30*time.Second, func() error {
+		ans := f.post(t, ctx, f.a, "alice-key", "tools/call", tool, map[string]any{"name": tool, "arguments": args})
+		if ans.err != nil || ans.result["resultType"] != "task" {
+			return fmt.Errorf("tools/call %s = %s; want a task", tool, ans.raw)
+		}
+		id, _ = ans.result["taskId"].(string)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	return rec
+	rec := f.record(t, ctx, id)
+	if rec.Dialect != "ext" {
+		t.Fatalf("the task's record = %+v; want the extension's dialect (the upstream asked its way)", rec)
+	}
+	return id, rec
 }
 
 // noLeak fails when an answer names the upstream's task id or the fixture.
@@ -214,21 +229,7 @@ func TestMCPTasksExtensionUpstreamCancel(t *testing.T) {
 	f := startExtUpstreamFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var id string
-	if err := poll(30*time.Second, func() error {
-		ans := f.post(t, ctx, f.a, "alice-key", "tools/call", "ev_slow", map[string]any{"name": "ev_slow", "arguments": map[string]any{"seconds": 60, "label": "x"}})
-		if ans.err != nil || ans.result["resultType"] != "task" {
-			return fmt.Errorf("tools/call ev_slow = %s; want a task", ans.raw)
-		}
-		id, _ = ans.result["taskId"].(string)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rec := f.record(t, ctx, id)
-	if rec.Dialect != "ext" {
-		t.Fatalf("the task's record = %+v; want the extension's dialect (the upstream asked its way)", rec)
-	}
+	id, rec := f.firstTask(t, ctx, "ev_slow", map[string]any{"seconds": 60, "label": "x"})
 	for range 2 {
 		ack := f.post(t, ctx, f.b, "alice-key", "tasks/cancel", id, map[string]any{"taskId": id}).mustResult(t, "tasks/cancel")
 		if ack["resultType"] != "complete" || len(ack) > 2 {
@@ -256,21 +257,7 @@ func TestMCPTasksExtensionUpstreamInput(t *testing.T) {
 	f := startExtUpstreamFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var id string
-	if err := poll(30*time.Second, func() error {
-		ans := f.post(t, ctx, f.a, "alice-key", "tools/call", "ev_confirm", map[string]any{"name": "ev_confirm", "arguments": map[string]any{"filename": "a.txt"}})
-		if ans.err != nil || ans.result["resultType"] != "task" {
-			return fmt.Errorf("tools/call ev_confirm = %s; want a task", ans.raw)
-		}
-		id, _ = ans.result["taskId"].(string)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	rec := f.record(t, ctx, id)
-	if rec.Dialect != "ext" {
-		t.Fatalf("the task's record = %+v; want the extension's dialect (the upstream asked its way)", rec)
-	}
+	id, rec := f.firstTask(t, ctx, "ev_confirm", map[string]any{"filename": "a.txt"})
 	asked := f.untilStatus(t, ctx, f.a, "alice-key", id, "input_required")
 	reqs, _ := asked["inputRequests"].(map[string]any)
 	if asked["status"] != "input_required" || len(reqs) != 1 {
