@@ -69,7 +69,13 @@ func startTaskInputFleet(t *testing.T) *taskInputFleet {
 // record is the task's record in Redis.
 func (f *taskInputFleet) record(t *testing.T, ctx context.Context, id string) mcptasks.Record {
 	t.Helper()
-	b, err := f.rdb.Get(ctx, "flowdrop:{task}:t:"+id).Bytes()
+	return redisTaskRecord(t, ctx, f.rdb, id)
+}
+
+// redisTaskRecord is the record of task id in the fleet's Redis.
+func redisTaskRecord(t *testing.T, ctx context.Context, rdb *redis.Client, id string) mcptasks.Record {
+	t.Helper()
+	b, err := rdb.Get(ctx, "flowdrop:{task}:t:"+id).Bytes()
 	if err != nil {
 		t.Fatalf("the task's record in redis: %v", err)
 	}
@@ -396,7 +402,7 @@ func TestMCPTaskInputExtension(t *testing.T) {
 // lives, then fails. The request's expiry (pipeline.InputRelayMaxWait) is
 // brought forward in the task's record in Redis rather than waited out.
 func TestMCPTaskInputExpires(t *testing.T) {
-	fx := mcpconformancefixture.Start(t)
+	fx := mcpconformancefixture.StartTasks2025(t) // the bridge's record of requests read (not the extension's own)
 	rs := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -85,7 +85,20 @@ type Server struct {
 // server does either, not both, so the protocol version header picks.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{MCP: NewMCPServer()}
+	return start(t, true)
+}
+
+// StartTasks2025 is Start for a fixture that does not declare 2026-07-28's
+// tasks extension (tasksext.go): its tasks are served the 2025-11-25 way
+// only, whatever the revision, as an upstream that never moved.
+func StartTasks2025(t testing.TB) *Server {
+	t.Helper()
+	return start(t, false)
+}
+
+func start(t testing.TB, tasksExt bool) *Server {
+	t.Helper()
+	s := &Server{MCP: newMCPServer(tasksExt)}
 	get := func(*http.Request) *mcp.Server { return s.MCP }
 	stateful := mcp.NewStreamableHTTPHandler(get, nil)
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
@@ -97,7 +110,7 @@ func Start(t testing.TB) *Server {
 		stateful.ServeHTTP(w, r)
 	})
 	// The task tools' tasks are served in front of the SDK (tasks.go).
-	s.http = httptest.NewServer(&tasks{byID: map[string]*task{}, waiting: map[string]chan *answer{}, next: sdk})
+	s.http = httptest.NewServer(&tasks{byID: map[string]*task{}, waiting: map[string]chan *answer{}, next: sdk, ext: tasksExt})
 	s.URL = s.http.URL + "/mcp"
 	t.Cleanup(s.http.Close)
 	return s
@@ -107,11 +120,13 @@ func Start(t testing.TB) *Server {
 const statelessRevision = "2026-07-28"
 
 // NewMCPServer is the go-sdk server with the suite's test tools.
-func NewMCPServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, withFederation(&mcp.ServerOptions{
+func NewMCPServer() *mcp.Server { return newMCPServer(true) }
+
+func newMCPServer(tasksExt bool) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcp-conformance-fixture", Version: "1"}, withTasksExtension(withFederation(&mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
-	}))
-	for _, t := range append(append(tools(), taskTools()...), inputTools()...) {
+	}), tasksExt))
+	for _, t := range append(append(append(tools(), taskTools()...), inputTools()...), taskExtTools(tasksExt)...) {
 		s.AddTool(t.tool, t.handle)
 	}
 	addFederation(s) // federation.go

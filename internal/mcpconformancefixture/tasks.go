@@ -120,6 +120,8 @@ func runTaskTool(ctx context.Context, name string, args map[string]any, ask askF
 			}
 		}
 		return outcome{result: text(fmt.Sprintf("Answered %v and %v", got[0], got[1]))}
+	case "test_tool_with_task":
+		return withTaskOutcome(ctx, args) // tasksext.go
 	default: // protocol_error_job
 		if !wait(100 * time.Millisecond) {
 			return outcome{}
@@ -231,6 +233,8 @@ type tasks struct {
 	// waiting are the requests for input awaiting answers, by id.
 	waiting map[string]chan *answer
 	next    http.Handler
+	// ext: 2026-07-28's tasks extension is served too (tasksext.go).
+	ext bool
 }
 
 type rpcRequest struct {
@@ -258,6 +262,9 @@ func (ts *tasks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req rpcRequest
 	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
 		ts.next.ServeHTTP(w, r)
+		return
+	}
+	if ts.ext && ts.serveExt(w, body, &req) {
 		return
 	}
 	if req.Method == "" {

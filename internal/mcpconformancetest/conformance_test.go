@@ -29,6 +29,9 @@ var fixtureScenarios = []string{
 	"input-required-result-unsupported-methods", "input-required-result-tampered-state",
 	"input-required-result-capability-check", "input-required-result-ignore-extra-params",
 	"input-required-result-validate-input",
+	// Multi round-trip ending in a task (SEP-2663), the tasks extension's
+	// (the fixture's tasksext.go).
+	"tasks-mrtr-composition",
 }
 
 // fixtureChecks are single checks of scenarios the fixture does not cover

@@ -75,6 +75,7 @@ func TestStoreContract(t *testing.T) {
 				{"alice's second", "a2", rec("alice", live+1)},
 				{"bob's", "b1", rec("bob", live)},
 				{"an expired one", "x1", rec("alice", time.Now().Add(-time.Second).UnixMilli())},
+				{"a task of the 2026-07-28 extension", "e1", mcptasks.Record{Owner: "carol", Tool: "ev_with_task", UpstreamID: "up-e", Dialect: "ext", Expires: live}},
 			} {
 				if err := s.Put(ctx, c.id, c.r); err != nil {
 					t.Fatalf("%s: Put: %v", c.reason, err)
@@ -94,6 +95,9 @@ func TestStoreContract(t *testing.T) {
 				if err != nil || ok != c.found || (ok && r.Owner != c.owner) {
 					t.Errorf("%s: Get(%q) = %+v, %v, %v; want found %v owned by %q", c.reason, c.id, r, ok, err, c.found, c.owner)
 				}
+			}
+			if r, ok, err := s.Get(ctx, "e1"); err != nil || !ok || r.Dialect != "ext" || r.UpstreamID != "up-e" {
+				t.Errorf("the extension's task: Get = %+v, %v, %v; want its dialect and upstream id kept", r, ok, err)
 			}
 			list, err := s.List(ctx, "alice")
 			if err != nil || len(list) != 2 || list[0].ID != "a1" || list[1].ID != "a2" || list[0].UpstreamID != "up-alice" {

@@ -29,6 +29,10 @@ type Record struct {
 	// Session and UpstreamID are the upstream's: its session, its task id.
 	Session    string `json:"s"`
 	UpstreamID string `json:"u"`
+	// Dialect is how the upstream's task is reached: "" its 2025-11-25
+	// task requests in Session, "ext" 2026-07-28's tasks extension
+	// (mcpupstream.DialectTasksExtension; Session unused).
+	Dialect string `json:"d,omitempty"`
 	// CreatedAt is the upstream's creation time (ISO 8601, as it said).
 	CreatedAt string `json:"c,omitempty"`
 	// Expires is when the record goes (Unix ms).
@@ -117,6 +121,8 @@ func (r Record) Check() error {
 		return errors.New("task record: owner, tool and upstream id are required")
 	case len(r.Tool) > MaxFieldBytes || len(r.Session) > MaxFieldBytes || len(r.UpstreamID) > MaxFieldBytes || len(r.CreatedAt) > 64:
 		return fmt.Errorf("task record: a field is over %d bytes", MaxFieldBytes)
+	case r.Dialect != "" && r.Dialect != "ext":
+		return fmt.Errorf("task record: unknown dialect %q", r.Dialect)
 	}
 	if in := r.Input; in != nil {
 		if len(in.Pending) > MaxPending || len(in.Can) > 8 || len(in.Reader) > 64 || len(in.Refused) > 1024 {

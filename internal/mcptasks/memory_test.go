@@ -85,6 +85,8 @@ func TestRecordCheck(t *testing.T) {
 		{"no upstream id", func(r *Record) { r.UpstreamID = "" }, false},
 		{"an upstream id over the bound", func(r *Record) { r.UpstreamID = long }, false},
 		{"a session over the bound", func(r *Record) { r.Session = long }, false},
+		{"a task of the 2026-07-28 extension, no session", func(r *Record) { r.Dialect, r.Session = "ext", "" }, true},
+		{"an unknown dialect", func(r *Record) { r.Dialect = "v3" }, false},
 	} {
 		r := ok
 		c.edit(&r)

@@ -366,16 +366,15 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			sink.Report(pipeline.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
-	if slot := pipeline.TaskFrom(ctx); slot != nil {
-		return m.invokeTask(ctx, c, up, spec.TLS, subject, js, slot, budget, source)
-	}
+	slot := pipeline.TaskFrom(ctx)
 	retry, perr := m.inputRetry(c, up)
 	if perr != nil {
 		return pipeline.Result{}, perr
 	}
 	ctx = mcpupstream.WithCallerInput(ctx, callerInput(ctx, c))
 	var res *mcp.CallToolResult
-	measured := false // the answer was read whole, not cut off at the limit
+	var created *mcpupstream.Task // a task the upstream answered with (the tasks extension)
+	measured := false             // the answer was read whole, not cut off at the limit
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
@@ -384,7 +383,24 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		if err != nil {
 			return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
 		}
-		if caller != nil {
+		if slot != nil && (caller == nil || !caller.TasksExtension()) {
+			// Tasks the 2025-11-25 way (mcptasks.go), or none (stdio).
+			m.release(s)
+			return m.invokeTask(ctx, c, up, spec.TLS, subject, js, slot, budget, source)
+		}
+		if slot != nil && c.Input == nil {
+			// The extension's task is reached only through the extension:
+			// a caller on an older revision could not follow it.
+			m.release(s)
+			return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition,
+				"the tool's upstream runs tasks only through MCP 2026-07-28's tasks extension; call it on 2026-07-28 declaring the extension"))
+		}
+		if caller != nil && slot != nil {
+			// The tasks extension (mcpupstream/taskext.go): any round may
+			// be answered with a task.
+			measured = caller.Measured()
+			res, created, err = caller.CallToolRoundTask(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
+		} else if caller != nil {
 			measured = caller.Measured()
 			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
 		} else if retry != nil {
@@ -420,6 +436,9 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			return pipeline.Result{}, pe
 		}
 		return pipeline.Result{}, m.failure(ctx, c, budget, source, err)
+	}
+	if created != nil {
+		return m.extTaskCreated(slot, created)
 	}
 	if res.InputRequests != nil && c.Input == nil && pipeline.InputRelayFrom(ctx) != nil {
 		// A 2026-07-28 upstream's rounds, asked of an older caller on its

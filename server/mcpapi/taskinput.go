@@ -253,24 +253,13 @@ func (c *taskCollector) Ask(ctx context.Context, method string, params json.RawM
 // answered, expired — is ignored), taken out of the record at once and
 // posted to the upstream.
 func (m *Server) updateTaskInput(ctx context.Context, tr *taskRequest, rec mcptasks.Record, e *registry.Entry) error {
-	invalid := func(format string, a ...any) error {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tasks/update: " + fmt.Sprintf(format, a...)}
-	}
-	raw := bytes.TrimSpace(tr.ext.responses)
-	if len(raw) == 0 || raw[0] != '{' {
-		return invalid("inputResponses must be an object")
-	}
-	if len(raw) > pipeline.InputMaxResponseBytes {
-		return invalid("inputResponses are %d bytes, over the gateway's bound of %d", len(raw), pipeline.InputMaxResponseBytes)
+	raw, err := checkInputResponses(tr.ext.responses)
+	if err != nil {
+		return err
 	}
 	var answers map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &answers); err != nil {
-		return invalid("inputResponses must be an object")
-	}
-	for k, a := range answers {
-		if t := bytes.TrimSpace(a); len(t) == 0 || t[0] != '{' {
-			return invalid("inputResponses[%q] must be an object", policy.Bound(k))
-		}
+		return err
 	}
 	now := time.Now().UnixMilli()
 	var taken, expired []mcptasks.Pending

@@ -72,6 +72,14 @@ type TaskUpstreams interface {
 	// TaskAnswer posts the answer (result, or rpcErr) to the upstream's
 	// request for input id, read earlier, in session sid (taskinput.go).
 	TaskAnswer(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error
+	// ExtTaskRequest sends the 2026-07-28 tasks extension's tasks/update
+	// (with inputResponses) or tasks/cancel for an upstream's task made
+	// in that dialect (tasksextup.go); the result as sent.
+	ExtTaskRequest(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, method, id string, inputResponses json.RawMessage) (json.RawMessage, error)
+	// ExtTaskGet is the extension's tasks/get: the task, and its result
+	// (nil: none) as a call's; a *pipeline.Error when its requests for
+	// input cannot be relayed (tool names the gateway tool).
+	ExtTaskGet(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, tool, id string) (*mcpupstream.DetailedTask, *pipeline.Result, error)
 }
 
 // taskListPage bounds one tasks/list answer (each entry is one tasks/get
@@ -247,6 +255,9 @@ func (m *Server) answerTask(ctx context.Context, tr *taskRequest) (raw json.RawM
 	if !ok {
 		return nil, taskNotFound(tr.taskID)
 	}
+	if rec.Dialect == mcpupstream.DialectTasksExtension {
+		return nil, extTaskOnly(tr)
+	}
 	up, ts := e.Tool.Spec.MCPTool, e.Tool.Spec.TLS
 	switch tr.method {
 	case "tasks/result":
@@ -386,7 +397,7 @@ func (m *Server) createTask(ctx context.Context, tr *taskRequest, owner string) 
 		ttl = min(ttl, time.Duration(ct.TTLMs)*time.Millisecond)
 	}
 	id := mcptasks.NewID()
-	rec := mcptasks.Record{Owner: owner, Tool: p.Name, Session: ct.Session, UpstreamID: ct.ID, CreatedAt: ct.CreatedAt,
+	rec := mcptasks.Record{Owner: owner, Tool: p.Name, Session: ct.Session, UpstreamID: ct.ID, Dialect: ct.Dialect, CreatedAt: ct.CreatedAt,
 		Expires: time.Now().Add(ttl).UnixMilli()}
 	if err := m.tasks.Put(ctx, id, rec); err != nil {
 		// The upstream runs a task no one can reach: end it.
@@ -395,6 +406,10 @@ func (m *Server) createTask(ctx context.Context, tr *taskRequest, owner string) 
 			go func() {
 				ctx, stop := context.WithTimeout(withoutSDKValues(context.WithoutCancel(ctx)), capsProbeTimeout)
 				defer stop()
+				if ct.Dialect == mcpupstream.DialectTasksExtension {
+					_, _ = m.taskUps.ExtTaskRequest(ctx, e.Tool.Spec.MCPTool, e.Tool.Spec.TLS, "tasks/cancel", ct.ID, nil)
+					return
+				}
 				_, _ = m.taskUps.TaskRequest(ctx, e.Tool.Spec.MCPTool, e.Tool.Spec.TLS, ct.Session, "tasks/cancel", ct.ID)
 			}()
 		}
@@ -446,7 +461,9 @@ func (m *Server) listTasks(ctx context.Context, cursor, owner string) (json.RawM
 		}
 		en := entries[i]
 		e := m.taskEntry(ctx, en.Tool)
-		if e == nil {
+		if e == nil || en.Dialect == mcpupstream.DialectTasksExtension {
+			// (a task of the 2026-07-28 extension is not listed: that
+			// revision has no tasks/list)
 			continue
 		}
 		out, err := m.taskUps.TaskRequest(withoutSDKValues(ctx), e.Tool.Spec.MCPTool, e.Tool.Spec.TLS, en.Session, "tasks/get", en.UpstreamID)

@@ -3,7 +3,9 @@ package mcpapi
 // The tasks extension of MCP 2026-07-28 (SEP-2663,
 // `io.modelcontextprotocol/tasks`), served by bridging to the upstreams'
 // 2025-11-25 tasks (tasks.go keeps the records, the ownership and the
-// upstream requests; this file is the extension's wire).
+// upstream requests; this file is the extension's wire). A task of an
+// upstream that speaks the extension itself is relayed, not bridged
+// (tasksextup.go).
 //
 // What differs from 2025-11-25 (seps/2663-tasks-extension.md, and the
 // conformance suite's tasks-* scenarios, which are its test oracle):
@@ -140,6 +142,11 @@ func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, b
 			f = &fastPath{versions: mcp.SupportedProtocolVersions()}
 		}
 		fc, ok := f.recogniseBody(r.Header, body)
+		if !ok {
+			// A multi round-trip retry, which the fast path leaves to the
+			// SDK: its round may be answered with a task.
+			fc, ok = recogniseRetry(f, r.Header, w)
+		}
 		if !ok || !fc.newProtocol || !tasksExtensionDeclared(fc.req.Params.Meta) {
 			return nil, false
 		}
@@ -189,6 +196,41 @@ func (m *Server) recogniseTaskExt(r *http.Request, body []byte) (*taskRequest, b
 	return tr, true
 }
 
+// recogniseRetry is recogniseBody for a tools/call that carries a round's
+// inputResponses or requestState (w, its decoded envelope): the same
+// checks of everything else (the body without them), then the round's
+// members decoded as the SDK decodes them; false for anything else.
+func recogniseRetry(f *fastPath, h http.Header, w wireMessage) (*fastCall, bool) {
+	var params map[string]json.RawMessage
+	if !sdkDecode(w.Params, &params) {
+		return nil, false
+	}
+	_, hasResponses := params["inputResponses"]
+	_, hasState := params["requestState"]
+	if !hasResponses && !hasState {
+		return nil, false
+	}
+	var round struct {
+		InputResponses mcp.InputResponseMap `json:"inputResponses"`
+		RequestState   string               `json:"requestState"`
+	}
+	if !sdkDecode(w.Params, &round) {
+		return nil, false
+	}
+	delete(params, "inputResponses")
+	delete(params, "requestState")
+	stripped, err := json.Marshal(map[string]any{"jsonrpc": w.VersionTag, "id": w.ID, "method": w.Method, "params": params})
+	if err != nil {
+		return nil, false
+	}
+	fc, ok := f.recogniseBody(h, stripped)
+	if !ok {
+		return nil, false
+	}
+	fc.req.Params.InputResponses, fc.req.Params.RequestState = round.InputResponses, round.RequestState
+	return fc, true
+}
+
 // answerTaskExt is a 2026-07-28 task request's answer.
 func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner string) (json.RawMessage, error) {
 	if tr.ext.refused != nil {
@@ -200,6 +242,9 @@ func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner strin
 	rec, e, ok := m.ownedTask(ctx, tr.taskID, owner)
 	if !ok {
 		return nil, taskNotFound(tr.taskID)
+	}
+	if rec.Dialect == mcpupstream.DialectTasksExtension {
+		return m.answerExtUpstream(ctx, tr, rec, e) // tasksextup.go
 	}
 	up, ts := e.Tool.Spec.MCPTool, e.Tool.Spec.TLS
 	switch tr.method {
@@ -251,23 +296,33 @@ func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner strin
 	case err != nil:
 		return nil, m.taskUpstreamError(ctx, tr, err)
 	default:
-		cr, err := toolResult(pipeline.GuardResultSize(e, res), normalize.Report{})
-		if err != nil {
+		// A tool that ran and reported an error is "completed" (isError).
+		if err := inlineTaskResult(d, e, res, tr.ext.rev); err != nil {
 			return nil, err
 		}
-		// A tool that ran and reported an error is "completed" (isError);
-		// the task's id is the result's root, so no related-task _meta.
-		if meta := cr.GetMeta(); meta != nil {
-			delete(meta, metaRelatedTask)
-			if len(meta) == 0 {
-				cr.SetMeta(nil)
-			}
-		}
-		cr.ResultType = resultTypeFor(tr.ext.rev)
 		d["status"] = mcpupstream.TaskCompleted
-		d["result"] = cr
 	}
 	return json.Marshal(d)
+}
+
+// inlineTaskResult puts a done task's result (res, as a call's) into d, a
+// tasks/get answer: held to the tool's max_result_bytes and mapped as a
+// call's result; the task's id is the result's root, so no related-task
+// _meta.
+func inlineTaskResult(d map[string]any, e *registry.Entry, res pipeline.Result, rev string) error {
+	cr, err := toolResult(pipeline.GuardResultSize(e, res), normalize.Report{})
+	if err != nil {
+		return err
+	}
+	if meta := cr.GetMeta(); meta != nil {
+		delete(meta, metaRelatedTask)
+		if len(meta) == 0 {
+			cr.SetMeta(nil)
+		}
+	}
+	cr.ResultType = resultTypeFor(rev)
+	d["result"] = cr
+	return nil
 }
 
 // extTask is an upstream's task as the extension shows it: the gateway's

@@ -26,6 +26,9 @@ type CreatedTask struct {
 	Session string
 	// ID is the upstream's task id.
 	ID string
+	// Dialect is how the upstream's task is reached
+	// (mcpupstream.DialectTasks2025 or DialectTasksExtension).
+	Dialect string
 	// Status and the rest are as the upstream described the new task.
 	Status        string
 	StatusMessage string
