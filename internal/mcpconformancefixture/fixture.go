@@ -115,6 +115,7 @@ func NewMCPServer() *mcp.Server {
 		s.AddTool(t.tool, t.handle)
 	}
 	addFederation(s) // federation.go
+	addInputPrompt(s)
 	return s
 }
 
