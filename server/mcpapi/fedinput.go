@@ -45,7 +45,7 @@ func (m *Server) federatedRound(ctx context.Context, q roundRequest, rev string,
 // name of it.
 func roundInput(q roundRequest, upstream string, r *pipeline.InputRound) pipeline.FederatedInput {
 	w := roundWords[q.method]
-	return pipeline.FederatedInput{Noun: w.noun, Name: q.name, Again: w.again, Method: q.method, Upstream: upstream, Round: r}
+	return pipeline.FederatedInput{Noun: w.noun, Name: q.name, Again: w.it, Method: q.method, Upstream: upstream, Round: r}
 }
 
 // withUpstreamRound sends params to u as in says (Upstreams.FederatedRound).

@@ -72,11 +72,12 @@ type roundState struct {
 type roundRequest struct{ method, name string }
 
 // roundWords are how refusals speak of each method's rounds: what the
-// name names, and how the caller starts over.
-var roundWords = map[string]struct{ noun, again string }{
-	"tools/call":     {"tool", "call the tool again"},
-	"prompts/get":    {"prompt", "get the prompt again"},
-	"resources/read": {"resource", "read the resource again"},
+// name names, and how the caller starts over (again; it: the backend's
+// words, after naming it).
+var roundWords = map[string]struct{ noun, again, it string }{
+	"tools/call":     {"tool", "call the tool again", "call it"},
+	"prompts/get":    {"prompt", "get the prompt again", "get it"},
+	"resources/read": {"resource", "read the resource again", "read it"},
 }
 
 // stateRequest is the request as a roundState records it.
