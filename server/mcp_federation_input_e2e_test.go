@@ -28,6 +28,7 @@ import (
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server"
 	"github.com/flowdrop/gateway/server/mcpapi"
+	"github.com/flowdrop/gateway/server/pipeline"
 )
 
 // The askUpstream's own states for its two rounds: the gateway sends them
@@ -42,7 +43,7 @@ const (
 // prompt "ask" (argument topic) and resource doc://ask ask their caller
 // for elicitation in two rounds — its name, then a confirmation — and
 // answer once the second retry carries both answers and the upstream's
-// own state. The prompt, as a careful server does, answers -32021 when
+// own state; doc://nag asks again whatever the answer. The prompt, as a careful server does, answers -32021 when
 // the request's _meta does not declare elicitation; the resource asks
 // whatever was declared. The prompt "other" asks nothing. seen records
 // each request: "get ask topic=T state=S elicit=B", "read doc://ask
@@ -123,6 +124,10 @@ func startAskUpstream(t *testing.T) *askUpstream {
 			return &mcp.ReadResourceResult{InputRequests: ask, RequestState: state}, nil
 		}
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: p.URI, Text: done}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "doc://nag", Name: "nag"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		record("read %s state=%s elicit=%v", r.Params.URI, r.Params.RequestState, elicits(r.Params.Meta))
+		return &mcp.ReadResourceResult{InputRequests: mcp.InputRequestMap{"again": form("Again?", "name")}, RequestState: askState1}, nil
 	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	u.url = srv.URL
@@ -437,4 +442,24 @@ func TestMCPFederatedInputRefusals(t *testing.T) {
 			t.Errorf("the upstream saw %q last, want the retry with its own state", seen[len(seen)-1])
 		}
 	})
+}
+
+// TestMCPFederatedInputRoundsBounded: a resource whose upstream asks again
+// after every answer is refused at pipeline.InputMaxRounds rounds (-32010,
+// the upstream asked more than the gateway relays), having asked the
+// caller one fewer times.
+func TestMCPFederatedInputRoundsBounded(t *testing.T) {
+	t.Parallel()
+	a := startAskEnv(t)
+	var asked []string
+	cs := a.client(t, "alice-key", "2026-07-28", true, &asked)
+	_, err := cs.ReadResource(a.ctx, &mcp.ReadResourceParams{URI: "flowdrop-mcp://in_/doc://nag"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != mcpapi.MCPCodeUpstreamTooLarge || !strings.Contains(werr.Message, "rounds") {
+		t.Fatalf("got %v, want -32010 saying the rounds' bound", err)
+	}
+	if len(asked) != pipeline.InputMaxRounds-1 || len(a.up.saw()) != pipeline.InputMaxRounds {
+		t.Errorf("the caller was asked %d times and the upstream read %d times, want %d and %d",
+			len(asked), len(a.up.saw()), pipeline.InputMaxRounds-1, pipeline.InputMaxRounds)
+	}
 }
