@@ -30,6 +30,8 @@ import (
 // backend sends the answers and the upstream's own state to the upstream
 // tool that asked. Callers before 2026-07-28 (and gRPC callers) get no
 // round: a tool that asks them for input is refused (input-unsupported).
+// A federated prompts/get or resources/read has the same rounds, its state
+// sealed alike and bound besides to its method (fedinput.go).
 
 // InputState is how the face seals round state: Keys (the first seals,
 // all open) and TTL, a round's lifetime.
