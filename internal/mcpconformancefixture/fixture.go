@@ -130,6 +130,7 @@ func newMCPServer(tasksExt bool) *mcp.Server {
 		s.AddTool(t.tool, t.handle)
 	}
 	addFederation(s) // federation.go
+	addInputPrompt(s)
 	return s
 }
 

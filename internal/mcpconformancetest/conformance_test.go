@@ -20,15 +20,14 @@ var fixtureScenarios = []string{
 	"tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress",
 	"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums",
 	"json-schema-2020-12",
-	// Multi round-trip (SEP-2322), on 2026-07-28 only; the prompt of
-	// input-required-result-non-tool-request the fixture does not offer.
+	// Multi round-trip (SEP-2322), on 2026-07-28 only.
 	"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
 	"input-required-result-basic-list-roots", "input-required-result-request-state",
 	"input-required-result-multiple-input-requests", "input-required-result-multi-round",
 	"input-required-result-missing-input-response", "input-required-result-result-type",
 	"input-required-result-unsupported-methods", "input-required-result-tampered-state",
 	"input-required-result-capability-check", "input-required-result-ignore-extra-params",
-	"input-required-result-validate-input",
+	"input-required-result-validate-input", "input-required-result-non-tool-request",
 	// Multi round-trip ending in a task (SEP-2663), the tasks extension's
 	// (the fixture's tasksext.go).
 	"tasks-mrtr-composition",

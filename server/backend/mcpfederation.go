@@ -25,6 +25,12 @@ import (
 // with an error wrapping mcpupstream.ErrResponseTooLarge). An error names
 // the upstream's URL: it is for the log, never for a caller.
 func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error {
+	return m.federatedOn(ctx, up, ts, func(ctx context.Context, cs *mcp.ClientSession, _ *mcpupstream.Caller) error { return f(ctx, cs) })
+}
+
+// federatedOn is Federated whose f also gets the session's Caller (nil
+// over stdio).
+func (m *MCPUpstream) federatedOn(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession, *mcpupstream.Caller) error) error {
 	ctx, done, err := m.federatedContext(ctx, up)
 	if err != nil {
 		return err
@@ -33,20 +39,21 @@ func (m *MCPUpstream) Federated(ctx context.Context, up *registry.MCPTool, ts *r
 	// As for a call: a second try only when the upstream did not know the
 	// pooled session, which means the request did not run there.
 	for try := 0; ; try++ {
-		s, cs, _, fresh, err := m.session(ctx, up, ts, "")
+		s, cs, caller, fresh, err := m.session(ctx, up, ts, "")
 		if err != nil {
 			return m.federatedFailure(ctx, err)
 		}
-		err = f(ctx, cs)
+		err = f(ctx, cs, caller)
 		m.release(s)
 		if err == nil {
 			return nil
 		}
 		// A JSON-RPC error, or f's own refusal of an answer it read whole
-		// (wrapping ErrResponseTooLarge), leaves the session sound: over
-		// stdio dropping it would end the process for nothing.
+		// (wrapping ErrResponseTooLarge) or of a round the session cannot
+		// carry, leaves the session sound: over stdio dropping it would
+		// end the process for nothing.
 		var rpc *jsonrpc.Error
-		if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) {
+		if !errors.As(err, &rpc) && !errors.Is(err, mcpupstream.ErrResponseTooLarge) && !errors.Is(err, errNoRounds) {
 			m.drop(s, cs)
 		}
 		if try == 0 && !fresh && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {

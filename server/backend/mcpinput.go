@@ -29,36 +29,67 @@ import (
 // retry: on 2026-07-28 the upstream holds nothing open, so declining is
 // not answering.
 
+// inputTarget is what a round asks its caller's input for: the gateway's
+// name of it as refusals say it (a tool, a prompt, a resource's URI), and
+// the upstream and its own name of it, the only one a round's upstream
+// state is ever sent to.
+type inputTarget struct {
+	noun, name    string
+	again         string // what the caller does to start over ("call it")
+	url, upstream string
+}
+
+func (t inputTarget) String() string { return fmt.Sprintf("%s %q", t.noun, t.name) }
+
+func toolTarget(c *pipeline.Call, up *registry.MCPTool) inputTarget {
+	return inputTarget{noun: "tool", name: c.Tool, again: "call it", url: up.URL, upstream: up.Tool}
+}
+
 // inputRetry is what a retry round sends the upstream: nil on a first
 // call. A round whose state is for another upstream tool than the one
 // the gateway tool calls now is stale (the tool changed between rounds):
 // the upstream's state is never sent to another upstream.
 func (m *MCPUpstream) inputRetry(c *pipeline.Call, up *registry.MCPTool) (*mcpupstream.Retry, *pipeline.Error) {
-	r := c.Input
+	return retryFor(toolTarget(c, up), c.Input)
+}
+
+func retryFor(t inputTarget, r *pipeline.InputRound) (*mcpupstream.Retry, *pipeline.Error) {
 	if !r.Retry() {
 		return nil, nil
 	}
-	if r.Upstream != up.URL || r.UpstreamTool != up.Tool {
-		return nil, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputStale, Tool: c.Tool,
-			Message: fmt.Sprintf("tool %q changed since the round that asked for input; call it again without inputResponses and requestState", c.Tool)}
+	if r.Upstream != t.url || r.UpstreamTool != t.upstream {
+		return nil, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputStale, Tool: t.name,
+			Message: fmt.Sprintf("%s changed since the round that asked for input; %s again without inputResponses and requestState", t, t.again)}
 	}
 	return &mcpupstream.Retry{Responses: r.Responses, State: r.State}, nil
 }
 
-// inputRequired answers an upstream's InputRequiredResult: refused when
-// the caller cannot answer (no round: gRPC, or MCP before 2026-07-28; or
-// a kind it did not declare), when the policy forbids a kind asked for
-// this upstream, or when the requests or the state are over the bounds;
-// else the round carries them to the face.
+// inputRequired answers an upstream's InputRequiredResult (roundAsks).
 func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res *mcp.CallToolResult) (pipeline.Result, error) {
-	kinds, err := inputKinds(res.InputRequests)
-	if err != nil {
+	if err := m.roundAsks(toolTarget(c, up), c.Input, res.InputRequests, res.RequestState); err != nil {
+		if pe, ok := err.(*pipeline.Error); ok {
+			return pipeline.Result{}, pe
+		}
 		return pipeline.Result{}, m.ts.failure(c, 0, "", err)
 	}
-	if perr := m.inputForbidden(c, up, kinds); perr != nil {
-		return pipeline.Result{}, perr
+	return pipeline.InputRequired, nil
+}
+
+// roundAsks checks an upstream's InputRequiredResult (its requests and
+// state) for round r about t: refused (a *pipeline.Error) when the caller
+// cannot answer (no round, r nil: gRPC, or MCP before 2026-07-28; or a
+// kind it did not declare), when the policy forbids a kind asked for this
+// upstream, or when the requests or the state are over the bounds; any
+// other error is the upstream's malformed answer. Else r carries them to
+// the face.
+func (m *MCPUpstream) roundAsks(t inputTarget, r *pipeline.InputRound, requests mcp.InputRequestMap, state string) error {
+	kinds, err := inputKinds(requests)
+	if err != nil {
+		return err
 	}
-	r := c.Input
+	if perr := m.inputForbidden(t, kinds); perr != nil {
+		return perr
+	}
 	var missing []string
 	for _, k := range kinds {
 		if r == nil || !r.CanAnswer[k] {
@@ -66,45 +97,50 @@ func (m *MCPUpstream) inputRequired(c *pipeline.Call, up *registry.MCPTool, res 
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("tool %q asks its caller for %s, which this caller did not declare it can answer (client capability %s)",
-			c.Tool, strings.Join(missing, " and "), strings.Join(missing, ", "))
+		msg := fmt.Sprintf("%s asks its caller for %s, which this caller did not declare it can answer (client capability %s)",
+			t, strings.Join(missing, " and "), strings.Join(missing, ", "))
 		required := missing
 		if r == nil {
 			// No capability would help this caller: Required stays empty.
-			msg, required = fmt.Sprintf("tool %q asks its caller for %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can answer through the gateway",
-				c.Tool, strings.Join(missing, " and ")), nil
+			msg, required = fmt.Sprintf("%s asks its caller for %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can answer through the gateway",
+				t, strings.Join(missing, " and ")), nil
 		}
-		return pipeline.Result{}, &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool,
+		return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: t.name,
 			Required: required, Message: msg}
 	}
 	if r.Round >= pipeline.InputMaxRounds {
-		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: c.Tool,
-			Message: fmt.Sprintf("tool %q asked for input in %d rounds, the gateway's bound; it did not finish", c.Tool, pipeline.InputMaxRounds)}
+		return &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: t.name,
+			Message: fmt.Sprintf("%s asked for input in %d rounds, the gateway's bound; it did not finish", t, pipeline.InputMaxRounds)}
 	}
-	reqs, err := json.Marshal(res.InputRequests)
+	reqs, err := json.Marshal(requests)
 	if err != nil {
-		return pipeline.Result{}, m.ts.failure(c, 0, "", fmt.Errorf("the upstream's input requests do not encode: %w", err))
+		return fmt.Errorf("the upstream's input requests do not encode: %w", err)
 	}
-	if len(res.InputRequests) > pipeline.InputMaxRequests || len(reqs) > pipeline.InputMaxRequestBytes || len(res.RequestState) > pipeline.InputMaxUpstreamState {
-		return pipeline.Result{}, &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: c.Tool,
-			Message: fmt.Sprintf("tool %q asked for more input than the gateway relays (at most %d requests, %d bytes, and a state of %d bytes)",
-				c.Tool, pipeline.InputMaxRequests, pipeline.InputMaxRequestBytes, pipeline.InputMaxUpstreamState)}
+	if len(requests) > pipeline.InputMaxRequests || len(reqs) > pipeline.InputMaxRequestBytes || len(state) > pipeline.InputMaxUpstreamState {
+		return &pipeline.Error{Code: pipeline.ResourceExhausted, Reason: pipeline.ReasonInputTooLarge, Tool: t.name,
+			Message: fmt.Sprintf("%s asked for more input than the gateway relays (at most %d requests, %d bytes, and a state of %d bytes)",
+				t, pipeline.InputMaxRequests, pipeline.InputMaxRequestBytes, pipeline.InputMaxUpstreamState)}
 	}
-	r.Asked, r.Requests, r.NextState, r.Kinds = true, reqs, res.RequestState, kinds
-	r.Upstream, r.UpstreamTool = up.URL, up.Tool
-	return pipeline.InputRequired, nil
+	r.Asked, r.Requests, r.NextState, r.Kinds = true, reqs, state, kinds
+	r.Upstream, r.UpstreamTool = t.url, t.upstream
+	return nil
 }
 
-// upstreamNeedsInput is an upstream's -32021 (MCP 2026-07-28, SEP-2575:
-// the tool needs client capabilities the call's _meta did not declare) as
-// the caller's refusal, nil for any other error. The gateway declares to
-// the upstream what the caller declared, narrowed by the policy, so a kind
+// upstreamNeedsInput is an upstream's -32021 (needsInput) for a call.
+func (m *MCPUpstream) upstreamNeedsInput(c *pipeline.Call, up *registry.MCPTool, err error) *pipeline.Error {
+	return m.needsInput(toolTarget(c, up), c.Input, err)
+}
+
+// needsInput is an upstream's -32021 (MCP 2026-07-28, SEP-2575: the
+// request needs client capabilities its _meta did not declare) as the
+// caller's refusal, nil for any other error. The gateway declares to the
+// upstream what the caller declared, narrowed by the policy, so a kind
 // the caller did not declare is the caller's -32021 naming it (Required),
 // and one the policy withheld is input-forbidden. A capability the gateway
 // does not relay (an extension, say), or none named, no declaration of the
 // caller's could satisfy: input-unsupported without Required, which the
 // face words as a tool error. The upstream's message is not passed on.
-func (m *MCPUpstream) upstreamNeedsInput(c *pipeline.Call, up *registry.MCPTool, err error) *pipeline.Error {
+func (m *MCPUpstream) needsInput(t inputTarget, r *pipeline.InputRound, err error) *pipeline.Error {
 	var rpc *jsonrpc.Error
 	if !errors.As(err, &rpc) || rpc.Code != mcp.CodeMissingRequiredClientCapabilities {
 		return nil
@@ -130,18 +166,17 @@ func (m *MCPUpstream) upstreamNeedsInput(c *pipeline.Call, up *registry.MCPTool,
 	}
 	slices.Sort(kinds)
 	unsupported := func(msg string) *pipeline.Error {
-		return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: c.Tool, Cause: err, Message: msg}
+		return &pipeline.Error{Code: pipeline.FailedPrecondition, Reason: pipeline.ReasonInputUnsupported, Tool: t.name, Cause: err, Message: msg}
 	}
 	if !relayable {
-		return unsupported(fmt.Sprintf("tool %q needs a client capability the gateway does not relay to its upstream", c.Tool))
+		return unsupported(fmt.Sprintf("%s needs a client capability the gateway does not relay to its upstream", t))
 	}
-	if pe := m.inputForbidden(c, up, kinds); pe != nil {
+	if pe := m.inputForbidden(t, kinds); pe != nil {
 		return pe
 	}
-	r := c.Input
 	if r == nil {
-		return unsupported(fmt.Sprintf("tool %q needs its caller's %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can give through the gateway",
-			c.Tool, strings.Join(kinds, " and ")))
+		return unsupported(fmt.Sprintf("%s needs its caller's %s, which only an MCP caller on protocol revision 2026-07-28 (or later) can give through the gateway",
+			t, strings.Join(kinds, " and ")))
 	}
 	var missing []string
 	for _, k := range kinds {
@@ -152,25 +187,26 @@ func (m *MCPUpstream) upstreamNeedsInput(c *pipeline.Call, up *registry.MCPTool,
 	if len(missing) == 0 {
 		// Declared by the caller, allowed, and still refused: the
 		// upstream's fault, nothing the caller can change.
-		return unsupported(fmt.Sprintf("tool %q: its upstream asks for client capabilities (%s) the gateway declared to it", c.Tool, strings.Join(kinds, ", ")))
+		return unsupported(fmt.Sprintf("%s: its upstream asks for client capabilities (%s) the gateway declared to it", t, strings.Join(kinds, ", ")))
 	}
-	pe := unsupported(fmt.Sprintf("tool %q needs its caller's %s (client capability %s), which this caller did not declare",
-		c.Tool, strings.Join(missing, " and "), strings.Join(missing, ", ")))
+	pe := unsupported(fmt.Sprintf("%s needs its caller's %s (client capability %s), which this caller did not declare",
+		t, strings.Join(missing, " and "), strings.Join(missing, ", ")))
 	pe.Required = missing
 	return pe
 }
 
-// inputForbidden refuses kinds the policy forbids up to ask for (nil: none).
-func (m *MCPUpstream) inputForbidden(c *pipeline.Call, up *registry.MCPTool, kinds []string) *pipeline.Error {
+// inputForbidden refuses kinds the policy forbids t's upstream to ask for
+// (nil: none).
+func (m *MCPUpstream) inputForbidden(t inputTarget, kinds []string) *pipeline.Error {
 	forbid := m.ts.cfg.InputForbidden
 	if forbid == nil {
 		return nil
 	}
-	f := forbid(up.URL)
+	f := forbid(t.url)
 	for _, k := range kinds {
 		if slices.Contains(f, k) {
-			return &pipeline.Error{Code: pipeline.PermissionDenied, Reason: pipeline.ReasonInputForbidden, Tool: c.Tool,
-				Message: fmt.Sprintf("tool %q asked its caller for %s, which the gateway's policy forbids for its upstream", c.Tool, k)}
+			return &pipeline.Error{Code: pipeline.PermissionDenied, Reason: pipeline.ReasonInputForbidden, Tool: t.name,
+				Message: fmt.Sprintf("%s asked its caller for %s, which the gateway's policy forbids for its upstream", t, k)}
 		}
 	}
 	return nil
@@ -329,7 +365,7 @@ func (m *MCPUpstream) bridgeInput(ctx context.Context, c *pipeline.Call, up *reg
 		if err != nil {
 			return nil, m.ts.failure(c, 0, "", err)
 		}
-		if perr := m.inputForbidden(c, up, kinds); perr != nil {
+		if perr := m.inputForbidden(toolTarget(c, up), kinds); perr != nil {
 			return nil, perr
 		}
 		if round >= pipeline.InputMaxRounds {

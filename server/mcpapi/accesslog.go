@@ -252,7 +252,7 @@ func rpcErrorCode(err error) pipeline.Code {
 		return pipeline.InvalidArgument
 	case jsonrpc.CodeMethodNotFound:
 		return pipeline.NotFound
-	case MCPCodePermissionDenied:
+	case MCPCodePermissionDenied, MCPCodeInputForbidden:
 		return pipeline.PermissionDenied
 	}
 	return pipeline.Internal

@@ -50,6 +50,11 @@ type Upstreams interface {
 	// Federated runs f over the upstream's session, under the backend
 	// limits; an error is for the log (it may name the upstream's URL).
 	Federated(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, f func(context.Context, *mcp.ClientSession) error) error
+	// FederatedRound sends a request that may ask its caller for input in
+	// rounds (prompts/get, resources/read: params and out are the SDK's
+	// types) as in says, under the same limits (fedinput.go). A refusal
+	// of the round is a *pipeline.Error; another error is for the log.
+	FederatedRound(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, in pipeline.FederatedInput, params mcp.Params, out mcp.Result) error
 	// MaxResponseBytes is the backend receive limit.
 	MaxResponseBytes() int
 	// Current is the capabilities of the upstream's live session and its

@@ -30,6 +30,8 @@ import (
 // backend sends the answers and the upstream's own state to the upstream
 // tool that asked. Callers before 2026-07-28 (and gRPC callers) get no
 // round: a tool that asks them for input is refused (input-unsupported).
+// A federated prompts/get or resources/read has the same rounds, its state
+// sealed alike and bound besides to its method (fedinput.go).
 
 // InputState is how the face seals round state: Keys (the first seals,
 // all open) and TTL, a round's lifetime.
@@ -38,16 +40,26 @@ type InputState struct {
 	TTL  time.Duration
 }
 
-// roundPurpose binds a sealed round state to this use and format.
+// roundPurpose binds a sealed round state to this use and format: the
+// round of any multi round-trip request (tools/call, prompts/get,
+// resources/read; roundState.Request says which). Named when tools/call
+// was the only one; kept so states in flight stay good across an upgrade.
 const roundPurpose = "mcp-tools-call-round/v1"
 
 // maxSealedState bounds a caller's requestState before it is opened: the
-// upstream's state is bounded, so a longer one is none of ours.
-const maxSealedState = 2*pipeline.InputMaxUpstreamState + 4096
+// upstream's state is bounded, and so are the names it is sealed with (a
+// resource's face and upstream URIs, maxUpstreamURIBytes each), so a
+// longer one is none of ours.
+const maxSealedState = 2*(pipeline.InputMaxUpstreamState+2*maxUpstreamURIBytes) + 4096
 
-// roundState is what a round's sealed requestState holds.
+// roundState is what a round's sealed requestState holds. Tool is the
+// gateway's name of what the round is for (a tool, a prompt, a resource's
+// face URI) and UpstreamTool the upstream's; Method is the caller's
+// authentication method, Request the MCP method ("" for tools/call, so a
+// tools/call state reads as it did before the others had rounds).
 type roundState struct {
 	Tool         string `json:"tool"`
+	Request      string `json:"request,omitempty"`
 	Upstream     string `json:"upstream"`
 	UpstreamTool string `json:"upstream_tool"`
 	State        string `json:"state,omitempty"`
@@ -55,6 +67,27 @@ type roundState struct {
 	Method       string `json:"method"`
 	Round        int    `json:"round"`
 	Expires      int64  `json:"expires"` // Unix seconds
+}
+
+// roundRequest is what a round is of: the MCP method and the gateway's
+// name of what it is for.
+type roundRequest struct{ method, name string }
+
+// roundWords are how refusals speak of each method's rounds: what the
+// name names, and how the caller starts over (again; it: the backend's
+// words, after naming it).
+var roundWords = map[string]struct{ noun, again, it string }{
+	"tools/call":     {"tool", "call the tool again", "call it"},
+	"prompts/get":    {"prompt", "get the prompt again", "get it"},
+	"resources/read": {"resource", "read the resource again", "read it"},
+}
+
+// stateRequest is the request as a roundState records it.
+func (q roundRequest) stateRequest() string {
+	if q.method == "tools/call" {
+		return ""
+	}
+	return q.method
 }
 
 // inputState is the state the face seals with now.
@@ -82,71 +115,92 @@ func clientCanAnswer(meta mcp.Meta) map[string]bool {
 	return can
 }
 
-// inputRound is the round a 2026-07-28 tools/call is: the first when it
+// inputRound is the round a 2026-07-28 tools/call is (openRound).
+func (m *Server) inputRound(ctx context.Context, p *mcp.CallToolParamsRaw) (*pipeline.InputRound, error) {
+	return m.openRound(ctx, roundRequest{"tools/call", p.Name}, p.Meta, p.InputResponses, p.RequestState)
+}
+
+// openRound is the round a 2026-07-28 request q is: the first when it
 // carries neither inputResponses nor requestState, else the retry its
 // sealed state says, refused as invalid params when the state is not
 // one the gateway sealed (tampered, or under a key no longer held), has
-// expired, is another caller's or another tool's, or is missing.
-func (m *Server) inputRound(ctx context.Context, p *mcp.CallToolParamsRaw) (*pipeline.InputRound, error) {
-	r := &pipeline.InputRound{Round: 1, CanAnswer: clientCanAnswer(p.Meta)}
-	if p.RequestState == "" && p.InputResponses == nil {
+// expired, is another caller's or another request's (method or name), or
+// is missing.
+func (m *Server) openRound(ctx context.Context, q roundRequest, meta mcp.Meta, responses mcp.InputResponseMap, state string) (*pipeline.InputRound, error) {
+	r := &pipeline.InputRound{Round: 1, CanAnswer: clientCanAnswer(meta)}
+	if state == "" && responses == nil {
 		return r, nil
 	}
+	words := roundWords[q.method]
 	refuse := func(format string, a ...any) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("tools/call %q: ", policy.Bound(p.Name)) + fmt.Sprintf(format, a...)}
+			Message: fmt.Sprintf("%s %q: ", q.method, policy.Bound(q.name)) + fmt.Sprintf(format, a...)}
 	}
-	if p.RequestState == "" {
+	if state == "" {
 		return nil, refuse("inputResponses without the requestState of the round they answer")
 	}
-	if len(p.RequestState) > maxSealedState {
+	if len(state) > maxSealedState {
 		return nil, refuse("requestState is not one this gateway issued")
 	}
 	st := m.inputState()
-	plain, err := st.Keys.Open(roundPurpose, p.RequestState)
+	plain, err := st.Keys.Open(roundPurpose, state)
 	if err != nil {
-		return nil, refuse("requestState is not one this gateway issued (changed, or sealed under a key it no longer holds); call the tool again without inputResponses and requestState")
+		return nil, refuse("requestState is not one this gateway issued (changed, or sealed under a key it no longer holds); %s without inputResponses and requestState", words.again)
 	}
 	var rs roundState
 	if err := json.Unmarshal(plain, &rs); err != nil {
 		return nil, refuse("requestState is not one this gateway issued")
 	}
 	if time.Now().Unix() > rs.Expires {
-		return nil, refuse("requestState expired at %s; call the tool again without inputResponses and requestState",
-			time.Unix(rs.Expires, 0).UTC().Format(time.RFC3339))
+		return nil, refuse("requestState expired at %s; %s without inputResponses and requestState",
+			time.Unix(rs.Expires, 0).UTC().Format(time.RFC3339), words.again)
 	}
 	caller, _ := policy.CallerFrom(ctx)
 	if rs.Subject != caller.Subject || rs.Method != caller.Method {
 		return nil, refuse("requestState was issued to another caller")
 	}
-	if rs.Tool != p.Name {
-		return nil, refuse("requestState was issued for another tool")
+	if rs.Request != q.stateRequest() {
+		return nil, refuse("requestState was issued for another request than %s", q.method)
 	}
-	var responses json.RawMessage
-	if p.InputResponses != nil {
-		if responses, err = json.Marshal(p.InputResponses); err != nil {
+	if rs.Tool != q.name {
+		return nil, refuse("requestState was issued for another %s", words.noun)
+	}
+	var raw json.RawMessage
+	if responses != nil {
+		if raw, err = json.Marshal(responses); err != nil {
 			return nil, refuse("inputResponses do not encode: %v", err)
 		}
-		if len(responses) > pipeline.InputMaxResponseBytes {
-			return nil, refuse("inputResponses are %d bytes, over the gateway's bound of %d", len(responses), pipeline.InputMaxResponseBytes)
+		if len(raw) > pipeline.InputMaxResponseBytes {
+			return nil, refuse("inputResponses are %d bytes, over the gateway's bound of %d", len(raw), pipeline.InputMaxResponseBytes)
 		}
 	}
-	r.Round, r.Responses, r.Answered = rs.Round+1, responses, len(p.InputResponses)
+	r.Round, r.Responses, r.Answered = rs.Round+1, raw, len(responses)
 	r.State, r.Upstream, r.UpstreamTool = rs.State, rs.Upstream, rs.UpstreamTool
 	return r, nil
 }
 
-// inputRequiredResult is the round's answer to the caller: the upstream's
-// requests and the gateway's sealed state for the next round.
+// inputRequiredResult is the round's answer to the caller of tools/call:
+// the upstream's requests and the gateway's sealed state for the next
+// round.
 func (m *Server) inputRequiredResult(ctx context.Context, tool string, r *pipeline.InputRound) (*callResult, error) {
-	caller, _ := policy.CallerFrom(ctx)
-	st := m.inputState()
-	plain, err := json.Marshal(roundState{Tool: tool, Upstream: r.Upstream, UpstreamTool: r.UpstreamTool, State: r.NextState,
-		Subject: caller.Subject, Method: caller.Method, Round: r.Round, Expires: time.Now().Add(st.TTL).Unix()})
+	state, err := m.sealRound(ctx, roundRequest{"tools/call", tool}, r)
 	if err != nil {
 		return nil, err
 	}
-	return &callResult{InputRequests: r.Requests, RequestState: st.Keys.Seal(roundPurpose, plain), ResultType: resultTypeInputRequired}, nil
+	return &callResult{InputRequests: r.Requests, RequestState: state, ResultType: resultTypeInputRequired}, nil
+}
+
+// sealRound is the requestState the caller of q gets for round r: the
+// gateway's round state sealed under its key.
+func (m *Server) sealRound(ctx context.Context, q roundRequest, r *pipeline.InputRound) (string, error) {
+	caller, _ := policy.CallerFrom(ctx)
+	st := m.inputState()
+	plain, err := json.Marshal(roundState{Tool: q.name, Request: q.stateRequest(), Upstream: r.Upstream, UpstreamTool: r.UpstreamTool, State: r.NextState,
+		Subject: caller.Subject, Method: caller.Method, Round: r.Round, Expires: time.Now().Add(st.TTL).Unix()})
+	if err != nil {
+		return "", err
+	}
+	return st.Keys.Seal(roundPurpose, plain), nil
 }
 
 // resultTypeInputRequired is a result that asks its caller for input.

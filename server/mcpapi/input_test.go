@@ -35,6 +35,8 @@ func TestInputRoundState(t *testing.T) {
 	expired.Expires = time.Now().Add(-time.Minute).Unix()
 	viaJWT := good
 	viaJWT.Method = policy.MethodJWT
+	forPrompt := good
+	forPrompt.Request = "prompts/get"
 	answers := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "decline"}}
 	rows := []struct {
 		reason string
@@ -49,6 +51,7 @@ func TestInputRoundState(t *testing.T) {
 		{"a state sealed for another purpose is not one this gateway issued", keys.Seal("other", []byte(`{}`)), answers, "not one this gateway issued"},
 		{"an oversized state is refused before it is opened", strings.Repeat("A", maxSealedState+1), answers, "not one this gateway issued"},
 		{"answers without a state", "", answers, "without the requestState"},
+		{"a prompts/get round's state, for a prompt named as the tool, is another request's", seal(forPrompt), answers, "another request than tools/call"},
 	}
 	for _, row := range rows {
 		t.Run(row.reason, func(t *testing.T) {

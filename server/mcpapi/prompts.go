@@ -189,29 +189,50 @@ func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionDeny, "prompt-not-offered", sent)
 		return nil, unknownPrompt(name)
 	}
+	// A 2026-07-28 caller's round (fedinput.go): its retry is held to it,
+	// this prompt and the clock before anything reaches the upstream.
+	q, rev := roundRequest{"prompts/get", name}, requestRevision(req)
+	round, err := m.federatedRound(ctx, q, rev, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState)
+	if err != nil {
+		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionDeny, "input-state-invalid", sent)
+		return nil, err
+	}
+	// Every round's arguments are normalized and checked again: a retry
+	// is a whole request.
 	args, report, err := m.promptArguments(ctx, p, sent)
 	repairs := policy.RepairsFromReport(report)
 	if err != nil {
-		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionDeny, "arguments-invalid", sent, repairs...)
+		m.auditRound(ctx, "prompts/get", name, start, policy.DecisionDeny, "arguments-invalid", sent, round, repairs...)
 		return nil, err
 	}
-	var res *mcp.GetPromptResult
-	err = m.withUpstream(ctx, p.up, func(ctx context.Context, cs *mcp.ClientSession) error {
-		r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.upstream.Name, Arguments: args})
-		if err != nil {
-			return err
+	res := &mcp.GetPromptResult{}
+	err = m.withUpstreamRound(ctx, p.up, roundInput(q, p.upstream.Name, round), &mcp.GetPromptParams{Name: p.upstream.Name, Arguments: args}, res)
+	if err == nil {
+		if b, _ := json.Marshal(res); len(b) > m.upstreams.MaxResponseBytes() {
+			err = errTooLarge
 		}
-		if b, _ := json.Marshal(r); len(b) > m.upstreams.MaxResponseBytes() {
-			return errTooLarge
-		}
-		res = r
-		return nil
-	})
+	}
+	if refusal := roundRefusal(err); refusal != nil {
+		m.auditRefusal(ctx, "prompts/get", name, start, err, sent, round, repairs...)
+		return nil, refusal
+	}
 	if err != nil {
-		m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionError, federatedReason(err), sent, repairs...)
+		m.auditRound(ctx, "prompts/get", name, start, policy.DecisionError, federatedReason(err), sent, round, repairs...)
 		return nil, m.upstreamError(ctx, "prompts/get", name, err)
 	}
-	out := completeUnder(requestRevision(req), &mcp.GetPromptResult{})
+	if round != nil && round.Asked {
+		state, err := m.sealRound(ctx, q, round)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		if err := m.auditRound(ctx, "prompts/get", name, start, policy.DecisionAllow, "", sent, round, repairs...); err != nil {
+			return nil, auditNotWritten("prompts/get", name)
+		}
+		out := inputRequired(&mcp.GetPromptResult{})
+		out.InputRequests, out.RequestState = res.InputRequests, state
+		return out, nil
+	}
+	out := completeUnder(rev, &mcp.GetPromptResult{})
 	out.Description, out.Messages = res.Description, make([]*mcp.PromptMessage, 0, len(res.Messages))
 	for _, msg := range res.Messages {
 		if msg == nil {
@@ -224,7 +245,7 @@ func (m *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 	if rs := repairsMeta(report.Repairs); rs != nil {
 		out.Meta = mcp.Meta{MCPMetaRepairs: rs}
 	}
-	if err := m.auditFederated(ctx, "prompts/get", name, start, policy.DecisionAllow, "", sent, repairs...); err != nil {
+	if err := m.auditRound(ctx, "prompts/get", name, start, policy.DecisionAllow, "", sent, round, repairs...); err != nil {
 		return nil, auditNotWritten("prompts/get", name)
 	}
 	return out, nil

@@ -174,28 +174,47 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionDeny, "resource-not-offered", nil)
 		return nil, resourceNotFound(uri)
 	}
-	var res *mcp.ReadResourceResult
-	err := m.withUpstream(ctx, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-		r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: upstreamURI})
-		if err != nil {
-			return err
+	// A 2026-07-28 caller's round (fedinput.go), held to it, this face URI
+	// and the clock before anything reaches the upstream.
+	q, rev := roundRequest{"resources/read", uri}, requestRevision(req)
+	round, err := m.federatedRound(ctx, q, rev, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState)
+	if err != nil {
+		m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionDeny, "input-state-invalid", nil)
+		return nil, err
+	}
+	res := &mcp.ReadResourceResult{}
+	err = m.withUpstreamRound(ctx, u, roundInput(q, upstreamURI, round), &mcp.ReadResourceParams{URI: upstreamURI}, res)
+	if err == nil {
+		if b, _ := json.Marshal(res); len(b) > m.upstreams.MaxResponseBytes() {
+			err = errTooLarge
 		}
-		if b, _ := json.Marshal(r); len(b) > m.upstreams.MaxResponseBytes() {
-			return errTooLarge
-		}
-		res = r
-		return nil
-	})
+	}
+	if refusal := roundRefusal(err); refusal != nil {
+		m.auditRefusal(ctx, "resources/read", auditURI(uri), start, err, nil, round)
+		return nil, refusal
+	}
 	if err != nil {
 		var rpc *jsonrpc.Error
 		if errors.As(err, &rpc) && (rpc.Code == jsonrpc.CodeInvalidParams || rpc.Code == -32002) { // -32602 since SEP-2164, -32002 before it
-			m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionDeny, "resource-not-found", nil)
+			m.auditRound(ctx, "resources/read", auditURI(uri), start, policy.DecisionDeny, "resource-not-found", nil, round)
 			return nil, resourceNotFound(uri)
 		}
-		m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionError, federatedReason(err), nil)
+		m.auditRound(ctx, "resources/read", auditURI(uri), start, policy.DecisionError, federatedReason(err), nil, round)
 		return nil, m.upstreamError(ctx, "resources/read", uri, err)
 	}
-	out := completeUnder(requestRevision(req), &mcp.ReadResourceResult{})
+	if round != nil && round.Asked {
+		state, err := m.sealRound(ctx, q, round)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		if err := m.auditRound(ctx, "resources/read", auditURI(uri), start, policy.DecisionAllow, "", nil, round); err != nil {
+			return nil, auditNotWritten("resources/read", uri)
+		}
+		out := inputRequired(&mcp.ReadResourceResult{})
+		out.InputRequests, out.RequestState = res.InputRequests, state
+		return out, nil
+	}
+	out := completeUnder(rev, &mcp.ReadResourceResult{})
 	out.Contents, out.Cacheable = make([]*mcp.ResourceContents, 0, len(res.Contents)), mcp.Cacheable{CacheScope: "private"}
 	for _, c := range res.Contents {
 		if c == nil {
@@ -212,7 +231,7 @@ func (m *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		cc.Meta = nil
 		out.Contents = append(out.Contents, &cc)
 	}
-	if err := m.auditFederated(ctx, "resources/read", auditURI(uri), start, policy.DecisionAllow, "", nil); err != nil {
+	if err := m.auditRound(ctx, "resources/read", auditURI(uri), start, policy.DecisionAllow, "", nil, round); err != nil {
 		return nil, auditNotWritten("resources/read", uri)
 	}
 	return out, nil
@@ -245,6 +264,11 @@ func auditNotWritten(method, name string) error {
 // argument names sent, whose values are redacted (nothing declares which
 // are sensitive, so none is logged).
 func (m *Server) auditFederated(ctx context.Context, method, name string, start time.Time, decision, reason string, args map[string]string, repairs ...policy.AuditRepair) error {
+	return m.pipe.Audit().RecordFederated(ctx, m.federatedRecord(ctx, method, name, start, decision, reason, args, repairs...))
+}
+
+// federatedRecord is a federated request's audit record.
+func (m *Server) federatedRecord(ctx context.Context, method, name string, start time.Time, decision, reason string, args map[string]string, repairs ...policy.AuditRepair) policy.AuditRecord {
 	rec := policy.AuditRecord{Time: start, Operation: method, Tool: name, Decision: decision, Reason: reason, Repairs: repairs,
 		LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
 	if c, ok := policy.CallerFrom(ctx); ok {
@@ -257,5 +281,5 @@ func (m *Server) auditFederated(ctx context.Context, method, name string, start 
 		}
 		rec.ArgsSent, _ = json.Marshal(red)
 	}
-	return m.pipe.Audit().RecordFederated(ctx, rec)
+	return rec
 }

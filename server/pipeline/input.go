@@ -75,3 +75,22 @@ func (r *InputRound) Retry() bool { return r != nil && r.Round > 1 }
 // caller for input: the face answers the round (Call.Input says what was
 // asked), and nothing is stored under the call's idempotency key.
 var InputRequired = Result{InputRequired: true}
+
+// FederatedInput is what the MCP backend's FederatedRound needs of a
+// federated request (the MCP face's prompts/get, resources/read) that may
+// be answered with an InputRequiredResult.
+type FederatedInput struct {
+	// Noun and Name are how refusals name what the request is for
+	// ("prompt" and its gateway name, "resource" and its face URI), Again
+	// what its caller does to start over ("get it").
+	Noun, Name, Again string
+	// Method is the request's (prompts/get, resources/read), Upstream the
+	// upstream's own name of what it is for (a prompt's name, a resource's
+	// URI; the Mcp-Name header): a round's upstream state goes only there.
+	Method, Upstream string
+	// Round is the caller's round: what it declared it can answer, and its
+	// retry; nil for a caller that cannot answer in rounds (before
+	// 2026-07-28). When the upstream asks for input and the checks pass,
+	// the backend fills it (Asked) for the face to answer the round.
+	Round *InputRound
+}
