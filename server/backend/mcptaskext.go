@@ -116,7 +116,7 @@ func (m *MCPUpstream) checkExtTaskInput(up *registry.MCPTool, tool string, raw j
 			return fmt.Errorf("upstream %s: tasks/get: an inputRequests key is empty or over %d bytes", up.URL, maxInputKeyBytes)
 		}
 	}
-	if pe := m.inputForbidden(c, up, kinds); pe != nil {
+	if pe := m.inputForbidden(toolTarget(c, up), kinds); pe != nil {
 		return pe
 	}
 	return nil
