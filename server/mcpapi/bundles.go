@@ -25,8 +25,8 @@ import (
 
 // MCPCodeBundleNotFound is the JSON-RPC error code of a request to an
 // endpoint whose bundle does not exist (HTTP 404). Implementation-defined
-// range, clear of the codes the SDK defines.
-const MCPCodeBundleNotFound = -32004
+// range, clear of the codes the go-sdk reserves (codes_test.go).
+const MCPCodeBundleNotFound = -32017
 
 // BundlePath is the endpoint path of the named bundle.
 func BundlePath(bundle string) string { return Path + "/" + bundle }

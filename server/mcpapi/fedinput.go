@@ -56,9 +56,8 @@ func (m *Server) withUpstreamRound(ctx context.Context, u *federatedUpstream, in
 
 // MCPCodeInputForbidden: the policy forbids the upstream of a federated
 // prompts/get or resources/read to ask its caller for the kind of input it
-// asked for (mcp_upstreams.input.forbid). Not MCPCodePermissionDenied: the
-// go-sdk's client reads -32003 as its own "client is closing" and reports
-// the connection closed, losing the message.
+// asked for (mcp_upstreams.input.forbid): the caller may call, this
+// upstream may not ask it.
 const MCPCodeInputForbidden = -32015
 
 // roundRefusal is a refused round as the caller's JSON-RPC error (nil:

@@ -96,8 +96,8 @@ const (
 const (
 	// MCPCodePermissionDenied: the caller may not invoke tools at all (no
 	// role for it). Implementation-defined range (-32000..-32099), clear of
-	// the codes the SDK defines.
-	MCPCodePermissionDenied = -32003
+	// the codes the go-sdk reserves (codes_test.go).
+	MCPCodePermissionDenied = -32016
 )
 
 // Config is what the MCP face is built from.
