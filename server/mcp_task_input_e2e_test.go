@@ -54,6 +54,7 @@ func startTaskInputFleet(t *testing.T) *taskInputFleet {
 		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), everythingTool("ev_research", up, "simulate-research-query"), everythingTool("ev_forbidden", forbidden, "simulate-research-query"),
 			gatewaytest.WithConfig(func(c *server.Config) {
 				c.Redis.Addr = rs.Addr()
+				c.Redis.Timeout = 2 * time.Second // the loaded CI machine: 100 ms is not a store outage there
 				c.Policy.MCPUpstreams.Input.KeyFiles = []string{key}
 				c.Policy.MCPUpstreams.Input.Forbid = map[string][]string{forbidden: {pipeline.InputElicitation}}
 			}))

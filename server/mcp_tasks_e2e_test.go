@@ -30,6 +30,7 @@ import (
 	"github.com/flowdrop/gateway/internal/redistest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/mcpapi"
 )
 
 // rpcPost sends one JSON-RPC request to url as a 2025-11-25 client does
@@ -250,6 +251,27 @@ func TestMCPTasksAcrossReplicas(t *testing.T) {
 	upstream := rpcResult[taskWire](t, rpcPost(t, ctx, upURL, "", rec.Session, "tasks/get", map[string]any{"taskId": rec.UpstreamID}), "tasks/get at the upstream")
 	if upstream.Status != "cancelled" {
 		t.Fatalf("the upstream says the task is %q; want cancelled", upstream.Status)
+	}
+
+	// The task store not answering is not "task not found" (the task may
+	// well exist): -32011, try again; once the store answers, it is there.
+	if err := rdb.Do(ctx, "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		paused := rpcError(t, taskReq(b, "alice-key", method, second.Task.TaskID), method+" with the task store paused")
+		if paused.Code != mcpapi.MCPCodeUpstreamUnavailable || !strings.Contains(paused.Message, "task store did not answer") {
+			t.Fatalf("%s with the task store paused = %v; want %d, the store named", method, paused, mcpapi.MCPCodeUpstreamUnavailable)
+		}
+	}
+	if err := poll(10*time.Second, func() error {
+		r := taskReq(b, "alice-key", "tasks/get", second.Task.TaskID)
+		if r.Error != nil {
+			return r.Error
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("tasks/get once the store answers again: %v", err)
 	}
 
 	// Creation is a call: the policy and the arguments' validation apply.

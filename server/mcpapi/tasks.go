@@ -251,7 +251,10 @@ func (m *Server) answerTask(ctx context.Context, tr *taskRequest) (raw json.RawM
 	case "tasks/list":
 		return m.listTasks(ctx, tr.cursor, owner)
 	}
-	rec, e, ok := m.ownedTask(ctx, tr.taskID, owner)
+	rec, e, ok, err := m.ownedTask(ctx, tr.method, tr.taskID, owner)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, taskNotFound(tr.taskID)
 	}
@@ -297,24 +300,27 @@ func ownerOf(ctx context.Context) string {
 
 // ownedTask is the caller's live task id, with its tool's entry; false
 // for anything else — another caller's task, an expired or unknown one, a
-// tool gone or no longer the caller's — all answered alike.
-func (m *Server) ownedTask(ctx context.Context, id, owner string) (mcptasks.Record, *registry.Entry, bool) {
+// tool gone or no longer the caller's — all answered alike; err (a
+// JSON-RPC error for the caller) when the task store did not answer, so
+// a task that may well exist is not called unknown.
+func (m *Server) ownedTask(ctx context.Context, method, id, owner string) (mcptasks.Record, *registry.Entry, bool, error) {
 	if !mcptasks.ValidID(id) {
-		return mcptasks.Record{}, nil, false
+		return mcptasks.Record{}, nil, false, nil
 	}
 	rec, ok, err := m.tasks.Get(ctx, id)
 	if err != nil {
 		m.log.WarnContext(ctx, "MCP tasks: the task store did not answer", "error", err)
-		return mcptasks.Record{}, nil, false
+		return mcptasks.Record{}, nil, false, &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable,
+			Message: fmt.Sprintf("%s: the gateway's task store did not answer; try again", method)}
 	}
 	if !ok || rec.Owner != owner {
-		return mcptasks.Record{}, nil, false
+		return mcptasks.Record{}, nil, false, nil
 	}
 	e := m.taskEntry(ctx, rec.Tool)
 	if e == nil {
-		return mcptasks.Record{}, nil, false
+		return mcptasks.Record{}, nil, false, nil
 	}
-	return rec, e, true
+	return rec, e, true, nil
 }
 
 // taskEntry is the live entry of tool when it is an upstream MCP tool over

@@ -239,7 +239,10 @@ func (m *Server) answerTaskExt(ctx context.Context, tr *taskRequest, owner strin
 	if tr.method == "tools/call" {
 		return m.createTask(ctx, tr, owner)
 	}
-	rec, e, ok := m.ownedTask(ctx, tr.taskID, owner)
+	rec, e, ok, err := m.ownedTask(ctx, tr.method, tr.taskID, owner)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, taskNotFound(tr.taskID)
 	}
