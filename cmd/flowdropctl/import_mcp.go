@@ -146,7 +146,13 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	// tools), and a tool over a size bound is skipped, never registered.
 	listed, oversized, err := mcpimport.ListWithin(ctx, cs, bounds)
 	if err == nil && caller != nil {
-		err = readTaskSupport(ctx, caller, bounds.ListBytes, taskSupport)
+		// Only what the import says depends on it (the gateway reads it
+		// again to decide whom it offers a tool), so a listing the
+		// tools came through but this read does not (over its page
+		// bound, say) is said, not fatal.
+		if terr := readTaskSupport(ctx, caller, bounds.ListBytes, taskSupport); terr != nil {
+			fmt.Fprintf(stderr, "the tools' task support is not known (%v): the gateway reads it itself\n", terr)
+		}
 	}
 	cs.Close()
 	if err != nil {
