@@ -9,8 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/server/mcpapi"
 )
+
+// querySecret travels in a read's URI query, as template variables and
+// tokens do: the audit line must not record it.
+const querySecret = "fd-audit-secret-8c41e2"
 
 // TestMCPFederatesResources: an upstream's resources and resource
 // templates, under the face's URI scheme, listed per caller (its resource
@@ -122,6 +127,9 @@ func TestMCPFederatesResources(t *testing.T) {
 		if err != nil || len(r.Contents) != 1 || r.Contents[0].URI != uri || !strings.Contains(r.Contents[0].Text, "3") {
 			t.Fatalf("read of a template's URI %s: %+v %v", uri, r, err)
 		}
+		// Whatever the upstream answers, the read is audited with its
+		// query redacted (checked with the audit lines below).
+		_, _ = f.agent.ReadResource(f.ctx, &mcp.ReadResourceParams{URI: evDoc + "?api_key=" + querySecret})
 	})
 
 	t.Run("denied-upstream", func(t *testing.T) {
@@ -165,6 +173,14 @@ func TestMCPFederatesResources(t *testing.T) {
 
 	f.checkNoUpstreamNamed(t)
 	got := f.auditLines(t)
+	if raw, err := os.ReadFile(f.audit); err != nil || strings.Contains(string(raw), querySecret) {
+		t.Errorf("the audit file (read error %v) records a read URI's query value %q, which must be redacted", err, querySecret)
+	}
+	if !slices.ContainsFunc(got, func(a federatedAudit) bool {
+		return a.op == "resources/read" && a.tool == evDoc+"?"+policy.Redacted
+	}) {
+		t.Errorf("no audit line of the read with a query, as %s, among %+v", evDoc+"?"+policy.Redacted, got)
+	}
 	for _, want := range []federatedAudit{
 		{"resources/read", evDoc, "allow", "null"},
 		{"resources/read", evDenied, "deny", "null"},

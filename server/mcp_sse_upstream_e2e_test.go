@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,5 +123,61 @@ func TestMCPLegacySSEUpstream(t *testing.T) {
 	}
 	if _, err := denied.ReadResource(ctx, &mcp.ReadResourceParams{URI: "flowdrop-mcp://sse_/demo://resource/static/document/architecture.md"}); err == nil {
 		t.Fatal("the denied caller read a resource of an upstream out of its view")
+	}
+}
+
+// TestMCPLegacySSEUpstreamProgress: server-everything's progress for a
+// call, over the legacy HTTP+SSE transport (its one stream carries them
+// beside the answers), reaches the MCP caller that asked, as
+// notifications/progress for the caller's own token, in order; the
+// upstream is sent the gateway's token (routeProgress), never the
+// caller's. Not every step is asserted: the SDK's client handles a
+// notification on its own goroutine, so the last step, sent just before
+// the answer, may be handled after the call ended and is then dropped (as
+// over stdio; docs/mcp-upstreams.md).
+func TestMCPLegacySSEUpstreamProgress(t *testing.T) {
+	node, script := everythingNode(t)
+	sseURL := startEverythingSSE(t, node, script)
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithTool(func(string) registry.Tool {
+		schema, _ := structpb.NewStruct(map[string]any{"type": "object"})
+		return registry.Tool{Name: "sse_long", InputSchema: schema,
+			Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: sseURL, Tool: "trigger-long-running-operation", Transport: registry.MCPTransportSSE}}}
+	}))
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	cs := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{client: &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, req.Params)
+			mu.Unlock()
+		}}})
+	const token = "caller-token-sse-1"
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sse_long", Arguments: map[string]any{"duration": 0.3, "steps": 3},
+		Meta: mcp.Meta{"progressToken": token}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	// The caller's client, too, may handle them after the answer returned
+	// the call: wait for the first (or the test's deadline).
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no progress notification of the upstream's reached the caller")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range got {
+		if p.ProgressToken != token || p.Progress != float64(i+1) || p.Total != 3 {
+			t.Errorf("notification %d: token %v progress %v total %v; want the caller's token, step %d of 3, in order", i, p.ProgressToken, p.Progress, p.Total, i+1)
+		}
 	}
 }

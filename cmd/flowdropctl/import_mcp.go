@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +109,19 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		ctx, cancel = context.WithTimeout(ctx, *f.timeout)
 		defer cancel()
 	}
+	// Each tool's execution.taskSupport, which the SDK's Tool drops: told
+	// as a stdio or legacy SSE session reads the listing, else read by
+	// the caller's own tools/list (as the gateway reads it).
+	taskSupport := map[string]string{}
+	tell := func(page map[string]string) {
+		for name, ts := range page {
+			if ts != "" && len(taskSupport) < mcpimport.MaxListed {
+				taskSupport[name] = ts
+			}
+		}
+	}
 	var cs *mcp.ClientSession
+	var caller *mcpupstream.Caller
 	if *stdioName != "" {
 		path, err := exec.LookPath(command[0])
 		if err != nil {
@@ -119,17 +132,28 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		*upstream = registry.StdioScheme + "://" + *stdioName
 		cs, err = mcpupstream.ConnectCommand(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true},
-			mcpupstream.ConnectOptions{Stderr: stderr})
+			mcpupstream.ConnectOptions{Stderr: stderr, OnToolExecution: tell})
 		if err != nil {
 			return fail(1, "starting %s: %v", command[0], err)
 		}
-	} else if cs, err = mcpupstream.Connect(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes,
-		Transport: mcpupstream.Transport(*transport)}); err != nil {
+	} else if caller, err = mcpupstream.ConnectCaller(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes,
+		Transport: mcpupstream.Transport(*transport), OnToolExecution: tell}); err != nil {
 		return fail(1, "connecting to %s: %v%s", *upstream, err, redirectHint(err))
+	} else {
+		cs = caller.Session
 	}
 	// What the upstream lists is bounded as it is read (its bytes, its
 	// tools), and a tool over a size bound is skipped, never registered.
 	listed, oversized, err := mcpimport.ListWithin(ctx, cs, bounds)
+	if err == nil && caller != nil {
+		// Only what the import says depends on it (the gateway reads it
+		// again to decide whom it offers a tool), so a listing the
+		// tools came through but this read does not (over its page
+		// bound, say) is said, not fatal.
+		if terr := readTaskSupport(ctx, caller, bounds.ListBytes, taskSupport); terr != nil {
+			fmt.Fprintf(stderr, "the tools' task support is not known (%v): the gateway reads it itself\n", terr)
+		}
+	}
 	cs.Close()
 	if err != nil {
 		return fail(1, "listing the tools of %s: %v%s", *upstream, err, redirectHint(err))
@@ -157,11 +181,34 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(tools) == 0 {
 		return fail(1, "no tool to import")
 	}
+	for _, t := range tools {
+		if note := mcpimport.TaskNote(t.GetName(), taskSupport[t.GetSpec().GetMcpTool().GetTool()], *stdioName != ""); note != "" {
+			fmt.Fprintln(stderr, note)
+		}
+	}
 	var guard importGuard
 	if !*replace {
 		guard = mcpImportGuard(*upstream)
 	}
 	return registerImported(ctx, f, tools, skips, *dryRun, *requireCompat, guard, stdout, stderr)
+}
+
+// readTaskSupport adds to into the execution.taskSupport of the tools of
+// c's upstream over streamable HTTP, read from its raw tools/list within
+// the listing's byte bound; over legacy SSE the listing was read through
+// as it passed (ConnectOptions.OnToolExecution) and there is nothing to add.
+func readTaskSupport(ctx context.Context, c *mcpupstream.Caller, limit int64, into map[string]string) error {
+	ctx, stop := mcpupstream.WithResponseLimit(ctx, limit)
+	defer stop()
+	ts, err := c.ToolTaskSupport(ctx)
+	if errors.Is(err, mcpupstream.ErrTasksUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading its tools' task support: %w", err)
+	}
+	maps.Copy(into, ts)
+	return nil
 }
 
 // mcpImportGuard lets an import write a tool that does not exist, or one

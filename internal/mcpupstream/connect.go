@@ -40,9 +40,11 @@ type ConnectOptions struct {
 	// Stderr receives a stdio server's stderr (ConnectCommand; nil:
 	// discarded), e.g. StderrLog.
 	Stderr io.Writer
-	// OnToolExecution, when set, is told each tools/list page a stdio
-	// session reads: its tools' execution.taskSupport by upstream name
-	// (ConnectCommand; execution.go).
+	// OnToolExecution, when set, is told each tools/list page a stdio or
+	// legacy HTTP+SSE session reads: its tools' execution.taskSupport by
+	// upstream name (execution.go). Over streamable HTTP it is not told
+	// (wrapping that connection would hide what the SDK tells it):
+	// Caller.ToolTaskSupport reads the listing there.
 	OnToolExecution func(page map[string]string)
 }
 

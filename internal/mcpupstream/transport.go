@@ -93,7 +93,13 @@ func connectSSE(ctx context.Context, url string, h Header, o ConnectOptions) (*C
 	if o.MaxResponseBytes > 0 {
 		t.MaxEventSize = int(min(o.MaxResponseBytes+1, 1<<30))
 	}
-	st := oneStream(sessionStream{t}, &o)
+	var st mcp.Transport = sessionStream{t}
+	if o.OnToolExecution != nil {
+		// Its connection is already wrapped (closeCancels): the SDK asks
+		// nothing of it beyond mcp.Connection, as over stdio.
+		st = executionTransport{t: st, tell: o.OnToolExecution}
+	}
+	st = oneStream(st, &o)
 	cs, err := connect(ctx, st, o)
 	if err != nil {
 		return nil, err

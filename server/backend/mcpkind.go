@@ -202,13 +202,13 @@ type mcpUpstreamSession struct {
 	// declared are the kinds of input cs declared it can answer (the policy
 	// when it was made; InputPolicyChanged).
 	declared mcpupstream.InputKinds
-	// progress routes a stdio upstream's notifications/progress to the
-	// call that asked (the SDK's client hears them per session): by the
+	// progress routes a stdio or legacy SSE upstream's
+	// notifications/progress to the call that asked (the SDK's client hears them per session): by the
 	// gateway's token, to that call's func(mcpupstream.Progress).
 	progress sync.Map
 }
 
-// routeProgress hands a stdio upstream's notifications/progress to the
+// routeProgress hands a stdio or legacy SSE upstream's notifications/progress to the
 // call whose token it names; one for no call in flight is dropped.
 func (s *mcpUpstreamSession) routeProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req == nil || req.Params == nil {
@@ -400,6 +400,12 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			// be answered with a task.
 			measured = caller.Measured()
 			res, created, err = caller.CallToolRoundTask(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
+		} else if caller != nil && !caller.Rounds() && retry == nil {
+			// Legacy HTTP+SSE: the SDK's session, whose one stream carries
+			// the upstream's progress beside the answers: routed by the
+			// gateway's token (routeProgress), as over stdio.
+			measured = caller.Measured()
+			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), s, cs, params, onProgress)
 		} else if caller != nil {
 			measured = caller.Measured()
 			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
@@ -629,7 +635,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	declared := m.inputDeclared(up.URL)
 	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
 		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: declared,
-		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
+		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{ProgressNotificationHandler: s.routeProgress})})
 	s.declared = declared
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)

