@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ type federation struct {
 	logs                     *syncBuffer // the gateway's log
 }
 
-func startFederation(t *testing.T) *federation {
+func startFederation(t *testing.T, features ...federationFeature) *federation {
 	t.Helper()
 	node, script := everythingNode(t)
 	f := &federation{httpURL: startEverythingHTTP(t, node, script), audit: filepath.Join(t.TempDir(), "audit.jsonl"), logs: &syncBuffer{}}
@@ -139,9 +140,13 @@ func startFederation(t *testing.T) *federation {
 				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: tool}}}
 		})
 	}
-	f.env = gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(f.logs),
+	opts := []gatewaytest.Option{gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(f.logs),
 		imported("ev_echo", f.httpURL, "echo"), imported("st_echo", "stdio://everything", "echo"),
-		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 8 << 10 }))
+		gatewaytest.WithConfig(func(c *server.Config) { c.BackendMaxRecvMsgSize = 8 << 10 })}
+	if slices.Contains(features, federateLongRunning) {
+		opts = append(opts, imported(evLong, f.httpURL, "trigger-long-running-operation"))
+	}
+	f.env = gatewaytest.Start(t, opts...)
 	f.ctx = testCtx(t)
 	f.connect = func(key, version string) *mcp.ClientSession {
 		return mustConnect(t, f.ctx, f.env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer " + key}}, version: version})
@@ -165,7 +170,7 @@ func startFederation(t *testing.T) *federation {
 		}
 		return nil
 	}); err != nil {
-		t.Fatalf("the upstreams did not come up: %v", err)
+		t.Fatalf("the upstreams did not come up: %v\nthe gateway's log:\n%s", err, f.logs.String())
 	}
 	f.agent, f.denied, f.toolsOnly = f.connect("agent-key", ""), f.connect("denied-key", ""), f.connect("toolsonly-key", "")
 	t.Cleanup(func() {
@@ -175,6 +180,19 @@ func startFederation(t *testing.T) *federation {
 	})
 	return f
 }
+
+// federationFeature is what a test adds to startFederation's gateway.
+type federationFeature int
+
+// federateLongRunning imports server-everything's
+// trigger-long-running-operation over streamable HTTP as evLong, for
+// progress.
+const federateLongRunning federationFeature = iota
+
+// evLong is named as the importer names it under the ev_ prefix: a
+// renamed tool would leave the upstream without one prefix to read back,
+// and so out of the federation.
+const evLong = "ev_trigger-long-running-operation"
 
 // stdioStarts is how many times the gateway started the stdio server.
 func (f *federation) stdioStarts() int {
