@@ -25,7 +25,8 @@ const perUserNotFederated = "per-user identity mode is not federated"
 // the static identity and pu_ under passthrough (an upstream_identity rule
 // for its origin). The go-sdk client sees st_'s resources, templates and
 // prompts and none of pu_'s; reading, getting or completing one of pu_'s
-// is the same error as naming an unknown upstream's; a caller who sees
+// (or subscribing to one) is the same error as naming an unknown
+// upstream's; a caller who sees
 // only pu_'s tool is declared no resources, prompts or completions; pu_
 // receives none of these requests (they would go with the gateway's own
 // credential, not the caller's), and the gateway says why once.
@@ -44,6 +45,7 @@ func TestMCPFederationSkipsPerUserIdentity(t *testing.T) {
 		"agent":  {Allow: []string{"*"}, Resources: policy.URIAccess{Allow: []string{"*"}}},
 		"puonly": {Allow: []string{"pu_*"}, Resources: policy.URIAccess{Allow: []string{"*"}}},
 	}}
+	p.MCPUpstreams.Input.KeyFiles = []string{sessionKeyFile(t)} // face sessions, for subscriptions
 	p.UpstreamIdentity = identity.Config{Upstreams: []identity.Rule{{Match: origin, Mode: identity.Passthrough}}}
 	logs := &syncBuffer{}
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p), gatewaytest.WithLogOutput(logs),
@@ -136,9 +138,17 @@ func TestMCPFederationSkipsPerUserIdentity(t *testing.T) {
 			Argument: mcp.CompleteParamsArgument{Name: "id", Value: "7"}})
 		return err
 	})
+	// Subscriptions are served to a caller getting a face session.
+	subAgent, _ := sessionClient(t, ctx, env.MCPURL, "agent-key", nil)
+	sameAsUnknown("resources/subscribe", func(ns string) error {
+		return subAgent.Subscribe(ctx, &mcp.SubscribeParams{URI: "flowdrop-mcp://" + ns + "/doc://a"})
+	})
 	// The static upstream is still served (the control for the above).
 	if _, err := agent.ReadResource(ctx, &mcp.ReadResourceParams{URI: "flowdrop-mcp://st_/doc://a"}); err != nil {
 		t.Errorf("reading the static upstream's resource: %v", err)
+	}
+	if err := subAgent.Subscribe(ctx, &mcp.SubscribeParams{URI: "flowdrop-mcp://st_/doc://a"}); err != nil {
+		t.Errorf("subscribing to the static upstream's resource: %v", err)
 	}
 
 	puonly := connect("puonly-key")
