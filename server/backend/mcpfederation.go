@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 // Federated runs f over the session of an upstream MCP server (the one
@@ -71,6 +72,19 @@ func (m *MCPUpstream) federatedFailure(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %v", ctxErr, err)
 	}
 	return err
+}
+
+// IdentityMode is the upstream identity mode the policy in force chooses
+// for the gateway tool named tool, imported from up. Federated requests
+// and task follow-ups go on the upstream's shared session with its static
+// credential, so the face federates nothing of an upstream under any
+// other mode (a per-user one): the caller would be served as the gateway.
+func (m *MCPUpstream) IdentityMode(tool string, up *registry.MCPTool) identity.Mode {
+	var r *identity.Resolver
+	if f := m.ts.cfg.Identity; f != nil {
+		r = f()
+	}
+	return r.Mode(identity.Target{Tool: tool, Upstream: up.URL})
 }
 
 // MaxResponseBytes is the backend receive limit an upstream's answer is

@@ -367,6 +367,13 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 		}
 	}
 	slot := pipeline.TaskFrom(ctx)
+	if _, perUser := credentialFrom(ctx); slot != nil && perUser {
+		// A task's follow-ups carry no call, so no per-caller identity
+		// (withCaller): the face offers no tasks of such a tool; this
+		// holds it when a caller asks anyway.
+		return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition,
+			"the tool's upstream is reached under a per-user identity mode, for which the gateway carries no tasks; call it without task augmentation"))
+	}
 	retry, perr := m.inputRetry(c, up)
 	if perr != nil {
 		return pipeline.Result{}, perr

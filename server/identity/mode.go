@@ -278,6 +278,16 @@ func upstreamName(up string) string {
 	return up
 }
 
+// Mode is the mode the policy chooses for t (Static with no resolver),
+// without making a credential: what the gateway's own requests to an
+// upstream (federation, task follow-ups) are judged by.
+func (r *Resolver) Mode(t Target) Mode {
+	if r == nil {
+		return Static
+	}
+	return r.ruleFor(t).Mode
+}
+
 // Resolve is the Credential the call's backend is sent under the mode the
 // policy chooses for it. A mode it does not know, or one whose identity
 // cannot be made, fails the call closed: the call is not sent.

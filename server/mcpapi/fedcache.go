@@ -38,6 +38,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 const (
@@ -65,6 +67,24 @@ type upstreamCache struct {
 	// when last looked at (federation.go logs a change to an ambiguous
 	// count once, not per request).
 	prefixless int
+	// perUser are the upstreams left out for a per-user identity mode
+	// when last looked at (federation.go logs each once, not per request).
+	perUser map[upstreamKey]identity.Mode
+}
+
+// perUserChanged records the upstreams left out for a per-user identity
+// mode and returns those not left out (or not under that mode) last time.
+func (c *upstreamCache) perUserChanged(now map[upstreamKey]identity.Mode) []upstreamKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var fresh []upstreamKey
+	for k, mode := range now {
+		if c.perUser[k] != mode {
+			fresh = append(fresh, k)
+		}
+	}
+	c.perUser = now
+	return fresh
 }
 
 // prefixlessChanged records n prefix-less upstreams and reports whether

@@ -25,6 +25,13 @@ package mcpapi
 // with a federated prefix) are neither listed nor reachable through it,
 // and its notifications for such URIs are dropped. Two or more prefix-less
 // upstreams are ambiguous: none of them is federated (logged).
+//
+// An upstream any of whose tools the policy sends under a per-user
+// identity mode (upstream_identity: anything but static) is not federated
+// either (logged once): its federated requests would go on its shared
+// session with the static credential, so every caller would read it as the
+// gateway. Its items are not listed, not declared, and naming one is the
+// same "not found" as naming an unknown one.
 
 import (
 	"context"
@@ -41,6 +48,7 @@ import (
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -57,6 +65,10 @@ type Upstreams interface {
 	FederatedRound(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, in pipeline.FederatedInput, params mcp.Params, out mcp.Result) error
 	// MaxResponseBytes is the backend receive limit.
 	MaxResponseBytes() int
+	// IdentityMode is the identity mode the policy in force sends the
+	// gateway tool named tool, imported from up, under (identity.Static:
+	// the upstream's shared session and credential serve it).
+	IdentityMode(tool string, up *registry.MCPTool) identity.Mode
 	// Current is the capabilities of the upstream's live session and its
 	// generation (0: no session), without contacting it (fedcache.go).
 	Current(up *registry.MCPTool, ts *registry.TransportSecurity) (*mcp.ServerCapabilities, uint64)
@@ -170,6 +182,9 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 	type group struct {
 		up       *federatedUpstream
 		prefixes map[string]bool
+		// perUser is a non-static identity mode one of its tools is
+		// sent under ("": none).
+		perUser identity.Mode
 	}
 	groups := map[upstreamKey]*group{}
 	for _, e := range m.reg.Snapshot().List() {
@@ -189,6 +204,11 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 			groups[k] = g
 		}
 		g.up.tools = append(g.up.tools, t.Name)
+		if g.perUser == "" {
+			if mode := m.upstreams.IdentityMode(t.Name, sp); mode != identity.Static {
+				g.perUser = mode
+			}
+		}
 		mapped, _ := mcpimport.MapName("", sp.Tool)
 		prefix, ok := strings.CutSuffix(t.Name, mapped)
 		if !ok || mapped == "" {
@@ -198,7 +218,12 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 	}
 	out := map[string]*federatedUpstream{}
 	taken := map[string]int{}
-	for _, g := range groups {
+	perUser := map[upstreamKey]identity.Mode{}
+	for k, g := range groups {
+		if g.perUser != "" {
+			perUser[k] = g.perUser
+			continue
+		}
 		if len(g.prefixes) != 1 {
 			continue
 		}
@@ -218,6 +243,10 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 	}
 	if n := taken[""]; m.fed.prefixlessChanged(n) && n > 1 {
 		m.log.Warn("MCP federation: upstreams imported without a prefix are not federated: there is more than one, so their URIs and prompt names would be ambiguous", "upstreams", n)
+	}
+	for _, k := range m.fed.perUserChanged(perUser) {
+		m.log.Warn("MCP federation: an upstream whose tools are sent under a per-user identity mode is not federated (its resources, prompts and completions would be read with the gateway's own credential, not the caller's)",
+			"tool", policy.Bound(groups[k].up.tools[0]), "identity_mode", string(perUser[k]))
 	}
 	m.fed.retain(out)
 	return out

@@ -16,8 +16,6 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/flowdrop/gateway/registry"
 )
 
 // tasksCapability is what the face serves of tasks (tasks.go).
@@ -63,7 +61,7 @@ func (m *Server) tasksOffered(ctx context.Context) bool {
 		if sp == nil || sp.MCPTool == nil {
 			continue
 		}
-		if _, stdio := registry.StdioName(sp.MCPTool.URL); stdio || !m.pipe.Visible(ctx, e.Tool.Name) {
+		if !m.tasksCarried(e) || !m.pipe.Visible(ctx, e.Tool.Name) {
 			continue
 		}
 		if m.taskSupportOf(ctx, e) != "" {

@@ -50,6 +50,7 @@ import (
 	"github.com/flowdrop/gateway/internal/sdkjson"
 	"github.com/flowdrop/gateway/normalize"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 	"github.com/flowdrop/gateway/server/pipeline"
 )
 
@@ -80,6 +81,10 @@ type TaskUpstreams interface {
 	// (nil: none) as a call's; a *pipeline.Error when its requests for
 	// input cannot be relayed (tool names the gateway tool).
 	ExtTaskGet(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, tool, id string) (*mcpupstream.DetailedTask, *pipeline.Result, error)
+	// IdentityMode is Upstreams.IdentityMode: a task's follow-ups go on the
+	// upstream's shared session, so only a static one's tasks are carried
+	// (tasksCarried).
+	IdentityMode(tool string, up *registry.MCPTool) identity.Mode
 }
 
 // taskListPage bounds one tasks/list answer (each entry is one tasks/get
@@ -330,10 +335,24 @@ func (m *Server) taskEntry(ctx context.Context, tool string) *registry.Entry {
 	if !ok || e.Tool.Spec == nil || e.Tool.Spec.MCPTool == nil || !m.pipe.Visible(ctx, tool) {
 		return nil
 	}
-	if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); stdio {
+	if !m.tasksCarried(e) {
 		return nil
 	}
 	return e
+}
+
+// tasksCarried: the face relays the tasks of e's upstream MCP tool. Not a
+// stdio upstream's (its session is the SDK client's, which knows no
+// tasks), nor one the policy sends under a per-user identity mode: a
+// task's follow-ups (tasks/get, tasks/result, tasks/cancel, tasks/update)
+// carry no call, so they would go on the upstream's shared session with
+// the static credential, not the session of the caller that made it.
+func (m *Server) tasksCarried(e *registry.Entry) bool {
+	sp := e.Tool.Spec.MCPTool
+	if _, stdio := registry.StdioName(sp.URL); stdio {
+		return false
+	}
+	return m.taskUps.IdentityMode(e.Tool.Name, sp) == identity.Static
 }
 
 // taskNotFound is the one answer for any task id that is not the caller's.

@@ -94,6 +94,9 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 		if _, stdio := registry.StdioName(sp.URL); stdio {
 			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no stdio upstream's tasks",
 				"tool", e.Tool.Name)
+		} else if !m.tasksCarried(e) {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no tasks of a tool under a per-user identity mode (their follow-ups would reach the upstream as the gateway)",
+				"tool", e.Tool.Name)
 		} else {
 			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed only to callers that can use tasks — on MCP "+RevisionTasks+
 				", or on "+RevisionResultType+" declaring the "+TasksExtension+" extension",
@@ -152,15 +155,13 @@ func (m *Server) withoutTaskRequired(ctx context.Context, usable bool, tools []*
 
 // taskHidden: e is not listed to a caller because its upstream requires
 // tasks, and the caller cannot use tasks (usable: tasksUsable of its
-// request) or the upstream is over stdio — a stdio upstream's tasks are
-// relayed to no one (tasks.go), so its task-required tools are listed to
-// no one.
+// request) or the face carries none of the tool's (tasksCarried: a stdio
+// upstream, a per-user identity mode) — such a tool is listed to no one.
 func (m *Server) taskHidden(ctx context.Context, usable bool, e *registry.Entry) bool {
 	if m.taskUps == nil || e.Tool.Spec == nil || e.Tool.Spec.MCPTool == nil {
 		return false
 	}
-	_, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL)
-	return (stdio || !usable) && m.taskRequired(ctx, e)
+	return (!usable || !m.tasksCarried(e)) && m.taskRequired(ctx, e)
 }
 
 // toolExecution is a tool's execution as MCP 2025-11-25 defines it
@@ -188,8 +189,8 @@ type listToolsResult struct {
 
 // withExecution is lr as listed to a caller on rev: on RevisionTasks, when
 // tasks are served and some listed tool's upstream takes them, each such
-// tool carries execution.taskSupport; otherwise lr itself. Only HTTP
-// upstreams' tasks are relayed (tasks.go), so a stdio tool has none.
+// tool carries execution.taskSupport; otherwise lr itself. A tool whose
+// tasks are not relayed (tasksCarried: stdio, a per-user identity) has none.
 // entries are the listed tools' registry entries, in lr's order (nil: gone).
 func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult, entries []*registry.Entry) mcp.Result {
 	if m.tasks == nil || m.taskUps == nil || rev != RevisionTasks {
@@ -199,7 +200,7 @@ func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListTool
 	for i, t := range lr.Tools {
 		support := ""
 		if e := entries[i]; e != nil && e.Tool.Spec != nil && e.Tool.Spec.MCPTool != nil {
-			if _, stdio := registry.StdioName(e.Tool.Spec.MCPTool.URL); !stdio {
+			if m.tasksCarried(e) {
 				support = m.taskSupportOf(ctx, e)
 			}
 		}
