@@ -6,13 +6,11 @@ package server_test
 // gateway by the go-sdk client and by raw requests.
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -190,44 +188,8 @@ func (a *askEnv) client(t *testing.T, key, version string, elicit bool, asked *[
 // caller and returns the response.
 func (a *askEnv) post(t *testing.T, key, method, name string, params map[string]any) *jsonrpc.Response {
 	t.Helper()
-	params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientInfo: map[string]any{"name": "raw", "version": "1"},
-		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}}}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, a.env.MCPURL, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	resp, err := httpClient(t, http.Header{"Authorization": {"Bearer " + key}}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := bytes.Index(data, []byte("data: ")); i >= 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data = data[i+len("data: "):]
-		if j := bytes.IndexByte(data, '\n'); j >= 0 {
-			data = data[:j]
-		}
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		t.Fatalf("decoding %q: %v", data, err)
-	}
-	r, ok := msg.(*jsonrpc.Response)
-	if !ok {
-		t.Fatalf("got %T, want a response", msg)
-	}
+	params["_meta"] = map[string]any{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}}}
+	_, r := mcpRequest2026(t, a.ctx, a.env.MCPURL, http.Header{"Authorization": {"Bearer " + key}}, method, name, params)
 	return r
 }
 

@@ -242,6 +242,16 @@ func mcpRoundExchange(t *testing.T, ctx context.Context, env *gatewaytest.Env, h
 	if _, ok := params["arguments"]; !ok {
 		params["arguments"] = map[string]any{}
 	}
+	return mcpRequest2026(t, ctx, env.MCPURL, header, "tools/call", tool, params)
+}
+
+// mcpRequest2026 POSTs one 2026-07-28 request of method on name (its
+// Mcp-Name) with params, whose _meta gets the revision and a client
+// (clientCapabilities: as params has them, else elicitation), and returns
+// the HTTP status and the response (from a JSON body or an event
+// stream's first event).
+func mcpRequest2026(t *testing.T, ctx context.Context, url string, header http.Header, method, name string, params map[string]any) (int, *jsonrpc.Response) {
+	t.Helper()
 	meta, _ := params["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}}}
@@ -249,19 +259,19 @@ func mcpRoundExchange(t *testing.T, ctx context.Context, env *gatewaytest.Env, h
 	meta[mcp.MetaKeyProtocolVersion] = "2026-07-28"
 	meta[mcp.MetaKeyClientInfo] = map[string]any{"name": "raw", "version": "1"}
 	params["_meta"] = meta
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, env.MCPURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
 	resp, err := httpClient(t, header).Do(req)
 	if err != nil {
 		t.Fatal(err)
