@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,19 +53,7 @@ func TestMCPFederationSkipsPerUserIdentity(t *testing.T) {
 	connect := func(key string) *mcp.ClientSession {
 		return mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer " + key}}, version: "2025-11-25"})
 	}
-	if err := poll(30*time.Second, func() error {
-		cs, err := mcpConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer agent-key"}}, version: "2025-11-25"})
-		if err != nil {
-			return err
-		}
-		defer cs.Close()
-		if c := cs.InitializeResult().Capabilities; c.Resources == nil || c.Prompts == nil || c.Completions == nil {
-			return errors.New("capabilities not declared yet")
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("the static upstream's capabilities never reached the gateway: %v", err)
-	}
+	waitFederated(t, ctx, env.MCPURL)
 	agent := connect("agent-key")
 
 	res, err := agent.ListResources(ctx, nil)

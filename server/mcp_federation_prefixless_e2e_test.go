@@ -147,19 +147,7 @@ func TestMCPFederatesPrefixlessUpstream(t *testing.T) {
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(prefixlessPolicy(t)),
 		importedTool("echo", plain.url, "echo"), importedTool("up_echo", prefixed.url, "echo"))
 	ctx := longCtx(t)
-	if err := poll(30*time.Second, func() error {
-		cs, err := mcpConnect(t, ctx, env.MCPURL, mcpClientOpts{header: http.Header{"Authorization": {"Bearer agent-key"}}, version: "2025-11-25"})
-		if err != nil {
-			return err
-		}
-		defer cs.Close()
-		if c := cs.InitializeResult().Capabilities; c.Resources == nil || c.Prompts == nil || c.Completions == nil {
-			return errors.New("capabilities not declared yet")
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("the upstreams' capabilities never reached the gateway: %v", err)
-	}
+	waitFederated(t, ctx, env.MCPURL)
 	agent, agentUp := sessionClient(t, ctx, env.MCPURL, "agent-key", nil)
 	denied, _ := sessionClient(t, ctx, env.MCPURL, "denied-key", nil)
 	if c := agent.InitializeResult().Capabilities; c.Resources == nil || !c.Resources.Subscribe || c.Prompts == nil || c.Completions == nil {
@@ -388,5 +376,24 @@ func TestMCPTwoPrefixlessUpstreamsNotFederated(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "imported without a prefix are not federated") {
 		t.Fatalf("not logged: %s", logs.String())
+	}
+}
+
+// waitFederated waits until agent-key's caller is declared resources,
+// prompts and completions: the gateway has read an upstream offering them.
+func waitFederated(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	if err := poll(30*time.Second, func() error {
+		cs, err := mcpConnect(t, ctx, url, mcpClientOpts{header: http.Header{"Authorization": {"Bearer agent-key"}}, version: "2025-11-25"})
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		if c := cs.InitializeResult().Capabilities; c.Resources == nil || c.Prompts == nil || c.Completions == nil {
+			return errors.New("capabilities not declared yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the upstreams' capabilities never reached the gateway: %v", err)
 	}
 }
