@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,6 +108,11 @@ func TestInvokeToolStreamProgress(t *testing.T) {
 		if got := len(progress) > 0; got != row.wantProgress {
 			t.Errorf("%s: %d progress events, want some: %v (%s)", row.name, len(progress), row.wantProgress, row.reason)
 		}
+		// The last step, sent just before the answer, is never lost (over
+		// stdio it is taken off the connection before the answer).
+		if row.wantProgress && len(progress) > 0 && progress[len(progress)-1].GetProgress() != 4 {
+			t.Errorf("%s: the last progress event is %v, want step 4 of 4 (%s)", row.name, progress[len(progress)-1], row.reason)
+		}
 		for i, pr := range progress {
 			if pr.GetTotal() != 4 || pr.GetProgress() < 1 || pr.GetProgress() > 4 || (i > 0 && pr.GetProgress() <= progress[i-1].GetProgress()) {
 				t.Errorf("%s: progress event %d = %v, want increasing steps of 4", row.name, i, pr)
@@ -139,16 +146,21 @@ func TestInvokeToolStreamProgress(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("MCP call to st_long: %v %+v", err, res)
 	}
-	// The SDK's client may handle a notification after the call returned.
+	// The SDK's client may handle a notification after the call returned:
+	// wait for all four steps, the last (sent just before the answer) too.
 	if err := poll(10*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
+		var steps []float64
 		for _, p := range got {
 			if p.ProgressToken == "mcp-stdio" && p.Total == 4 {
-				return nil
+				steps = append(steps, p.Progress)
 			}
 		}
-		return errors.New("no notifications/progress for the caller's token")
+		if !slices.Equal(steps, []float64{1, 2, 3, 4}) {
+			return fmt.Errorf("notifications/progress for the caller's token: steps %v, want 1 to 4", steps)
+		}
+		return nil
 	}); err != nil {
 		t.Errorf("a stdio upstream's progress did not reach the MCP caller: %v", err)
 	}

@@ -131,11 +131,12 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(2, "the command: %v", err)
 		}
 		*upstream = registry.StdioScheme + "://" + *stdioName
-		cs, err = mcpupstream.ConnectCommand(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true},
+		caller, err = mcpupstream.ConnectCommandCaller(ctx, mcpupstream.Command{Path: path, Args: command[1:], InheritEnv: true},
 			mcpupstream.ConnectOptions{Stderr: stderr, OnToolExecution: tell})
 		if err != nil {
 			return fail(1, "starting %s: %v", command[0], err)
 		}
+		cs = caller.Session
 	} else if caller, err = mcpupstream.ConnectCaller(ctx, *upstream, h, mcpupstream.ConnectOptions{MaxResponseBytes: bounds.ListBytes,
 		Transport: mcpupstream.Transport(*transport), OnToolExecution: tell}); err != nil {
 		return fail(1, "connecting to %s: %v%s", *upstream, err, redirectHint(err))
@@ -154,6 +155,9 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintf(stderr, "the tools' task support is not known (%v): the gateway reads it itself\n", terr)
 		}
 	}
+	// Whether the gateway will carry the upstream's tasks, as it decides
+	// for its own session (the revision this one negotiated).
+	uncarried := !caller.CarriesTasks()
 	cs.Close()
 	if err != nil {
 		return fail(1, "listing the tools of %s: %v%s", *upstream, err, redirectHint(err))
@@ -182,7 +186,7 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(1, "no tool to import")
 	}
 	for _, t := range tools {
-		if note := mcpimport.TaskNote(t.GetName(), taskSupport[t.GetSpec().GetMcpTool().GetTool()], *stdioName != ""); note != "" {
+		if note := mcpimport.TaskNote(t.GetName(), taskSupport[t.GetSpec().GetMcpTool().GetTool()], uncarried); note != "" {
 			fmt.Fprintln(stderr, note)
 		}
 	}

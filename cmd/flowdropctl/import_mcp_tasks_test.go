@@ -85,9 +85,8 @@ func TestToolsImportMCPTaskSupport(t *testing.T) {
 			args: []string{"--url", "http://" + httpAddr + "/mcp", "--dry-run"}, want: offered},
 		{name: "sse-detected", reason: "over legacy HTTP+SSE (detected) the listing is read through as it passes",
 			args: []string{"--url", "http://" + sseAddr + "/sse", "--dry-run"}, want: offered},
-		{name: "stdio", reason: "a stdio upstream's tasks are not carried: the tool is offered to no caller, and the import says so",
-			args: []string{"--stdio", "ev", "--dry-run", "--", node, script, "stdio"},
-			want: "task-required ev.simulate-research-query: the upstream requires task augmentation for it (execution.taskSupport \"required\") and the gateway carries no tasks of a stdio upstream, so it is offered to no caller"},
+		{name: "stdio", reason: "a stdio upstream on 2025-11-25 has its tasks carried (side.go): the tool is offered to callers that can use tasks, as over HTTP",
+			args: []string{"--stdio", "ev", "--dry-run", "--", node, script, "stdio"}, want: offered},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

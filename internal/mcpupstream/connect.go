@@ -64,12 +64,27 @@ func Connect(ctx context.Context, url string, h Header, o ConnectOptions) (*mcp.
 // Base, Listen and MaxResponseBytes do not apply: notifications share the
 // one stream, and the SDK bounds each message it reads (16 MiB).
 func ConnectCommand(ctx context.Context, c Command, o ConnectOptions) (*mcp.ClientSession, error) {
+	caller, err := ConnectCommandCaller(ctx, c, o)
+	if err != nil {
+		return nil, err
+	}
+	return caller.Session, nil
+}
+
+// ConnectCommandCaller is ConnectCommand's session as a Caller: its calls
+// go through the SDK, while the gateway's task requests and a call's
+// progress go beside it (side.go).
+func ConnectCommandCaller(ctx context.Context, c Command, o ConnectOptions) (*Caller, error) {
 	var t mcp.Transport = c.transport(o.Stderr)
 	if o.OnToolExecution != nil {
 		t = executionTransport{t: t, tell: o.OnToolExecution}
 	}
-	t = oneStream(t, &o)
-	return connect(ctx, t, o)
+	side := &sideTransport{t: oneStream(t, &o)}
+	cs, err := connect(ctx, side, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Caller{Session: cs, sdk: true, side: side.made}, nil
 }
 
 func connect(ctx context.Context, t mcp.Transport, o ConnectOptions) (*mcp.ClientSession, error) {

@@ -71,11 +71,23 @@ const maxTaskIDBytes = 256
 // task: {ttl}, ttlMs 0: none asked) and returns the task the upstream made
 // and the id of the session it lives in. Errors are CallTool's.
 func (c *Caller) CallToolTask(ctx context.Context, name string, args json.RawMessage, ttlMs int64) (*Task, string, error) {
-	if c.sdk {
-		return nil, "", ErrTasksUnsupported
-	}
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if c.sdk {
+		if !c.sideTasks() {
+			return nil, "", ErrTasksUnsupported
+		}
+		task := map[string]any{}
+		if ttlMs > 0 {
+			task["ttl"] = ttlMs
+		}
+		res, err := c.sideRequest(ctx, "tools/call", map[string]any{"name": name, "arguments": args, "task": task})
+		if err != nil {
+			return nil, "", err
+		}
+		t, err := decodeCreatedTask(res)
+		return t, c.sessionKey(), err
 	}
 	body := getBuffer()
 	defer putBuffer(body)
@@ -95,30 +107,44 @@ func (c *Caller) CallToolTask(ctx context.Context, name string, args json.RawMes
 	if err != nil {
 		return nil, "", err
 	}
-	var created struct {
-		Task json.RawMessage `json:"task"`
-	}
-	if err := unmarshal(ans.Result, &created); err != nil || len(created.Task) == 0 {
-		return nil, "", errors.New("the upstream answered a task-augmented tools/call without a task")
-	}
-	t, err := DecodeTask(created.Task)
+	t, err := decodeCreatedTask(ans.Result)
 	if err != nil {
 		return nil, "", err
 	}
 	return t, sid, nil
 }
 
+// decodeCreatedTask is the task of a task-augmented tools/call's answer
+// (CreateTaskResult), checked.
+func decodeCreatedTask(result json.RawMessage) (*Task, error) {
+	var created struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if err := unmarshal(result, &created); err != nil || len(created.Task) == 0 {
+		return nil, errors.New("the upstream answered a task-augmented tools/call without a task")
+	}
+	return DecodeTask(created.Task)
+}
+
 // TaskRequest sends method (tasks/get, tasks/result, tasks/cancel) for the
 // upstream's task taskID on the upstream session sid, and returns the
 // answer's result as sent: the caller decodes it.
 func (c *Caller) TaskRequest(ctx context.Context, sid, method, taskID string) (json.RawMessage, error) {
-	if c.sdk {
-		return nil, ErrTasksUnsupported
-	}
 	switch method {
 	case "tasks/get", "tasks/result", "tasks/cancel":
 	default:
 		return nil, fmt.Errorf("%q is not a task request", method)
+	}
+	if c.sdk {
+		if !c.sideTasks() {
+			return nil, ErrTasksUnsupported
+		}
+		if sid != c.sessionKey() {
+			// The connection the task was made on has ended (the process
+			// with it): so has the task.
+			return nil, fmt.Errorf("%s: the task's session has ended: %w", method, mcp.ErrSessionMissing)
+		}
+		return c.sideRequest(ctx, method, map[string]string{"taskId": taskID})
 	}
 	qid, err := json.Marshal(taskID)
 	if err != nil {

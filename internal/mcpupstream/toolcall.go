@@ -52,6 +52,9 @@ type Caller struct {
 	meta     json.RawMessage
 	metas    [4]json.RawMessage
 	declared InputKinds
+	// side carries the gateway's own requests and a call's progress on a
+	// stdio or legacy SSE session (side.go); nil over streamable HTTP.
+	side *sideConn
 }
 
 // requestMeta is the per-request _meta on revision pv declaring k: the

@@ -99,12 +99,12 @@ func connectSSE(ctx context.Context, url string, h Header, o ConnectOptions) (*C
 		// nothing of it beyond mcp.Connection, as over stdio.
 		st = executionTransport{t: st, tell: o.OnToolExecution}
 	}
-	st = oneStream(st, &o)
-	cs, err := connect(ctx, st, o)
+	side := &sideTransport{t: oneStream(st, &o)}
+	cs, err := connect(ctx, side, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Caller{Session: cs, endpoint: url, sdk: true, legacySSE: true}, nil
+	return &Caller{Session: cs, endpoint: url, sdk: true, legacySSE: true, side: side.made}, nil
 }
 
 // sessionStream connects t with a stream that lives as long as the

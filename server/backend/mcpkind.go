@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,26 +201,6 @@ type mcpUpstreamSession struct {
 	// declared are the kinds of input cs declared it can answer (the policy
 	// when it was made; InputPolicyChanged).
 	declared mcpupstream.InputKinds
-	// progress routes a stdio or legacy SSE upstream's
-	// notifications/progress to the call that asked (the SDK's client hears them per session): by the
-	// gateway's token, to that call's func(mcpupstream.Progress).
-	progress sync.Map
-}
-
-// routeProgress hands a stdio or legacy SSE upstream's notifications/progress to the
-// call whose token it names; one for no call in flight is dropped.
-func (s *mcpUpstreamSession) routeProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	token, ok := req.Params.ProgressToken.(string)
-	if !ok {
-		return
-	}
-	if f, ok := s.progress.Load(token); ok {
-		p := req.Params
-		f.(func(mcpupstream.Progress))(mcpupstream.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
-	}
 }
 
 // stdioRestartGap is the least time between two starts of one stdio
@@ -359,7 +338,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	// The caller's progress sink, when it asked for progress: the
 	// upstream's progress for this call is reported to it (over HTTP read
 	// from the call's own response; over stdio routed by the gateway's
-	// token from the session's notifications, routeProgress).
+	// token from the session's one stream, Caller.WatchProgress).
 	var onProgress func(mcpupstream.Progress)
 	if sink := pipeline.ProgressFrom(ctx); sink != nil {
 		onProgress = func(p mcpupstream.Progress) {
@@ -382,6 +361,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	var res *mcp.CallToolResult
 	var created *mcpupstream.Task // a task the upstream answered with (the tasks extension)
 	measured := false             // the answer was read whole, not cut off at the limit
+	_, stdio := registry.StdioName(up.URL)
 	// At most two tries: the second only when the upstream did not know
 	// the pooled session (it restarted, or ended the session), which means
 	// the call did not run there.
@@ -407,13 +387,13 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 			// be answered with a task.
 			measured = caller.Measured()
 			res, created, err = caller.CallToolRoundTask(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
-		} else if caller != nil && !caller.Rounds() && retry == nil {
+		} else if !stdio && caller != nil && !caller.Rounds() && retry == nil {
 			// Legacy HTTP+SSE: the SDK's session, whose one stream carries
 			// the upstream's progress beside the answers: routed by the
-			// gateway's token (routeProgress), as over stdio.
+			// gateway's token (Caller.WatchProgress), as over stdio.
 			measured = caller.Measured()
-			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), s, cs, params, onProgress)
-		} else if caller != nil {
+			res, err = m.callStdio(mcpupstream.WithInput(ctx, m.relayInput(c, up)), caller, params, onProgress)
+		} else if !stdio && caller != nil {
 			measured = caller.Measured()
 			res, err = caller.CallToolRound(mcpupstream.WithInput(ctx, m.relayInput(c, up)), up.Tool, js, onProgress, retry)
 		} else if retry != nil {
@@ -428,7 +408,7 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 				// attribution), without the cost of an asker per call.
 				sctx = mcpupstream.WithInput(ctx, m.relayInput(c, up))
 			}
-			res, err = m.callStdio(sctx, s, cs, params, onProgress)
+			res, err = m.callStdio(sctx, caller, params, onProgress)
 		}
 		m.release(s)
 		if err == nil {
@@ -486,19 +466,24 @@ func (m *MCPUpstream) Invoke(ctx context.Context, c *pipeline.Call) (pipeline.Re
 	return pipeline.Result{Encoded: enc, Decoded: ir}, nil
 }
 
-// callStdio calls the tool on a stdio session, its requests for input
-// asked through ctx's InputFunc when they are provably its own
+// callStdio calls the tool on a stdio or legacy SSE session, its requests
+// for input asked through ctx's InputFunc when they are provably its own
 // (mcpupstream.CallThroughSDK); with onProgress, under a progress token of
-// the gateway's own (never a caller's), whose notifications go to
-// onProgress while the call is in flight.
-func (m *MCPUpstream) callStdio(ctx context.Context, s *mcpUpstreamSession, cs *mcp.ClientSession, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
+// the gateway's own (never a caller's), whose notifications reach
+// onProgress in order, every one sent before the answer before the call
+// returns (Caller.WatchProgress).
+func (m *MCPUpstream) callStdio(ctx context.Context, caller *mcpupstream.Caller, params *mcp.CallToolParams, onProgress func(mcpupstream.Progress)) (*mcp.CallToolResult, error) {
+	cs := caller.Session
 	params = mcpupstream.DeclaringNoRounds(cs, params)
 	if onProgress == nil {
 		return mcpupstream.CallThroughSDK(ctx, cs, params)
 	}
-	token := "flowdrop-progress-" + strconv.FormatUint(m.progressTokens.Add(1), 10)
-	s.progress.Store(token, onProgress)
-	defer s.progress.Delete(token)
+	token := mcpupstream.ProgressToken(m.progressTokens.Add(1))
+	stop := caller.WatchProgress(token, onProgress)
+	if stop == nil {
+		return mcpupstream.CallThroughSDK(ctx, cs, params)
+	}
+	defer stop()
 	p := *params
 	p.Meta = mcp.Meta{}
 	maps.Copy(p.Meta, params.Meta)
@@ -591,13 +576,12 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 				if f := m.listChanged; f != nil {
 					f(up.URL)
 				}
-			},
-			ProgressNotificationHandler: s.routeProgress}), Input: m.inputDeclared(up.URL)}
+			}}), Input: m.inputDeclared(up.URL)}
 		if log := m.ts.cfg.Log; log != nil {
 			o.Stderr = mcpupstream.StderrLog(log, name)
 		}
 		o.OnToolExecution = m.stdioExecutionOf(up.URL).tell
-		cs, err := mcpupstream.ConnectCommand(ctx, cmd, o)
+		caller, err := mcpupstream.ConnectCommandCaller(ctx, cmd, o)
 		s.declared = o.Input
 		if count := m.ts.cfg.CountStdioStart; count != nil {
 			count(name, err == nil)
@@ -610,16 +594,17 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 		}
 		// A process that exits between calls is forgotten (and reaped) at
 		// once, so the next call starts it again instead of failing on it.
+		cs := caller.Session
 		go func() {
 			_ = cs.Wait()
 			m.drop(s, cs)
 		}()
-		s.cs = cs
+		s.cs, s.caller = cs, caller
 		s.live.Store(cs)
 		s.generation.Store(m.generations.Add(1))
 		s.calls++
 		m.tellSession(up, nil)
-		return s, cs, nil, true, nil
+		return s, cs, caller, true, nil
 	}
 	ref := mcpupstream.Reference{Env: up.CredentialEnv, File: up.CredentialFile}
 	h, _, err := ref.Load()
@@ -642,7 +627,7 @@ func (m *MCPUpstream) session(ctx context.Context, up *registry.MCPTool, ts *reg
 	declared := m.inputDeclared(up.URL)
 	caller, err := mcpupstream.ConnectCaller(ctx, up.URL, h, mcpupstream.ConnectOptions{Base: base, MaxResponseBytes: int64(m.ts.cfg.MaxRecvMsgSize),
 		Transport: mcpupstream.Transport(up.Transport), Listen: true, ClientNotificationsOnly: true, Input: declared,
-		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{ProgressNotificationHandler: s.routeProgress})})
+		Client: m.noticeHandlers(s, up, ts, &mcp.ClientOptions{})})
 	s.declared = declared
 	if err != nil {
 		return nil, nil, nil, false, fmt.Errorf("connecting to upstream %s: %w", up.URL, err)

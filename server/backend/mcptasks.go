@@ -22,8 +22,9 @@ import (
 )
 
 // ErrTasksUnsupported: the upstream is not one whose tasks the gateway can
-// carry (a stdio server: its session is the SDK client's, which knows no
-// tasks).
+// carry (a stdio or legacy SSE server on a revision other than
+// 2025-11-25: the gateway speaks the tasks extension over streamable HTTP
+// only).
 var ErrTasksUnsupported = mcpupstream.ErrTasksUnsupported
 
 // invokeTask is Invoke for a call its face asked to run as a task: the
@@ -39,10 +40,14 @@ func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *regi
 		}
 		if caller == nil {
 			m.release(s)
-			return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition, "the tool's upstream cannot run tasks through the gateway (a stdio server)"))
+			return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition, "the tool's upstream cannot run tasks through the gateway"))
 		}
 		t, sid, err := caller.CallToolTask(ctx, up.Tool, args, slot.TTLMs)
 		m.release(s)
+		if errors.Is(err, ErrTasksUnsupported) {
+			return pipeline.Result{}, m.ts.failure(c, 0, "", status.Error(codes.FailedPrecondition,
+				"the tool's upstream cannot run tasks through the gateway (a stdio or legacy SSE server on a revision whose tasks the gateway does not speak over it)"))
+		}
 		if err == nil {
 			ttl := int64(0)
 			if t.TTL != nil {
@@ -157,7 +162,9 @@ func (m *MCPUpstream) TaskAnswer(ctx context.Context, up *registry.MCPTool, ts *
 // TaskSupport is the upstream's tools that take tasks ("optional" or
 // "required", by upstream tool name), read from its tools/list. Errors are
 // TaskRequest's. A running stdio upstream's is what its session's listing
-// said (stdioExecution), after a listing of its own.
+// said (stdioExecution), after a listing of its own — with
+// ErrTasksUnsupported when its session carries no task requests (not on
+// 2025-11-25), so the face offers none of its tools as tasks.
 func (m *MCPUpstream) TaskSupport(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity) (map[string]string, error) {
 	if _, stdio := registry.StdioName(up.URL); stdio {
 		return m.stdioTaskSupport(ctx, up)
@@ -203,6 +210,19 @@ func (m *MCPUpstream) stdioExecutionOf(url string) *stdioExecution {
 	return e.(*stdioExecution)
 }
 
+// runningCaller is the running stdio upstream's session at url, or nil.
+func (m *MCPUpstream) runningCaller(url string) *mcpupstream.Caller {
+	m.mu.Lock()
+	s := m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
+	m.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caller
+}
+
 // stdioTaskSupport lists the running stdio upstream's tools (the listing
 // passes through its stdioExecution) and is what that said of those
 // tools; ErrNotRunning when its process is not running: as for the
@@ -212,6 +232,10 @@ func (m *MCPUpstream) stdioTaskSupport(ctx context.Context, up *registry.MCPTool
 	if err != nil {
 		return nil, err
 	}
+	uncarried := false
+	if c := m.runningCaller(up.URL); c == nil || !c.CarriesTasks() {
+		uncarried = true
+	}
 	e := m.stdioExecutionOf(up.URL)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -220,6 +244,9 @@ func (m *MCPUpstream) stdioTaskSupport(ctx context.Context, up *registry.MCPTool
 		if support := e.tools[t.Name]; support != "" {
 			out[t.Name] = support
 		}
+	}
+	if uncarried {
+		return out, ErrTasksUnsupported
 	}
 	return out, nil
 }

@@ -5,8 +5,9 @@ package mcpapi
 // A caller on revision 2025-11-25 may call a tool task-augmented
 // (tools/call with params.task): the call runs the whole pipeline as any
 // call does (policy, normalization, validation, audit) and its backend —
-// an upstream MCP server over streamable HTTP — starts the task instead of
-// answering. The face keeps who owns it in the task store (a fleet's
+// an upstream MCP server (over stdio and legacy SSE, through requests sent
+// beside the SDK's client: mcpupstream/side.go) — starts the task instead
+// of answering. The face keeps who owns it in the task store (a fleet's
 // Redis: any replica can answer for it), under a task id of its own
 // (random: it says nothing of the upstream), and answers the caller a
 // CreateTaskResult. tasks/get, tasks/result and tasks/cancel reach the
@@ -328,8 +329,8 @@ func (m *Server) ownedTask(ctx context.Context, method, id, owner string) (mcpta
 	return rec, e, true, nil
 }
 
-// taskEntry is the live entry of tool when it is an upstream MCP tool over
-// HTTP the caller may invoke, else nil.
+// taskEntry is the live entry of tool when it is an upstream MCP tool whose
+// tasks the face carries (tasksCarried) and the caller may invoke, else nil.
 func (m *Server) taskEntry(ctx context.Context, tool string) *registry.Entry {
 	e, ok := m.reg.Snapshot().Lookup(tool)
 	if !ok || e.Tool.Spec == nil || e.Tool.Spec.MCPTool == nil || !m.pipe.Visible(ctx, tool) {
@@ -341,18 +342,14 @@ func (m *Server) taskEntry(ctx context.Context, tool string) *registry.Entry {
 	return e
 }
 
-// tasksCarried: the face relays the tasks of e's upstream MCP tool. Not a
-// stdio upstream's (its session is the SDK client's, which knows no
-// tasks), nor one the policy sends under a per-user identity mode: a
-// task's follow-ups (tasks/get, tasks/result, tasks/cancel, tasks/update)
-// carry no call, so they would go on the upstream's shared session with
-// the static credential, not the session of the caller that made it.
+// tasksCarried: the face relays the tasks of e's upstream MCP tool. Not
+// one the policy sends under a per-user identity mode: a task's follow-ups
+// (tasks/get, tasks/result, tasks/cancel, tasks/update) carry no call, so
+// they would go on the upstream's shared session with the static
+// credential, not the session of the caller that made it. Nor one whose
+// upstream session carries no task requests (upstreamCarriesTasks).
 func (m *Server) tasksCarried(e *registry.Entry) bool {
-	sp := e.Tool.Spec.MCPTool
-	if _, stdio := registry.StdioName(sp.URL); stdio {
-		return false
-	}
-	return m.taskUps.IdentityMode(e.Tool.Name, sp) == identity.Static
+	return m.taskUps.IdentityMode(e.Tool.Name, e.Tool.Spec.MCPTool) == identity.Static && m.upstreamCarriesTasks(e)
 }
 
 // taskNotFound is the one answer for any task id that is not the caller's.

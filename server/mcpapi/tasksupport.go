@@ -18,12 +18,15 @@ package mcpapi
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server/identity"
 )
 
 const (
@@ -44,11 +47,14 @@ type taskSupportKey struct {
 }
 
 type taskSupportEntry struct {
-	tools   map[string]string // upstream tool name → "optional" | "required"
-	at      time.Time         // when tools was read (zero: never)
-	failed  time.Time
-	reading bool
-	done    chan struct{} // closed when the read under way ends
+	tools map[string]string // upstream tool name → "optional" | "required"
+	// uncarried: the upstream's session carries no task requests (a stdio
+	// or legacy SSE one not on 2025-11-25): tools is what it declares.
+	uncarried bool
+	at        time.Time // when tools was read (zero: never)
+	failed    time.Time
+	reading   bool
+	done      chan struct{} // closed when the read under way ends
 }
 
 func keyOfTaskSupport(sp *registry.MCPTool, ts *registry.TransportSecurity) taskSupportKey {
@@ -91,10 +97,10 @@ func (m *Server) taskSupportOf(ctx context.Context, e *registry.Entry) string {
 	support := ent.tools[sp.Tool]
 	if support == "required" && !c.said[e.Tool.Name] {
 		c.said[e.Tool.Name] = true
-		if _, stdio := registry.StdioName(sp.URL); stdio {
-			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no stdio upstream's tasks",
+		if ent.uncarried {
+			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since its upstream is a stdio or legacy SSE server not on MCP "+RevisionTasks+", whose tasks the gateway does not carry",
 				"tool", e.Tool.Name)
-		} else if !m.tasksCarried(e) {
+		} else if m.taskUps.IdentityMode(e.Tool.Name, sp) != identity.Static {
 			m.log.Info("MCP tool requires task augmentation (its upstream's execution.taskSupport): listed to no caller, since the gateway relays no tasks of a tool under a per-user identity mode (their follow-ups would reach the upstream as the gateway)",
 				"tool", e.Tool.Name)
 		} else {
@@ -116,12 +122,26 @@ func (m *Server) readTaskSupport(ctx context.Context, k taskSupportKey, sp *regi
 	ent := c.ups[k]
 	ent.reading = false
 	close(ent.done)
+	ent.uncarried = errors.Is(err, mcpupstream.ErrTasksUnsupported)
+	if ent.uncarried && tools != nil {
+		err = nil
+	}
 	if err != nil {
 		ent.failed = time.Now()
 		m.log.DebugContext(ctx, "MCP tasks: the upstream's tools' task support was not read", "error", err)
 		return
 	}
 	ent.tools, ent.at = tools, time.Now()
+}
+
+// upstreamCarriesTasks: as far as the face knows, e's upstream session
+// can carry the gateway's task requests (taskSupportEntry.uncarried).
+func (m *Server) upstreamCarriesTasks(e *registry.Entry) bool {
+	c := &m.taskSupport
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ent := c.ups[keyOfTaskSupport(e.Tool.Spec.MCPTool, e.Tool.Spec.TLS)]
+	return ent == nil || !ent.uncarried
 }
 
 // firstTaskSupportRead is the end of the read under way of e's upstream
@@ -155,8 +175,9 @@ func (m *Server) withoutTaskRequired(ctx context.Context, usable bool, tools []*
 
 // taskHidden: e is not listed to a caller because its upstream requires
 // tasks, and the caller cannot use tasks (usable: tasksUsable of its
-// request) or the face carries none of the tool's (tasksCarried: a stdio
-// upstream, a per-user identity mode) — such a tool is listed to no one.
+// request) or the face carries none of the tool's (tasksCarried: a
+// per-user identity mode, an upstream session that carries no task
+// requests) — such a tool is listed to no one.
 func (m *Server) taskHidden(ctx context.Context, usable bool, e *registry.Entry) bool {
 	if m.taskUps == nil || e.Tool.Spec == nil || e.Tool.Spec.MCPTool == nil {
 		return false
@@ -190,7 +211,7 @@ type listToolsResult struct {
 // withExecution is lr as listed to a caller on rev: on RevisionTasks, when
 // tasks are served and some listed tool's upstream takes them, each such
 // tool carries execution.taskSupport; otherwise lr itself. A tool whose
-// tasks are not relayed (tasksCarried: stdio, a per-user identity) has none.
+// tasks are not relayed (tasksCarried: a per-user identity) has none.
 // entries are the listed tools' registry entries, in lr's order (nil: gone).
 func (m *Server) withExecution(ctx context.Context, rev string, lr *mcp.ListToolsResult, entries []*registry.Entry) mcp.Result {
 	if m.tasks == nil || m.taskUps == nil || rev != RevisionTasks {

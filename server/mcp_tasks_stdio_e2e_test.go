@@ -1,0 +1,160 @@
+package server_test
+
+// Tasks of a stdio upstream through the gateway (issue 31 item 5): the
+// real server-everything over stdio, whose simulate-research-query
+// requires task augmentation. The go-sdk v1.8.0 client knows no tasks, so
+// the gateway sends its task requests beside it on the process's one
+// connection (internal/mcpupstream/side.go).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/flowdrop/gateway/internal/gatewaytest"
+	"github.com/flowdrop/gateway/internal/mcptasks"
+	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/registry"
+	"github.com/flowdrop/gateway/server"
+)
+
+// TestMCPTasksStdio: a task-augmented call of a stdio upstream's
+// task-required tool makes a task, read (tasks/get), listed (tasks/list),
+// waited on (tasks/result: the report) and cancelled (tasks/cancel, then
+// tasks/get says cancelled, as the upstream does) through the gateway;
+// another caller gets "not found" for it, as for an id no one has;
+// tasks/result is held to the tool's max_result_bytes; once the process
+// runs, the tool is listed to a 2025-11-25 caller with its
+// execution.taskSupport and to no caller that cannot use tasks; no answer
+// names the upstream's task id.
+func TestMCPTasksStdio(t *testing.T) {
+	node, script := everythingNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tool := func(name string, maxResult int64) gatewaytest.Option {
+		return gatewaytest.WithTool(func(string) registry.Tool {
+			schema, _ := structpb.NewStruct(map[string]any{"type": "object", "required": []any{"topic"},
+				"properties": map[string]any{"topic": map[string]any{"type": "string"}}})
+			return registry.Tool{Name: name, InputSchema: schema, MaxResultBytes: maxResult,
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://everything", Tool: "simulate-research-query"}}}
+		})
+	}
+	logs := &syncBuffer{}
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()),
+		gatewaytest.WithConfig(func(c *server.Config) {
+			c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
+		}),
+		tool("st_research", 0), tool("st_research_small", 200), gatewaytest.WithLogOutput(logs))
+	var answers []string
+	keep := func(r *jsonrpc.Response) *jsonrpc.Response {
+		j, _ := json.Marshal(r)
+		answers = append(answers, string(j))
+		return r
+	}
+	create := func(key, tool, topic string) *jsonrpc.Response {
+		return keep(rpcPost(t, ctx, env.MCPURL, key, "", "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"topic": topic},
+			"task": map[string]any{"ttl": 60000}}))
+	}
+	taskReq := func(key, method, id string) *jsonrpc.Response {
+		return keep(rpcPost(t, ctx, env.MCPURL, key, "", method, map[string]any{"taskId": id}))
+	}
+
+	// The first call starts node, which may take seconds on a loaded machine.
+	created := rpcResult[struct{ Task taskWire }](t, create("key-a", "st_research", "tides"), "create")
+	id := created.Task.TaskID
+	if !mcptasks.ValidID(id) || created.Task.Status != "working" || created.Task.CreatedAt == "" {
+		t.Fatalf("CreateTaskResult's task = %+v; want a gateway id, working", created.Task)
+	}
+	got := rpcResult[taskWire](t, taskReq("key-a", "tasks/get", id), "tasks/get")
+	if got.TaskID != id || (got.Status != "working" && got.Status != "completed") {
+		t.Fatalf("tasks/get = %+v; want the task under the gateway's id", got)
+	}
+	unknown := mcptasks.NewID()
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		theirs := rpcError(t, taskReq("key-b", method, id), "b "+method)
+		none := rpcError(t, taskReq("key-b", method, unknown), "b "+method+" of an unknown id")
+		if theirs.Code != none.Code || strings.ReplaceAll(theirs.Message, id, "ID") != strings.ReplaceAll(none.Message, unknown, "ID") {
+			t.Fatalf("b's %s of a's task = %v; of an unknown id = %v; want the same answer", method, theirs, none)
+		}
+	}
+	list := rpcResult[struct{ Tasks []taskWire }](t, keep(rpcPost(t, ctx, env.MCPURL, "key-a", "", "tasks/list", map[string]any{})), "tasks/list")
+	if len(list.Tasks) != 1 || list.Tasks[0].TaskID != id {
+		t.Fatalf("a's tasks/list = %+v; want the task", list.Tasks)
+	}
+	res := rpcResult[struct {
+		Content []struct{ Text string }
+		IsError bool
+		Meta    map[string]any `json:"_meta"`
+	}](t, taskReq("key-a", "tasks/result", id), "tasks/result")
+	related, _ := res.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
+	if res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "Research Report: tides") || related["taskId"] != id {
+		t.Fatalf("tasks/result = %+v; want the report, related to the gateway's task id", res)
+	}
+	if done := rpcResult[taskWire](t, taskReq("key-a", "tasks/get", id), "tasks/get after the result"); done.Status != "completed" {
+		t.Fatalf("tasks/get after tasks/result = %+v; want completed", done)
+	}
+
+	// Cancelled: the upstream's own status says so afterwards.
+	second := rpcResult[struct{ Task taskWire }](t, create("key-a", "st_research", "reefs"), "second create")
+	cancelled := rpcResult[taskWire](t, taskReq("key-a", "tasks/cancel", second.Task.TaskID), "tasks/cancel")
+	if cancelled.Status != "cancelled" || cancelled.TaskID != second.Task.TaskID {
+		t.Fatalf("tasks/cancel = %+v; want cancelled", cancelled)
+	}
+	if after := rpcResult[taskWire](t, taskReq("key-a", "tasks/get", second.Task.TaskID), "tasks/get after cancel"); after.Status != "cancelled" {
+		t.Fatalf("tasks/get after tasks/cancel = %+v; want cancelled", after)
+	}
+
+	// tasks/result is held to the tool's max_result_bytes.
+	small := rpcResult[struct{ Task taskWire }](t, create("key-a", "st_research_small", "dunes"), "create small")
+	capped := rpcResult[struct {
+		Content []struct{ Text string }
+		IsError bool
+	}](t, taskReq("key-a", "tasks/result", small.Task.TaskID), "tasks/result over the cap")
+	if !capped.IsError || len(capped.Content) == 0 || !strings.Contains(capped.Content[0].Text, "max_result_bytes") {
+		t.Fatalf("tasks/result over max_result_bytes = %+v; want the size guard's tool error", capped)
+	}
+
+	// The process runs: the tool is listed, with its execution, to a
+	// 2025-11-25 caller, and to no caller that cannot use tasks.
+	auth := http.Header{"Authorization": {"Bearer key-a"}}
+	latest := mustConnect(t, ctx, env.MCPURL, mcpClientOpts{header: auth})
+	if err := poll(30*time.Second, func() error {
+		if names := toolNames(t, ctx, latest); slices.Contains(names, "st_research") {
+			return fmt.Errorf("a 2026-07-28 caller is still offered %v", names)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	listed := rpcResult[struct {
+		Tools []struct {
+			Name      string
+			Execution *struct{ TaskSupport string } `json:"execution"`
+		}
+	}](t, rpcPost(t, ctx, env.MCPURL, "key-a", "", "tools/list", map[string]any{}), "2025-11-25 tools/list")
+	found := false
+	for _, tl := range listed.Tools {
+		if tl.Name == "st_research" {
+			found = tl.Execution != nil && tl.Execution.TaskSupport == "required"
+		}
+	}
+	if !found {
+		t.Fatalf("a 2025-11-25 caller's tools/list = %+v; want st_research with execution.taskSupport required", listed.Tools)
+	}
+	if l := logs.String(); !strings.Contains(l, "listed only to callers that can use tasks") {
+		t.Errorf("the log does not say to whom st_research is listed:\n%s", l)
+	}
+	for _, ans := range answers {
+		if strings.Contains(ans, "stdio://") || strings.Contains(ans, node) {
+			t.Fatalf("an answer names the upstream: %s", ans)
+		}
+	}
+}
