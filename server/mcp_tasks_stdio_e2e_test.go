@@ -158,3 +158,102 @@ func TestMCPTasksStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPTaskInputStdio: a stdio upstream's task asks its caller for input
+// (server-everything's simulate-research-query, ambiguous), and the answer
+// reaches it — for a 2025-11-25 caller on its tasks/result stream, while
+// another call is in flight on the same process (the request is the
+// task's by its related-task, not by being the only one in flight); and
+// for a 2026-07-28 caller of the tasks extension through tasks/get and
+// tasks/update (the answer written on the process's connection later).
+// The upstream proves it: its report names the interpretation answered.
+func TestMCPTaskInputStdio(t *testing.T) {
+	node, script := everythingNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key := sessionKeyFile(t)
+	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(aliceAndBobPolicy()),
+		everythingTool("ev_research", "stdio://everything", "simulate-research-query"),
+		everythingTool("ev_long", "stdio://everything", "trigger-long-running-operation"),
+		gatewaytest.WithConfig(func(c *server.Config) {
+			c.Policy.MCPUpstreams.Input.KeyFiles = []string{key}
+			c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
+		}))
+
+	t.Run("tasks/result stream", func(t *testing.T) {
+		sid := faceSession(t, ctx, env.MCPURL, "alice-key", map[string]any{"elicitation": map[string]any{}})
+		id := createResearchTask(t, ctx, env.MCPURL, "alice-key", sid, "ev_research")
+		// Another call in flight on the process all along.
+		long := make(chan *jsonrpc.Response, 1)
+		go func() {
+			long <- rpcPost(t, ctx, env.MCPURL, "bob-key", "", "tools/call", map[string]any{"name": "ev_long", "arguments": map[string]any{"duration": 8, "steps": 2}})
+		}()
+		time.Sleep(500 * time.Millisecond)
+		stream := taskResultStream(t, ctx, env.MCPURL, "alice-key", sid, id)
+		ask := stream.next(t)
+		raw, _ := json.Marshal(ask)
+		askID, _ := ask["id"].(string)
+		params, _ := ask["params"].(map[string]any)
+		meta, _ := params["_meta"].(map[string]any)
+		related, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any)
+		if ask["method"] != "elicitation/create" || !strings.HasPrefix(askID, "flowdrop-input-") || related["taskId"] != id {
+			t.Fatalf("first event on tasks/result %s; want elicitation/create under a gateway id, related to the gateway's task", raw)
+		}
+		resp := post2025(t, ctx, env.MCPURL, "alice-key", sid,
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"interpretation":"snake"}}}`, askID))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("alice's answer: HTTP %d, want 202", resp.StatusCode)
+		}
+		res, more := untilAnswer(t, stream)
+		raw, _ = json.Marshal(res)
+		if len(more) != 0 || !strings.Contains(reportText(res["result"]), "python (snake)") {
+			t.Fatalf("tasks/result after the answer: %s (and requests %v); want the report on the interpretation answered", raw, more)
+		}
+		if r := <-long; r.Error != nil || !strings.Contains(string(r.Result), "Long running operation completed") {
+			t.Fatalf("the call in flight beside the task: %v %s", r.Error, r.Result)
+		}
+	})
+
+	t.Run("tasks extension", func(t *testing.T) {
+		caps := map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{tasksExt: map[string]any{}}}
+		r := extPostCaps(t, ctx, env.MCPURL, "alice-key", "tools/call", "ev_research", caps, map[string]any{"name": "ev_research",
+			"arguments": map[string]any{"topic": "python", "ambiguous": true}}).mustResult(t, "create")
+		id, _ := r["taskId"].(string)
+		if r["resultType"] != "task" || id == "" {
+			t.Fatalf("tools/call: %v, want a task", r)
+		}
+		get := func() map[string]any {
+			return extPostCaps(t, ctx, env.MCPURL, "alice-key", "tasks/get", id, caps, map[string]any{"taskId": id}).mustResult(t, "tasks/get")
+		}
+		var got map[string]any
+		if err := poll(60*time.Second, func() error {
+			if got = get(); got["status"] != "input_required" {
+				return fmt.Errorf("tasks/get: %v", got)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		reqs, _ := got["inputRequests"].(map[string]any)
+		if len(reqs) != 1 {
+			t.Fatalf("tasks/get: %v; want one input request", got)
+		}
+		var k string
+		for k = range reqs {
+		}
+		answer := map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "snake"}}}
+		extPostCaps(t, ctx, env.MCPURL, "alice-key", "tasks/update", id, caps, map[string]any{"taskId": id, "inputResponses": answer}).mustResult(t, "tasks/update")
+		if err := poll(60*time.Second, func() error {
+			if got = get(); got["status"] != "completed" && got["status"] != "failed" {
+				return fmt.Errorf("tasks/get: %v", got)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got["status"] != "completed" || !strings.Contains(reportText(got["result"]), "python (snake)") {
+			t.Fatalf("the task after the answer: %v; want completed with the report on the interpretation answered", got)
+		}
+	})
+}

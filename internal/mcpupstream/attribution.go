@@ -61,6 +61,10 @@ func (a attributedTransport) Connect(ctx context.Context) (mcp.Connection, error
 // answered; asker is its call's (nil: nobody to ask).
 type sentRequest struct {
 	asker *asker
+	// task is the upstream task a tasks/result is for ("" for any other
+	// request): a request for input naming that task (related-task) is
+	// its, however many others are in flight.
+	task string
 	// abandoned: the gateway sent notifications/cancelled for it.
 	abandoned bool
 }
@@ -87,7 +91,7 @@ func (c *attributedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// returns.
 	id := req.ID.Raw()
 	c.mu.Lock()
-	c.inFlight[id] = &sentRequest{asker: askerFrom(ctx)}
+	c.inFlight[id] = &sentRequest{asker: askerFrom(ctx), task: resultTask(req)}
 	c.mu.Unlock()
 	err := c.Connection.Write(ctx, msg)
 	if err != nil {
@@ -146,7 +150,7 @@ func (c *attributedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // input answers the upstream's request for input m: asked of the one call
 // it can belong to, else refused.
 func (c *attributedConn) input(m *jsonrpc.Request) {
-	a, refusal := c.attribute(m.Method)
+	a, refusal := c.attribute(m.Method, relatedTask(m.Params))
 	if refusal != nil {
 		// Off the reader when it can be: over legacy SSE a write is a POST,
 		// which the upstream may answer only once its stream is read.
@@ -164,19 +168,39 @@ func (c *attributedConn) input(m *jsonrpc.Request) {
 	// Asked off the reading goroutine: the caller may take minutes, and
 	// the connection carries everything else meanwhile.
 	go func() {
-		res, err := a.ask(m.Method, m.Params)
+		res, err := a.ask(m.ID, m.Method, m.Params)
+		if errors.Is(err, ErrAnswerLater) {
+			return // answered by AnswerRequest (a task's, from any POST)
+		}
 		c.answer(m.ID, res, err)
 	}()
 }
 
 // attribute is the call whose asker m is asked of, or the refusal.
-func (c *attributedConn) attribute(method string) (*asker, error) {
+func (c *attributedConn) attribute(method, task string) (*asker, error) {
 	refuse := func(code int64, format string, args ...any) (*asker, error) {
 		return nil, &jsonrpc.Error{Code: code, Message: method + ": " + fmt.Sprintf(format, args...)}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var only *sentRequest
+	if task != "" {
+		// A task's request: the tasks/result in flight for that task, when
+		// there is exactly one, whatever else is in flight.
+		n := 0
+		for _, r := range c.inFlight {
+			if r.task == task {
+				only, n = r, n+1
+			}
+		}
+		if n == 1 && !only.abandoned && only.asker != nil && !only.asker.isDone() {
+			if !only.asker.queue() {
+				return refuse(jsonrpc.CodeInvalidRequest, "the call already has %d requests for input waiting, the gateway's bound", maxQueuedInput)
+			}
+			return only.asker, nil
+		}
+		only = nil
+	}
 	switch n := len(c.inFlight); n {
 	case 0:
 		return refuse(jsonrpc.CodeMethodNotFound, "no request of the gateway is in flight on this connection, so no caller is there to ask")
@@ -206,6 +230,36 @@ func (c *attributedConn) attribute(method string) (*asker, error) {
 		return refuse(jsonrpc.CodeInvalidRequest, "the call already has %d requests for input waiting, the gateway's bound", maxQueuedInput)
 	}
 	return only.asker, nil
+}
+
+// resultTask is the task a tasks/result request is for ("" for any other).
+func resultTask(req *jsonrpc.Request) string {
+	if req.Method != "tasks/result" {
+		return ""
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || len(p.TaskID) > maxTaskIDBytes {
+		return ""
+	}
+	return p.TaskID
+}
+
+// relatedTask is the task a request's _meta names (related-task; "" for
+// none).
+func relatedTask(params json.RawMessage) string {
+	var p struct {
+		Meta struct {
+			Related struct {
+				TaskID string `json:"taskId"`
+			} `json:"io.modelcontextprotocol/related-task"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.Meta.Related.TaskID) > maxTaskIDBytes {
+		return ""
+	}
+	return p.Meta.Related.TaskID
 }
 
 // answer writes the answer to the upstream's request id.
@@ -260,8 +314,9 @@ func (a *asker) queue() bool {
 	return true
 }
 
-// ask asks the caller method with params in its turn (after queue).
-func (a *asker) ask(method string, params json.RawMessage) (json.RawMessage, error) {
+// ask asks the caller method with params, the upstream's request id, in
+// its turn (after queue).
+func (a *asker) ask(id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
 	defer a.asking.Done()
 	defer func() {
 		a.mu.Lock()
@@ -276,7 +331,11 @@ func (a *asker) ask(method string, params json.RawMessage) (json.RawMessage, err
 	if a.ctx.Err() != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": the call it belongs to has ended"}
 	}
-	return a.f(a.ctx, method, params)
+	rawID, err := json.Marshal(id.Raw())
+	if err != nil || len(rawID) > maxRequestIDBytes {
+		rawID = nil // not one to answer later: RequestID is nil
+	}
+	return a.f(context.WithValue(a.ctx, requestIDKey{}, json.RawMessage(rawID)), method, params)
 }
 
 // answered: the upstream answered the call, so nothing more is asked for it.
@@ -302,14 +361,23 @@ func (a *asker) finish() {
 // legacy SSE connection (attributedConn), are asked through ctx's
 // InputFunc (WithInput; none: refused).
 func CallThroughSDK(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx, finish := withAsker(ctx)
+	defer finish()
+	return cs.CallTool(ctx, p)
+}
+
+// withAsker is ctx whose request, written through an attributedConn, has
+// the requests for input attributed to it asked through ctx's InputFunc
+// (none: ctx itself, and such requests are refused); finish ends the
+// asking once the request is answered.
+func withAsker(ctx context.Context) (_ context.Context, finish func()) {
 	f := inputFrom(ctx)
 	if f == nil {
-		return cs.CallTool(ctx, p)
+		return ctx, func() {}
 	}
 	a := &asker{f: f, turn: make(chan struct{}, 1)}
 	a.ctx, a.cancel = context.WithCancel(ctx)
-	defer a.finish()
-	return cs.CallTool(context.WithValue(ctx, askerKey{}, a), p)
+	return context.WithValue(ctx, askerKey{}, a), a.finish
 }
 
 // DeclaringNoRounds is p as sent on cs over stdio: from MCP 2026-07-28 on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,6 +133,32 @@ func answerInput(ctx context.Context, m *message) []byte {
 	return b
 }
 
+// answerOnSide is AnswerRequest on a stdio or legacy SSE session: the
+// answer written on its one connection, beside the SDK (side.go).
+func (c *Caller) answerOnSide(ctx context.Context, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
+	if !c.sideTasks() {
+		return ErrTasksUnsupported
+	}
+	if sid != c.sessionKey() {
+		return fmt.Errorf("the answer to a request for input: the task's session has ended: %w", mcp.ErrSessionMissing)
+	}
+	var raw any
+	if err := json.Unmarshal(id, &raw); err != nil {
+		return errors.New("not a request id")
+	}
+	jid, err := jsonrpc.MakeID(raw)
+	if err != nil || !jid.IsValid() {
+		return errors.New("not a request id")
+	}
+	resp := &jsonrpc.Response{ID: jid, Result: result}
+	if rpcErr != nil {
+		resp.Result, resp.Error = nil, rpcErr
+	} else if !json.Valid(result) {
+		return errors.New("the answer is not JSON")
+	}
+	return c.side.Connection.Write(ctx, resp)
+}
+
 func rpcErrorMember(e *jsonrpc.Error) []byte {
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -144,11 +171,11 @@ func rpcErrorMember(e *jsonrpc.Error) []byte {
 // text, RequestID) in session sid: result, or rpcErr when not nil. The
 // request was read earlier, on any replica (ErrAnswerLater).
 func (c *Caller) AnswerRequest(ctx context.Context, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
-	if c.sdk {
-		return ErrTasksUnsupported
-	}
 	if len(id) == 0 || len(id) > maxRequestIDBytes || !json.Valid(id) || id[0] == '{' || id[0] == '[' {
 		return errors.New("not a request id")
+	}
+	if c.sdk {
+		return c.answerOnSide(ctx, sid, id, result, rpcErr)
 	}
 	member := append([]byte(`"result":`), result...)
 	if rpcErr != nil {

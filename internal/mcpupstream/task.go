@@ -144,6 +144,14 @@ func (c *Caller) TaskRequest(ctx context.Context, sid, method, taskID string) (j
 			// with it): so has the task.
 			return nil, fmt.Errorf("%s: the task's session has ended: %w", method, mcp.ErrSessionMissing)
 		}
+		if method == "tasks/result" {
+			// The task's requests for input come while its tasks/result is
+			// in flight (the upstream holds them for it): asked through
+			// ctx's InputFunc, as a call's are (attribution.go).
+			var finish func()
+			ctx, finish = withAsker(ctx)
+			defer finish()
+		}
 		return c.sideRequest(ctx, method, map[string]string{"taskId": taskID})
 	}
 	qid, err := json.Marshal(taskID)
