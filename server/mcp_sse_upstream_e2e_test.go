@@ -2,10 +2,7 @@ package server_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,36 +18,9 @@ import (
 )
 
 // startEverythingSSE runs server-everything over the legacy HTTP+SSE
-// transport (2024-11-05) on a free loopback port and returns its SSE
-// endpoint's URL.
+// transport (2024-11-05) and returns its SSE endpoint's URL.
 func startEverythingSSE(t *testing.T, node, script string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, script, "sse")
-	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := poll(20*time.Second, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("server-everything did not listen: %v", err)
-	}
-	return "http://" + addr + "/sse"
+	return "http://" + gatewaytest.StartEverything(t, node, script, "sse") + "/sse"
 }
 
 // TestMCPLegacySSEUpstream fronts server-everything over the legacy

