@@ -5,8 +5,8 @@ package server_test
 // take tasks as their upstream says (server-everything's
 // simulate-research-query requires them); no other caller is, and a tool
 // whose upstream says nothing carries no execution. The same tool over
-// stdio, whose tasks the gateway does not relay, is listed to no one once
-// its server runs.
+// stdio (its session on 2025-11-25, whose tasks the gateway relays beside
+// the SDK's client) is listed alike once its server runs.
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestMCPToolsListTaskSupport(t *testing.T) {
 				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: upstream}}}
 		})
 	}
-	// The same server over stdio, whose tasks the gateway relays to no one.
+	// The same server over stdio.
 	p := server.DemoPolicy()
 	p.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
 	env := gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(p),
@@ -87,8 +87,8 @@ func TestMCPToolsListTaskSupport(t *testing.T) {
 		if got := string(tasks["ev_research"].Execution); got != `{"taskSupport":"required"}` {
 			return fmt.Errorf("ev_research's execution on 2025-11-25 = %s; want taskSupport required", got)
 		}
-		if _, ok := tasks["st_research"]; ok {
-			return fmt.Errorf("a 2025-11-25 caller is offered st_research, a stdio upstream's task-required tool")
+		if got := string(tasks["st_research"].Execution); got != `{"taskSupport":"required"}` {
+			return fmt.Errorf("st_research's execution on 2025-11-25 = %s; want taskSupport required", got)
 		}
 		return nil
 	}); err != nil {
