@@ -70,6 +70,24 @@ type upstreamCache struct {
 	// perUser are the upstreams left out for a per-user identity mode
 	// when last looked at (federation.go logs each once, not per request).
 	perUser map[upstreamKey]identity.Mode
+	// unprefixed are the upstreams left out for their tools' names (why,
+	// by upstream) when last looked at (federation.go logs each once).
+	unprefixed map[upstreamKey]string
+}
+
+// unprefixedChanged records the upstreams left out for their tools' names
+// and returns those not left out (or for another reason) last time.
+func (c *upstreamCache) unprefixedChanged(now map[upstreamKey]string) []upstreamKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var fresh []upstreamKey
+	for k, why := range now {
+		if c.unprefixed[k] != why {
+			fresh = append(fresh, k)
+		}
+	}
+	c.unprefixed = now
+	return fresh
 }
 
 // perUserChanged records the upstreams left out for a per-user identity

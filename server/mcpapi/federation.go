@@ -219,18 +219,24 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 	out := map[string]*federatedUpstream{}
 	taken := map[string]int{}
 	perUser := map[upstreamKey]identity.Mode{}
+	// unprefixed: upstreams left out because their tools' names give no
+	// one prefix to read a face name back by (a tool renamed after its
+	// import, or imported twice under two prefixes).
+	unprefixed := map[upstreamKey]string{}
 	for k, g := range groups {
 		if g.perUser != "" {
 			perUser[k] = g.perUser
 			continue
 		}
 		if len(g.prefixes) != 1 {
+			unprefixed[k] = "its tools' names give more than one prefix (a tool renamed after its import, or the upstream imported under two prefixes)"
 			continue
 		}
 		for p := range g.prefixes {
 			g.up.ns = p
 		}
 		if g.up.ns == "\x00" || strings.Contains(g.up.ns, "/") {
+			unprefixed[k] = "its tools' names give no prefix to read a name back by (renamed after their import, or a prefix with a '/')"
 			continue
 		}
 		taken[g.up.ns]++
@@ -238,8 +244,18 @@ func (m *Server) federatedUpstreams() map[string]*federatedUpstream {
 	}
 	for ns, n := range taken {
 		if n > 1 {
-			delete(out, ns) // two upstreams under one prefix: neither is reversible
+			// Two upstreams under one prefix: neither is reversible.
+			for k, g := range groups {
+				if _, left := unprefixed[k]; !left && g.perUser == "" && g.up.ns == ns && ns != "" {
+					unprefixed[k] = "another upstream's tools are imported under the same prefix"
+				}
+			}
+			delete(out, ns)
 		}
+	}
+	for _, k := range m.fed.unprefixedChanged(unprefixed) {
+		m.log.Warn("MCP federation: an upstream is not federated (its resources, prompts and completions are not served): "+unprefixed[k],
+			"tool", policy.Bound(groups[k].up.tools[0]))
 	}
 	if n := taken[""]; m.fed.prefixlessChanged(n) && n > 1 {
 		m.log.Warn("MCP federation: upstreams imported without a prefix are not federated: there is more than one, so their URIs and prompt names would be ambiguous", "upstreams", n)
