@@ -26,7 +26,8 @@ import (
 	"github.com/flowdrop/gateway/server"
 )
 
-// TestMCPTasksStdio: a task-augmented call of a stdio upstream's
+// TestMCPTasksStdio: over stdio and legacy HTTP+SSE (one stream each), a
+// task-augmented call of the upstream's
 // task-required tool makes a task, read (tasks/get), listed (tasks/list),
 // waited on (tasks/result: the report) and cancelled (tasks/cancel, then
 // tasks/get says cancelled, as the upstream does) through the gateway;
@@ -37,6 +38,20 @@ import (
 // names the upstream's task id.
 func TestMCPTasksStdio(t *testing.T) {
 	node, script := everythingNode(t)
+	for _, up := range []struct {
+		name, url string
+		transport registry.MCPTransport
+	}{
+		{"stdio", "stdio://everything", ""},
+		{"legacy SSE", startEverythingSSE(t, node, script), registry.MCPTransportSSE},
+	} {
+		t.Run(up.name, func(t *testing.T) { oneStreamTasks(t, node, script, up.url, up.transport) })
+	}
+}
+
+// oneStreamTasks is TestMCPTasksStdio against server-everything at url
+// (stdio://everything: the gateway runs node script stdio).
+func oneStreamTasks(t *testing.T, node, script, url string, transport registry.MCPTransport) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tool := func(name string, maxResult int64) gatewaytest.Option {
@@ -44,7 +59,7 @@ func TestMCPTasksStdio(t *testing.T) {
 			schema, _ := structpb.NewStruct(map[string]any{"type": "object", "required": []any{"topic"},
 				"properties": map[string]any{"topic": map[string]any{"type": "string"}}})
 			return registry.Tool{Name: name, InputSchema: schema, MaxResultBytes: maxResult,
-				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://everything", Tool: "simulate-research-query"}}}
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: "simulate-research-query", Transport: transport}}}
 		})
 	}
 	logs := &syncBuffer{}
@@ -153,7 +168,7 @@ func TestMCPTasksStdio(t *testing.T) {
 		t.Errorf("the log does not say to whom st_research is listed:\n%s", l)
 	}
 	for _, ans := range answers {
-		if strings.Contains(ans, "stdio://") || strings.Contains(ans, node) {
+		if strings.Contains(ans, "stdio://") || strings.Contains(ans, node) || strings.Contains(ans, "127.0.0.1") {
 			t.Fatalf("an answer names the upstream: %s", ans)
 		}
 	}

@@ -193,15 +193,17 @@ const maxToolListPages = 100
 // ToolTaskSupport is the upstream's tools that take tasks, by upstream
 // name: "optional" or "required" (execution.taskSupport; a tool that says
 // nothing, or "forbidden", is left out). The SDK's client drops a tool's
-// execution, so the listing is read here (tools/list, every page).
+// execution, so the listing is read here (tools/list, every page; over
+// legacy SSE beside the SDK, side.go). A session that carries no task
+// requests (CarriesTasks) answers what its upstream declares with
+// ErrTasksUnsupported.
 func (c *Caller) ToolTaskSupport(ctx context.Context) (map[string]string, error) {
-	if c.sdk {
+	if c.sdk && c.side == nil {
 		return nil, ErrTasksUnsupported
 	}
 	out := map[string]string{}
 	cursor := ""
 	for range maxToolListPages {
-		id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
 		params := map[string]any{}
 		if c.meta != nil {
 			params["_meta"] = c.meta
@@ -209,13 +211,25 @@ func (c *Caller) ToolTaskSupport(ctx context.Context) (map[string]string, error)
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
-		if err != nil {
-			return nil, err
-		}
-		ans, err := c.exchange(ctx, id, "tools/list", "", c.Session.ID(), body, nil)
-		if err != nil {
-			return nil, err
+		var result json.RawMessage
+		if c.sdk {
+			// Beside the SDK on the session's one connection (side.go).
+			r, err := c.sideRequest(ctx, "tools/list", params)
+			if err != nil {
+				return nil, err
+			}
+			result = r
+		} else {
+			id := "flowdrop-" + strconv.FormatUint(c.ids.Add(1), 10)
+			body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+			if err != nil {
+				return nil, err
+			}
+			ans, err := c.exchange(ctx, id, "tools/list", "", c.Session.ID(), body, nil)
+			if err != nil {
+				return nil, err
+			}
+			result = ans.Result
 		}
 		var page struct {
 			Tools []struct {
@@ -226,7 +240,7 @@ func (c *Caller) ToolTaskSupport(ctx context.Context) (map[string]string, error)
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
 		}
-		if err := unmarshal(ans.Result, &page); err != nil {
+		if err := unmarshal(result, &page); err != nil {
 			return nil, fmt.Errorf("the upstream's tools/list does not decode: %v", err)
 		}
 		for _, t := range page.Tools {
@@ -239,6 +253,9 @@ func (c *Caller) ToolTaskSupport(ctx context.Context) (map[string]string, error)
 			}
 		}
 		if page.NextCursor == "" {
+			if !c.CarriesTasks() {
+				return out, ErrTasksUnsupported
+			}
 			return out, nil
 		}
 		cursor = page.NextCursor
