@@ -235,10 +235,9 @@ func TestTaskRelayBounds(t *testing.T) {
 	release := make(chan struct{})
 	releaseAll := sync.OnceFunc(func() { close(release) })
 	defer releaseAll() // a failure below still lets the holder end
-	var running sync.WaitGroup
-	running.Add(redisstate.MaxRelayed)
+	started := make(chan struct{}, 2*redisstate.MaxRelayed)
 	holder.set(func(context.Context, mcptasks.RelayRequest) mcptasks.RelayAnswer {
-		running.Done()
+		started <- struct{}{}
 		<-release
 		return mcptasks.RelayAnswer{Result: json.RawMessage(`{}`)}
 	})
@@ -252,7 +251,9 @@ func TestTaskRelayBounds(t *testing.T) {
 			errs <- err
 		})
 	}
-	running.Wait() // every one runs on the holder
+	for range redisstate.MaxRelayed {
+		<-started // every one runs on the holder
+	}
 	if _, err := nodes[0].r.Ask(ctx, holder.r.Self(), relayReq("one more")); !errors.Is(err, mcptasks.ErrHolderUnavailable) || !strings.Contains(err.Error(), "already waits") {
 		t.Fatalf("the asker's request beyond its bound = %v; want ErrHolderUnavailable (already waits)", err)
 	}
