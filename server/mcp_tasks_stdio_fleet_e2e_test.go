@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/flowdrop/gateway/internal/gatewaytest"
@@ -30,21 +31,25 @@ import (
 // stdio process is read (tasks/get), listed (tasks/list), waited on
 // (tasks/result: the report) and cancelled (tasks/cancel; then tasks/get
 // on A says cancelled) — all through B; another caller still gets "not
-// found" through B; with A stopped, its task is answered -32011 naming
-// the replica holding it, not "not found"; no answer names the upstream.
+// found" through B; a relayed tasks/result is held to max_result_bytes; a
+// record naming a connection A no longer has is "not found"; with A
+// stopped, its task is answered -32011 naming the replica holding it, not
+// "not found"; no answer names the upstream.
 func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 	node, script := everythingNode(t)
 	rs := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tool := gatewaytest.WithTool(func(string) registry.Tool {
-		schema, _ := structpb.NewStruct(map[string]any{"type": "object", "required": []any{"topic"},
-			"properties": map[string]any{"topic": map[string]any{"type": "string"}}})
-		return registry.Tool{Name: "st_research", InputSchema: schema,
-			Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://everything", Tool: "simulate-research-query"}}}
-	})
+	tool := func(name string, maxResult int64) gatewaytest.Option {
+		return gatewaytest.WithTool(func(string) registry.Tool {
+			schema, _ := structpb.NewStruct(map[string]any{"type": "object", "required": []any{"topic"},
+				"properties": map[string]any{"topic": map[string]any{"type": "string"}}})
+			return registry.Tool{Name: name, InputSchema: schema, MaxResultBytes: maxResult,
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://everything", Tool: "simulate-research-query"}}}
+		})
+	}
 	replica := func(logs io.Writer) *gatewaytest.Env {
-		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()), tool,
+		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()), tool("st_research", 0), tool("st_research_small", 200),
 			gatewaytest.WithConfig(func(c *server.Config) {
 				c.Redis.Addr = rs.Addr()
 				c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
@@ -57,15 +62,16 @@ func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 		answers = append(answers, string(j))
 		return r
 	}
-	create := func(env *gatewaytest.Env, topic string) string {
+	createOf := func(env *gatewaytest.Env, tool, topic string) string {
 		t.Helper()
 		created := rpcResult[struct{ Task taskWire }](t, keep(rpcPost(t, ctx, env.MCPURL, "key-a", "", "tools/call",
-			map[string]any{"name": "st_research", "arguments": map[string]any{"topic": topic}, "task": map[string]any{"ttl": 60000}})), "create "+topic)
+			map[string]any{"name": tool, "arguments": map[string]any{"topic": topic}, "task": map[string]any{"ttl": 60000}})), "create "+topic)
 		if !mcptasks.ValidID(created.Task.TaskID) || created.Task.Status != "working" {
 			t.Fatalf("CreateTaskResult's task = %+v; want a gateway id, working", created.Task)
 		}
 		return created.Task.TaskID
 	}
+	create := func(env *gatewaytest.Env, topic string) string { return createOf(env, "st_research", topic) }
 	taskReq := func(env *gatewaytest.Env, key, method, id string) *jsonrpc.Response {
 		return keep(rpcPost(t, ctx, env.MCPURL, key, "", method, map[string]any{"taskId": id}))
 	}
@@ -109,9 +115,48 @@ func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 		t.Fatalf("tasks/get on A after tasks/cancel on B = %+v; want cancelled", after)
 	}
 
+	// The relayed tasks/result is held to the tool's max_result_bytes on B.
+	small := createOf(a, "st_research_small", "dunes")
+	capped := rpcResult[struct {
+		Content []struct{ Text string }
+		IsError bool
+	}](t, taskReq(b, "key-a", "tasks/result", small), "tasks/result on B over the cap")
+	if !capped.IsError || len(capped.Content) == 0 || !strings.Contains(capped.Content[0].Text, "max_result_bytes") {
+		t.Fatalf("tasks/result on B over max_result_bytes = %+v; want the size guard's tool error", capped)
+	}
+
+	// A record naming A and a connection A no longer has (its process
+	// ended and was started again): A says so, and B answers "not found".
+	gone := create(a, "caves")
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rc.Close()
+	key := "flowdrop:{task}:t:" + gone
+	raw, err := rc.Get(ctx, key).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := mcptasks.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, _, ok := mcptasks.ParseHeldKey(rec.Session)
+	if !ok {
+		t.Fatalf("the record's session %q names no replica holding it", rec.Session)
+	}
+	rec.Session = mcptasks.HeldKey(holder, "0123456789abcdef01234567")
+	if raw, err = mcptasks.Encode(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.SetArgs(ctx, key, raw, redis.SetArgs{KeepTTL: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if e := rpcError(t, taskReq(b, "key-a", "tasks/get", gone), "tasks/get on B of a task whose connection ended"); !strings.Contains(e.Message, "not found") {
+		t.Fatalf("tasks/get on B of a task whose connection ended on A = %v; want not found", e)
+	}
+
 	// A stopped: its process, and the task on it, is out of reach — which
 	// B cannot tell from its end, so it says the holder did not answer.
-	third := create(a, "dunes")
+	third := create(a, "shoals")
 	sctx, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	if err := a.Gateway.Close(sctx); err != nil {
