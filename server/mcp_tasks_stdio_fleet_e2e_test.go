@@ -28,7 +28,8 @@ import (
 )
 
 // TestMCPTasksStdioAcrossReplicas: a task made through replica A on its
-// stdio process is read (tasks/get), listed (tasks/list), waited on
+// own connection to the upstream — its stdio process; its legacy HTTP+SSE
+// session — is read (tasks/get), listed (tasks/list), waited on
 // (tasks/result: the report) and cancelled (tasks/cancel; then tasks/get
 // on A says cancelled) — all through B; another caller still gets "not
 // found" through B; a relayed tasks/result is held to max_result_bytes; a
@@ -37,6 +38,17 @@ import (
 // "not found"; no answer names the upstream.
 func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 	node, script := everythingNode(t)
+	t.Run("stdio", func(t *testing.T) {
+		fleetTasks(t, node, "stdio://everything", map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}})
+	})
+	t.Run("sse", func(t *testing.T) {
+		fleetTasks(t, node, startEverythingSSE(t, node, script), nil)
+	})
+}
+
+// fleetTasks runs TestMCPTasksStdioAcrossReplicas against the upstream at
+// url (stdio: the servers each replica runs).
+func fleetTasks(t *testing.T, node, url string, stdio map[string]mcpupstream.Command) {
 	rs := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -45,14 +57,14 @@ func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 			schema, _ := structpb.NewStruct(map[string]any{"type": "object", "required": []any{"topic"},
 				"properties": map[string]any{"topic": map[string]any{"type": "string"}}})
 			return registry.Tool{Name: name, InputSchema: schema, MaxResultBytes: maxResult,
-				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: "stdio://everything", Tool: "simulate-research-query"}}}
+				Spec: &registry.BackendSpec{MCPTool: &registry.MCPTool{URL: url, Tool: "simulate-research-query"}}}
 		})
 	}
 	replica := func(logs io.Writer) *gatewaytest.Env {
 		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(twoCallers()), tool("st_research", 0), tool("st_research_small", 200),
 			gatewaytest.WithConfig(func(c *server.Config) {
 				c.Redis.Addr = rs.Addr()
-				c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
+				c.Policy.MCPUpstreams.Stdio = stdio
 			}), gatewaytest.WithLogOutput(logs))
 	}
 	a, b := replica(io.Discard), replica(io.Discard)
@@ -169,7 +181,8 @@ func TestMCPTasksStdioAcrossReplicas(t *testing.T) {
 		}
 	}
 	for _, ans := range answers {
-		if strings.Contains(ans, "stdio://") || strings.Contains(ans, node) || strings.Contains(ans, "held:") {
+		if strings.Contains(ans, "stdio://") || strings.Contains(ans, node) || strings.Contains(ans, "held:") ||
+			strings.Contains(ans, strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/sse")) {
 			t.Fatalf("an answer names the upstream or the task's connection: %s", ans)
 		}
 	}
