@@ -160,6 +160,35 @@ func TestTaskRelayNoHolder(t *testing.T) {
 	}
 }
 
+// Redis down: the asker learns it as ErrHolderUnavailable (never an
+// answer, never "no such task"); back up, the relay serves again (go-redis
+// resubscribes).
+func TestTaskRelayRedisDown(t *testing.T) {
+	rs := redistest.Start(t)
+	nodes := startRelays(t, rs, 2)
+	rs.Stop()
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	_, err := nodes[0].r.Ask(ctx, nodes[1].r.Self(), relayReq("t"))
+	stop()
+	if !errors.Is(err, mcptasks.ErrHolderUnavailable) {
+		t.Fatalf("Ask with Redis down = %v; want ErrHolderUnavailable", err)
+	}
+	rs.Restart()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, stop := context.WithTimeout(context.Background(), time.Second)
+		_, err := nodes[0].r.Ask(ctx, nodes[1].r.Self(), relayReq("t"))
+		stop()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Ask after Redis came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // A holder that does not answer within the asker's budget: the asker
 // gives up with ErrHolderUnavailable.
 func TestTaskRelayTimeout(t *testing.T) {
