@@ -174,6 +174,14 @@ func fleetTasks(t *testing.T, node, url string, stdio map[string]mcpupstream.Com
 	if err := a.Gateway.Close(sctx); err != nil {
 		t.Fatalf("closing A: %v", err)
 	}
+	// tasks/list leaves it out of the page, and keeps its record (the
+	// requests after it are not "not found").
+	listed := rpcResult[struct{ Tasks []taskWire }](t, keep(rpcPost(t, ctx, b.MCPURL, "key-a", "", "tasks/list", map[string]any{})), "tasks/list on B with A stopped")
+	for _, tw := range listed.Tasks {
+		if tw.TaskID == third {
+			t.Fatalf("tasks/list on B with A stopped = %+v; want the unreachable task left out", listed.Tasks)
+		}
+	}
 	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
 		e := rpcError(t, taskReq(b, "key-a", method, third), method+" on B with A stopped")
 		if e.Code != mcpapi.MCPCodeUpstreamUnavailable || !strings.Contains(e.Message, "replica holding the task's upstream connection did not answer") {
