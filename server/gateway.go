@@ -279,6 +279,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 
 	g.kinds = backend.NewKinds(g.tools)
 	undo = append(undo, g.kinds.Close)
+	g.relayTasks()
 	pc.Registry, pc.Backend, pc.Log = g.reg, g.kinds, log
 	pc.RequireCaller, pc.DisableFastPaths, pc.StageHook = true, cfg.DisableFastPaths, cfg.StageHook
 	if g.repairs, err = repairstats.New(repairstats.Config{CallerBy: repairstats.CallerBy(cfg.RepairStatsCaller), Registerer: g.metrics.Registry()}); err != nil {

@@ -315,6 +315,21 @@ func ProgressToken(n uint64) string {
 	return progressTokenPrefix + strconv.FormatUint(n, 10)
 }
 
+// ConnectionBound reports whether a task made on the session is reached
+// again only on its one connection (a sideConn: stdio and legacy SSE),
+// which exists in this process alone.
+func (c *Caller) ConnectionBound() bool { return c.side != nil }
+
+// ConnectionInstance is the random name of a ConnectionBound session's
+// connection, which the session keys of its tasks carry ("" for any
+// other session).
+func (c *Caller) ConnectionInstance() string {
+	if c.side == nil {
+		return ""
+	}
+	return c.side.instance
+}
+
 // sessionKey is the id of the session a task made on it is reached
 // through again: the upstream's session id over streamable HTTP; a
 // sideConn's instance over stdio and legacy SSE, whose one connection is

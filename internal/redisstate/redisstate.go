@@ -2,7 +2,8 @@
 // in Redis: rate-limit buckets (GCRA, one Lua script, so each decision is
 // atomic across replicas), the idempotency store, the MCP task records,
 // the console's login sessions, and the pub/sub that carries a caller's cancellation to the replica
-// running its call (cancels.go). Redis is one server, a primary found
+// running its call (cancels.go) and a stdio or legacy SSE upstream's task
+// request to the replica holding the task's connection (taskrelay.go). Redis is one server, a primary found
 // through Sentinel, or a Cluster (go-redis's universal client); every
 // script touches keys of one hash slot, so each runs on a Cluster too.
 // Every command has a short timeout, so a slow Redis delays a call by at

@@ -22,6 +22,7 @@ import (
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/mcpcontent"
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/internal/policy"
 	"github.com/flowdrop/gateway/registry"
@@ -80,6 +81,14 @@ type MCPUpstream struct {
 	// for it.
 	sweepStop chan struct{}
 	sweeping  sync.WaitGroup
+
+	// replica names this process in the keys of its connection-bound
+	// tasks (mcptaskrelay.go); relay reaches the other replicas' (nil: one
+	// node), until relayStop; relayDone waits for its Serve.
+	replica   string
+	relay     mcptasks.Relay
+	relayStop context.CancelFunc
+	relayDone sync.WaitGroup
 }
 
 // NoticeSession is the method OnNotice is told with when a session to an
@@ -279,11 +288,16 @@ func (m *MCPUpstream) release(s *mcpUpstreamSession) {
 
 // NewMCPUpstream is the kind with ts's budget and classification.
 func NewMCPUpstream(ts *ToolService) *MCPUpstream {
-	return &MCPUpstream{ts: ts, sessions: map[mcpUpstreamKey]*mcpUpstreamSession{}}
+	return &MCPUpstream{ts: ts, sessions: map[mcpUpstreamKey]*mcpUpstreamSession{}, replica: newReplicaID()}
 }
 
 // Close ends every session; calls fail afterwards.
 func (m *MCPUpstream) Close() {
+	if m.relayStop != nil {
+		// First: a relayed request in flight ends before its session.
+		m.relayStop()
+		m.relayDone.Wait()
+	}
 	m.mu.Lock()
 	m.closed = true
 	if m.sweepStop != nil {

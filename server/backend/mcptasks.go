@@ -16,6 +16,7 @@ import (
 
 	gatewayv1 "github.com/flowdrop/gateway/gen/flowdrop/gateway/v1"
 	"github.com/flowdrop/gateway/internal/mcpimport"
+	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server/pipeline"
@@ -53,7 +54,7 @@ func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *regi
 			if t.TTL != nil {
 				ttl = max(*t.TTL, 0)
 			}
-			slot.Created = &pipeline.CreatedTask{Session: sid, ID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage,
+			slot.Created = &pipeline.CreatedTask{Session: m.heldTaskSession(caller, sid), ID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage,
 				TTLMs: ttl, PollInterval: t.PollInterval, CreatedAt: t.CreatedAt, LastUpdatedAt: t.LastUpdatedAt}
 			enc, err := proto.Marshal(&gatewayv1.InvokeResponse{})
 			if err != nil {
@@ -75,10 +76,19 @@ func (m *MCPUpstream) invokeTask(ctx context.Context, c *pipeline.Call, up *regi
 // TaskRequest sends method (tasks/get, tasks/result, tasks/cancel) for the
 // upstream's task taskID in its session sid — made by any replica — under
 // the guards Federated keeps: the declared credential, the backend
-// receive limit, the caller's deadline or the default timeout. It returns
-// the upstream's result as sent; a JSON-RPC error is the upstream's. An
-// error names the upstream's URL: it is for the log, never for a caller.
+// receive limit, the caller's deadline or the default timeout. A task on
+// another replica's connection (a held key: mcptaskrelay.go) is asked of
+// that replica, an error wrapping mcptasks.ErrHolderUnavailable when it
+// does not answer. It returns the upstream's result as sent; a JSON-RPC
+// error is the upstream's. An error names the upstream's URL: it is for
+// the log, never for a caller.
 func (m *MCPUpstream) TaskRequest(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid, method, taskID string) (json.RawMessage, error) {
+	if holder, instance, ok := mcptasks.ParseHeldKey(sid); ok {
+		if holder != m.replica {
+			return m.relayedTask(ctx, up, holder, instance, method, taskID)
+		}
+		sid = instance
+	}
 	var out json.RawMessage
 	err := m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
 		var err error

@@ -359,9 +359,16 @@ func taskNotFound(id string) error {
 
 // taskUpstreamError is the caller's error for a failed upstream task
 // request: the upstream's refusal of the id is "not found" (the task ended
-// there, or its session did), the rest upstreamError's.
+// there, or its session did); the silence of the replica holding a stdio
+// or legacy SSE task's connection is not (the task may well run there);
+// the rest upstreamError's.
 func (m *Server) taskUpstreamError(ctx context.Context, tr *taskRequest, err error) error {
 	var rpc *jsonrpc.Error
+	if errors.Is(err, mcptasks.ErrHolderUnavailable) {
+		m.log.WarnContext(ctx, "MCP tasks: the replica holding a task's upstream connection did not answer", "method", tr.method, "error", err)
+		return &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable,
+			Message: fmt.Sprintf("%s: the gateway replica holding the task's upstream connection did not answer; try again", tr.method)}
+	}
 	if errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams {
 		return taskNotFound(tr.taskID)
 	}
