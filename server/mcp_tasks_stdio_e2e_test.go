@@ -9,6 +9,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/flowdrop/gateway/internal/gatewaytest"
 	"github.com/flowdrop/gateway/internal/mcptasks"
 	"github.com/flowdrop/gateway/internal/mcpupstream"
+	"github.com/flowdrop/gateway/internal/redistest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
 )
@@ -271,4 +273,85 @@ func TestMCPTaskInputStdio(t *testing.T) {
 			t.Fatalf("the task after the answer: %v; want completed with the report on the interpretation answered", got)
 		}
 	})
+}
+
+// TestMCPTaskInputStdioAcrossReplicas: a 2026-07-28 caller of the tasks
+// extension answers its stdio task's request for input through replica B
+// while the task lives on replica A's process (the request was read there,
+// by A's tasks/get): the answer is relayed to A over Redis and written on
+// its connection, and the upstream's report names the interpretation.
+func TestMCPTaskInputStdioAcrossReplicas(t *testing.T) {
+	node, script := everythingNode(t)
+	rs := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key := sessionKeyFile(t)
+	replica := func() *gatewaytest.Env {
+		return gatewaytest.Start(t, gatewaytest.WithMCP(), gatewaytest.WithPolicy(aliceAndBobPolicy()),
+			everythingTool("ev_research", "stdio://everything", "simulate-research-query"), everythingTool("ev_echo", "stdio://everything", "echo"),
+			gatewaytest.WithConfig(func(c *server.Config) {
+				c.Redis.Addr = rs.Addr()
+				c.Redis.Timeout = 2 * time.Second // the loaded CI machine
+				c.Policy.MCPUpstreams.Input.KeyFiles = []string{key}
+				c.Policy.MCPUpstreams.Stdio = map[string]mcpupstream.Command{"everything": {Path: node, Args: []string{script, "stdio"}}}
+			}))
+	}
+	a, b := replica(), replica()
+	// A's process runs (a call starts it; a listing does not) and A has
+	// read its tools' task support before the task is asked for.
+	if r := rpcPost(t, ctx, a.MCPURL, "alice-key", "", "tools/call", map[string]any{"name": "ev_echo", "arguments": map[string]any{"message": "hi"}}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if err := poll(30*time.Second, func() error {
+		res := rpcResult[struct {
+			Tools []struct {
+				Name      string
+				Execution json.RawMessage
+			}
+		}](t, rpcPost(t, ctx, a.MCPURL, "alice-key", "", "tools/list", map[string]any{}), "tools/list on A")
+		for _, tl := range res.Tools {
+			if tl.Name == "ev_research" && tl.Execution != nil {
+				return nil
+			}
+		}
+		return errors.New("A has not read ev_research's task support yet")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	caps := map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{tasksExt: map[string]any{}}}
+	r := extPostCaps(t, ctx, a.MCPURL, "alice-key", "tools/call", "ev_research", caps, map[string]any{"name": "ev_research",
+		"arguments": map[string]any{"topic": "python", "ambiguous": true}}).mustResult(t, "create on A")
+	id, _ := r["taskId"].(string)
+	if r["resultType"] != "task" || id == "" {
+		t.Fatalf("tools/call: %v, want a task", r)
+	}
+	get := func(env *gatewaytest.Env) map[string]any {
+		return extPostCaps(t, ctx, env.MCPURL, "alice-key", "tasks/get", id, caps, map[string]any{"taskId": id}).mustResult(t, "tasks/get")
+	}
+	var got map[string]any
+	if err := poll(60*time.Second, func() error {
+		if got = get(a); got["status"] != "input_required" || got["inputRequests"] == nil {
+			return fmt.Errorf("tasks/get on A: %v", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := got["inputRequests"].(map[string]any)
+	var k string
+	for k = range reqs {
+	}
+	answer := map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "snake"}}}
+	extPostCaps(t, ctx, b.MCPURL, "alice-key", "tasks/update", id, caps, map[string]any{"taskId": id, "inputResponses": answer}).mustResult(t, "tasks/update on B")
+	if err := poll(60*time.Second, func() error {
+		if got = get(b); got["status"] != "completed" && got["status"] != "failed" {
+			return fmt.Errorf("tasks/get on B: %v", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got["status"] != "completed" || !strings.Contains(reportText(got["result"]), "python (snake)") {
+		t.Fatalf("the task after the answer through B: %v; want completed with the report on the interpretation answered", got)
+	}
 }

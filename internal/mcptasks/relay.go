@@ -60,7 +60,8 @@ func heldPart(s string) bool {
 // RelayRequest is one task request relayed to the replica holding the
 // task's connection.
 type RelayRequest struct {
-	// Method is tasks/get, tasks/result or tasks/cancel.
+	// Method is tasks/get, tasks/result, tasks/cancel, or RelayAnswerMethod:
+	// the answer to the upstream's request for input AnswerID.
 	Method string `json:"m"`
 	// URL is the upstream's (the holder's connection must be to it);
 	// Instance the connection's.
@@ -71,13 +72,45 @@ type RelayRequest struct {
 	// Limit bounds the answer's result, in bytes (the asker's backend
 	// receive limit; the holder's own applies too).
 	Limit int64 `json:"l"`
+	// AnswerID is the upstream's request id (its JSON text) an answer is
+	// to; AnswerResult the answer, or AnswerCode and AnswerMessage its
+	// error (RelayAnswerMethod only).
+	AnswerID      json.RawMessage `json:"ai,omitempty"`
+	AnswerResult  json.RawMessage `json:"ar,omitempty"`
+	AnswerCode    int64           `json:"ac,omitempty"`
+	AnswerMessage string          `json:"am,omitempty"`
 }
 
-// MaxRelayRequestBytes bounds a relayed request's fields together.
-const MaxRelayRequestBytes = 2048
+// RelayAnswerMethod relays a caller's answer to an upstream's request for
+// input, read earlier on the task's connection, to the replica holding it.
+const RelayAnswerMethod = "answer"
+
+// MaxRelayRequestBytes bounds a relayed request's fields together, but an
+// answer's; MaxRelayAnswerBytes an answer's result and message (a larger
+// one is not relayed).
+const (
+	MaxRelayRequestBytes = 2048
+	MaxRelayAnswerBytes  = 32 << 10
+)
+
+// maxAnswerIDBytes bounds an upstream request id an answer names.
+const maxAnswerIDBytes = 256
 
 // Check refuses a request over its bounds or not a task request.
 func (r RelayRequest) Check() error {
+	if r.Method == RelayAnswerMethod {
+		switch {
+		case !heldPart(r.Instance) || r.URL == "" || len(r.URL) > MaxRelayRequestBytes:
+			return errors.New("relayed answer: a connection and an upstream are required")
+		case len(r.AnswerID) == 0 || len(r.AnswerID) > maxAnswerIDBytes || !json.Valid(r.AnswerID):
+			return errors.New("relayed answer: not a request id")
+		case len(r.AnswerResult)+len(r.AnswerMessage) > MaxRelayAnswerBytes:
+			return errors.New("relayed answer: over its bounds")
+		case (r.AnswerCode == 0) == (len(r.AnswerResult) == 0):
+			return errors.New("relayed answer: a result or an error, not both")
+		}
+		return nil
+	}
 	switch {
 	case r.Method != "tasks/get" && r.Method != "tasks/result" && r.Method != "tasks/cancel":
 		return errors.New("relayed task request: not a task method")
@@ -85,6 +118,8 @@ func (r RelayRequest) Check() error {
 		return errors.New("relayed task request: a connection, an upstream, a task id and a limit are required")
 	case len(r.URL)+len(r.TaskID) > MaxRelayRequestBytes:
 		return errors.New("relayed task request: over its bounds")
+	case len(r.AnswerID)+len(r.AnswerResult)+len(r.AnswerMessage) > 0:
+		return errors.New("relayed task request: an answer's fields on a task request")
 	}
 	return nil
 }

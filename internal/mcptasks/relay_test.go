@@ -1,6 +1,7 @@
 package mcptasks_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,6 +34,9 @@ func TestParseHeldKey(t *testing.T) {
 func TestRelayRequestCheck(t *testing.T) {
 	good := mcptasks.RelayRequest{Method: "tasks/result", URL: "stdio://everything", Instance: "c2d3", TaskID: "t1", Limit: 1 << 20}
 	with := func(f func(*mcptasks.RelayRequest)) mcptasks.RelayRequest { r := good; f(&r); return r }
+	answer := mcptasks.RelayRequest{Method: mcptasks.RelayAnswerMethod, URL: "stdio://everything", Instance: "c2d3",
+		AnswerID: json.RawMessage(`7`), AnswerResult: json.RawMessage(`{"action":"accept"}`)}
+	withAnswer := func(f func(*mcptasks.RelayRequest)) mcptasks.RelayRequest { r := answer; f(&r); return r }
 	cases := []struct {
 		reason string
 		req    mcptasks.RelayRequest
@@ -44,6 +48,17 @@ func TestRelayRequestCheck(t *testing.T) {
 		{"no task id", with(func(r *mcptasks.RelayRequest) { r.TaskID = "" }), false},
 		{"a negative limit", with(func(r *mcptasks.RelayRequest) { r.Limit = -1 }), false},
 		{"over the size bound", with(func(r *mcptasks.RelayRequest) { r.TaskID = strings.Repeat("x", mcptasks.MaxRelayRequestBytes) }), false},
+		{"a task request carrying an answer", with(func(r *mcptasks.RelayRequest) { r.AnswerResult = json.RawMessage(`{}`) }), false},
+		{"an answer", answer, true},
+		{"an answer's error", withAnswer(func(r *mcptasks.RelayRequest) { r.AnswerResult, r.AnswerCode, r.AnswerMessage = nil, -32601, "no" }), true},
+		{"an answer with both a result and an error", withAnswer(func(r *mcptasks.RelayRequest) { r.AnswerCode = -32601 }), false},
+		{"an answer with neither", withAnswer(func(r *mcptasks.RelayRequest) { r.AnswerResult = nil }), false},
+		{"an answer to no request id", withAnswer(func(r *mcptasks.RelayRequest) { r.AnswerID = nil }), false},
+		{"an answer to an id that is not JSON", withAnswer(func(r *mcptasks.RelayRequest) { r.AnswerID = json.RawMessage(`"x`) }), false},
+		{"an answer over its bound", withAnswer(func(r *mcptasks.RelayRequest) {
+			r.AnswerResult = json.RawMessage(`"` + strings.Repeat("x", mcptasks.MaxRelayAnswerBytes) + `"`)
+		}), false},
+		{"an answer with no connection", withAnswer(func(r *mcptasks.RelayRequest) { r.Instance = "" }), false},
 	}
 	for _, tc := range cases {
 		if err := tc.req.Check(); (err == nil) != tc.ok {

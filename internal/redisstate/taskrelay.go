@@ -62,6 +62,8 @@ const (
 	// maxRelayMsgBytes bounds a message read from the channels: anything
 	// longer is not the gateway's and is dropped.
 	maxRelayMsgBytes = relayInlineBytes + mcptasks.MaxRelayRequestBytes + 1024
+	// (a request carrying an answer, mcptasks.MaxRelayAnswerBytes, is
+	// within it too)
 	// relayAnswerKeep is how long an answer left under a key waits for its
 	// asker to take it.
 	relayAnswerKeep = 30 * time.Second

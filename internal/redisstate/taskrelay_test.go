@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +136,7 @@ func TestTaskRelayAnswers(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	if len(seen) != len(cases) || seen[0] != relayReq("small") {
+	if len(seen) != len(cases) || !reflect.DeepEqual(seen[0], relayReq("small")) {
 		t.Fatalf("the holder saw %+v; want the requests as sent", seen)
 	}
 	mu.Unlock()

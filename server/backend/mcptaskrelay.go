@@ -100,6 +100,39 @@ func (m *MCPUpstream) relayedTask(ctx context.Context, up *registry.MCPTool, hol
 	return ans.Result, nil
 }
 
+// relayedAnswer writes the answer (result, or rpcErr) to the upstream's
+// request for input id on another replica's connection (holder,
+// instance), through that replica; an error wrapping
+// mcptasks.ErrHolderUnavailable when it does not answer.
+func (m *MCPUpstream) relayedAnswer(ctx context.Context, up *registry.MCPTool, holder, instance string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
+	if m.relay == nil {
+		return fmt.Errorf("the answer to a request for input: the task's connection is not this replica's: %w", mcp.ErrSessionMissing)
+	}
+	req := mcptasks.RelayRequest{Method: mcptasks.RelayAnswerMethod, URL: up.URL, Instance: instance, AnswerID: id, AnswerResult: result}
+	if rpcErr != nil {
+		req.AnswerResult, req.AnswerCode, req.AnswerMessage = nil, rpcErr.Code, policy.BoundTo(rpcErr.Message, mcptasks.MaxRelayMessageBytes)
+	}
+	if err := req.Check(); err != nil {
+		return fmt.Errorf("upstream %s: the answer to a request for input cannot be relayed to replica %s: %w", up.URL, holder, err)
+	}
+	ctx, done, err := m.federatedContext(ctx, up)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ans, err := m.relay.Ask(ctx, holder, req)
+	if err != nil {
+		return fmt.Errorf("upstream %s: an answer relayed to replica %s: %w", up.URL, holder, err)
+	}
+	switch ans.Failure {
+	case "":
+		return nil
+	case mcptasks.FailureGone:
+		return fmt.Errorf("the answer to a request for input: the task's connection has ended on replica %s: %w", holder, mcp.ErrSessionMissing)
+	}
+	return fmt.Errorf("upstream %s: an answer relayed to replica %s failed there (its log says why)", up.URL, holder)
+}
+
 // serveRelayed runs a request another replica relayed for a task on one
 // of this replica's connections.
 func (m *MCPUpstream) serveRelayed(ctx context.Context, req mcptasks.RelayRequest) mcptasks.RelayAnswer {
@@ -119,6 +152,20 @@ func (m *MCPUpstream) serveRelayed(ctx context.Context, req mcptasks.RelayReques
 		var stop context.CancelFunc
 		ctx, stop = mcpupstream.WithResponseLimit(ctx, req.Limit)
 		defer stop()
+	}
+	if req.Method == mcptasks.RelayAnswerMethod {
+		var rpcErr *jsonrpc.Error
+		if req.AnswerCode != 0 {
+			rpcErr = &jsonrpc.Error{Code: req.AnswerCode, Message: req.AnswerMessage}
+		}
+		if err := caller.AnswerRequest(ctx, req.Instance, req.AnswerID, req.AnswerResult, rpcErr); err != nil {
+			if errors.Is(err, mcp.ErrSessionMissing) {
+				return mcptasks.RelayAnswer{Failure: mcptasks.FailureGone}
+			}
+			m.logRelayed(req, err)
+			return mcptasks.RelayAnswer{Failure: mcptasks.FailureUpstream}
+		}
+		return mcptasks.RelayAnswer{}
 	}
 	if req.Method == "tasks/result" {
 		// No InputRelay in ctx: the upstream's requests for input are

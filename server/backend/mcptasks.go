@@ -164,6 +164,12 @@ func (m *MCPUpstream) TaskResult(ctx context.Context, up *registry.MCPTool, ts *
 // task's tasks/result, into the task's session sid. Errors are
 // TaskRequest's.
 func (m *MCPUpstream) TaskAnswer(ctx context.Context, up *registry.MCPTool, ts *registry.TransportSecurity, sid string, id, result json.RawMessage, rpcErr *jsonrpc.Error) error {
+	if holder, instance, ok := mcptasks.ParseHeldKey(sid); ok {
+		if holder != m.replica {
+			return m.relayedAnswer(ctx, up, holder, instance, id, result, rpcErr)
+		}
+		sid = instance
+	}
 	return m.withCaller(ctx, up, ts, func(ctx context.Context, c *mcpupstream.Caller) error {
 		return c.AnswerRequest(ctx, sid, id, result, rpcErr)
 	})
