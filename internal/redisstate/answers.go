@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Answers carries a caller's answer to a request the gateway relayed to
@@ -59,26 +57,10 @@ func (a *Answers) Self() string { return a.self }
 // Serve hands the answers addressed to this replica to deliver (reporting
 // whether a call took it) until ctx ends.
 func (a *Answers) Serve(ctx context.Context, deliver func(key string, answer []byte) bool) {
-	ps := a.c.rdb.Subscribe(ctx, a.ns+"a:"+a.self, a.ns+"r:"+a.self)
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		var m *redis.Message
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok = <-ch:
-			if !ok {
-				return
-			}
-		}
-		if len(m.Payload) > MaxAnswerBytes+MaxCancelKeyBytes+512 {
-			continue
-		}
+	a.c.listen(ctx, []string{a.ns + "a:" + a.self, a.ns + "r:" + a.self}, MaxAnswerBytes+MaxCancelKeyBytes+512, nil, func(_, payload string) {
 		var msg answerMsg
-		if json.Unmarshal([]byte(m.Payload), &msg) != nil || msg.From == "" {
-			continue
+		if json.Unmarshal([]byte(payload), &msg) != nil || msg.From == "" {
+			return
 		}
 		switch msg.Op {
 		case "a":
@@ -97,7 +79,7 @@ func (a *Answers) Serve(ctx context.Context, deliver func(key string, answer []b
 				}
 			}
 		}
-	}
+	})
 }
 
 // Deliver hands answer under key to replica to and waits at most wait

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Cancels carries a caller's cancellation of a call between the replicas
@@ -79,62 +77,41 @@ var ErrCancelUnknown = errors.New("redisstate: the other replicas' calls are not
 // subscribes to the fleet's channel and this replica's own (Redis may come
 // up later: go-redis resubscribes).
 func (s *Cancels) Serve(ctx context.Context, held func(key string) int, cancel func(key string) bool) {
-	ps := s.c.rdb.Subscribe(ctx, s.ns+"q", s.ns+"r:"+s.self)
-	defer ps.Close()
 	defer s.setServing(false)
-	ch := ps.ChannelWithSubscriptions()
-	for {
-		var m *redis.Message
-		select {
-		case <-ctx.Done():
-			return
-		case v, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch v := v.(type) {
-			case *redis.Subscription:
-				// Lookups count this replica among PUBLISH's subscribers,
-				// so they wait until Redis says it is one.
-				if v.Channel == s.ns+"q" {
-					s.setServing(v.Kind == "subscribe")
-				}
-				continue
-			case *redis.Message:
-				m = v
-			default:
-				continue
-			}
-			if len(m.Payload) > maxCancelMsgBytes {
-				continue
-			}
-			var msg cancelMsg
-			if json.Unmarshal([]byte(m.Payload), &msg) != nil || msg.From == s.self || msg.Key == "" && msg.Op != "r" {
-				continue
-			}
-			switch msg.Op {
-			case "q":
-				// Replied from its own goroutine: a slow Redis must not
-				// hold up the replies other askers wait for.
-				go s.publish(context.WithoutCancel(ctx), s.ns+"r:"+msg.From,
-					cancelMsg{Op: "r", Nonce: msg.Nonce, From: s.self, Count: held(msg.Key)})
-			case "r":
-				s.mu.Lock()
-				w := s.waiting[msg.Nonce]
-				s.mu.Unlock()
-				if w != nil {
-					select {
-					case w <- msg:
-					default: // more replies than replicas: not ours
-					}
-				}
-			case "c":
-				if msg.To == s.self {
-					cancel(msg.Key)
-				}
-			}
+	subscribed := func(channel string, on bool) {
+		// Lookups count this replica among PUBLISH's subscribers, so they
+		// wait until Redis says it is one.
+		if channel == s.ns+"q" {
+			s.setServing(on)
 		}
 	}
+	s.c.listen(ctx, []string{s.ns + "q", s.ns + "r:" + s.self}, maxCancelMsgBytes, subscribed, func(_, payload string) {
+		var msg cancelMsg
+		if json.Unmarshal([]byte(payload), &msg) != nil || msg.From == s.self || msg.Key == "" && msg.Op != "r" {
+			return
+		}
+		switch msg.Op {
+		case "q":
+			// Replied from its own goroutine: a slow Redis must not hold up
+			// the replies other askers wait for.
+			go s.publish(context.WithoutCancel(ctx), s.ns+"r:"+msg.From,
+				cancelMsg{Op: "r", Nonce: msg.Nonce, From: s.self, Count: held(msg.Key)})
+		case "r":
+			s.mu.Lock()
+			w := s.waiting[msg.Nonce]
+			s.mu.Unlock()
+			if w != nil {
+				select {
+				case w <- msg:
+				default: // more replies than replicas: not ours
+				}
+			}
+		case "c":
+			if msg.To == s.self {
+				cancel(msg.Key)
+			}
+		}
+	})
 }
 
 func (s *Cancels) setServing(on bool) {

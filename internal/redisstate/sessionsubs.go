@@ -146,20 +146,9 @@ func (s *SessionSubs) Notify(ctx context.Context, session string) error {
 // (go-redis subscribes again after a lost connection; what was announced
 // meanwhile is lost, which the face's periodic re-read covers).
 func (s *SessionSubs) Serve(ctx context.Context, notified func(session string)) {
-	ps := s.c.rdb.Subscribe(ctx, s.ns+"n")
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			if n := len(m.Payload); n > 0 && n <= MaxSessionKeyBytes {
-				notified(m.Payload)
-			}
+	s.c.listen(ctx, []string{s.ns + "n"}, MaxSessionKeyBytes, nil, func(_, session string) {
+		if session != "" {
+			notified(session)
 		}
-	}
+	})
 }

@@ -95,51 +95,30 @@ func (s *TaskRelay) Self() string { return s.self }
 // Serve runs handle for the requests relayed to this replica and hands
 // the answers to its own requests to their askers, until ctx ends.
 func (s *TaskRelay) Serve(ctx context.Context, handle func(context.Context, mcptasks.RelayRequest) mcptasks.RelayAnswer) {
-	ps := s.c.rdb.Subscribe(ctx, s.ns+"q:"+s.self, s.ns+"r:"+s.self)
-	defer ps.Close()
 	defer s.setServing(false)
 	var running sync.WaitGroup
 	defer running.Wait()
-	ch := ps.ChannelWithSubscriptions()
-	for {
-		var m *redis.Message
-		select {
-		case <-ctx.Done():
-			return
-		case v, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch v := v.(type) {
-			case *redis.Subscription:
-				// Askers wait until their answers' channel is subscribed.
-				if v.Channel == s.ns+"r:"+s.self {
-					s.setServing(v.Kind == "subscribe")
-				}
-				continue
-			case *redis.Message:
-				m = v
-			default:
-				continue
-			}
+	subscribed := func(channel string, on bool) {
+		// Askers wait until their answers' channel is subscribed.
+		if channel == s.ns+"r:"+s.self {
+			s.setServing(on)
 		}
-		if len(m.Payload) > maxRelayMsgBytes {
-			continue
-		}
+	}
+	s.c.listen(ctx, []string{s.ns + "q:" + s.self, s.ns + "r:" + s.self}, maxRelayMsgBytes, subscribed, func(channel, payload string) {
 		var msg relayMsg
-		if json.Unmarshal([]byte(m.Payload), &msg) != nil || msg.Nonce == "" || len(msg.Nonce) > 64 || msg.From == "" || len(msg.From) > 64 {
-			continue
+		if json.Unmarshal([]byte(payload), &msg) != nil || msg.Nonce == "" || len(msg.Nonce) > 64 || msg.From == "" || len(msg.From) > 64 {
+			return
 		}
 		switch {
-		case msg.Op == "q" && m.Channel == s.ns+"q:"+s.self:
+		case msg.Op == "q" && channel == s.ns+"q:"+s.self:
 			if msg.Req == nil || msg.Req.Check() != nil || msg.Wait <= 0 {
-				continue
+				return
 			}
 			select {
 			case s.handling <- struct{}{}:
 			default:
 				go s.answer(context.WithoutCancel(ctx), msg, relayMsg{Op: "r", Nonce: msg.Nonce, From: s.self, Busy: true})
-				continue
+				return
 			}
 			running.Go(func() {
 				defer func() { <-s.handling }()
@@ -149,7 +128,7 @@ func (s *TaskRelay) Serve(ctx context.Context, handle func(context.Context, mcpt
 				stop()
 				s.answer(context.WithoutCancel(ctx), msg, relayMsg{Op: "r", Nonce: msg.Nonce, From: s.self, Ans: &ans})
 			})
-		case msg.Op == "r" && m.Channel == s.ns+"r:"+s.self:
+		case msg.Op == "r" && channel == s.ns+"r:"+s.self:
 			s.mu.Lock()
 			w := s.waiting[msg.Nonce]
 			s.mu.Unlock()
@@ -160,7 +139,7 @@ func (s *TaskRelay) Serve(ctx context.Context, handle func(context.Context, mcpt
 				}
 			}
 		}
-	}
+	})
 }
 
 func (s *TaskRelay) setServing(on bool) {
