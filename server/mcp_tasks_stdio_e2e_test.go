@@ -26,6 +26,7 @@ import (
 	"github.com/flowdrop/gateway/internal/redistest"
 	"github.com/flowdrop/gateway/registry"
 	"github.com/flowdrop/gateway/server"
+	"github.com/flowdrop/gateway/server/mcpapi"
 )
 
 // TestMCPTasksStdio: over stdio and legacy HTTP+SSE (one stream each), a
@@ -279,7 +280,8 @@ func TestMCPTaskInputStdio(t *testing.T) {
 // extension answers its stdio task's request for input through replica B
 // while the task lives on replica A's process (the request was read there,
 // by A's tasks/get): the answer is relayed to A over Redis and written on
-// its connection, and the upstream's report names the interpretation.
+// its connection, and the upstream's report names the interpretation. An
+// answer over the relay's bound is refused with the request still asked.
 func TestMCPTaskInputStdioAcrossReplicas(t *testing.T) {
 	node, script := everythingNode(t)
 	rs := redistest.Start(t)
@@ -340,6 +342,16 @@ func TestMCPTaskInputStdioAcrossReplicas(t *testing.T) {
 	reqs, _ := got["inputRequests"].(map[string]any)
 	var k string
 	for k = range reqs {
+	}
+	// An answer over what the relay carries does not reach A: refused, and
+	// the request is still asked.
+	big := map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"interpretation": strings.Repeat("s", mcptasks.MaxRelayAnswerBytes)}}}
+	if a := extPostCaps(t, ctx, b.MCPURL, "alice-key", "tasks/update", id, caps, map[string]any{"taskId": id, "inputResponses": big}); a.err == nil ||
+		a.err.Code != mcpapi.MCPCodeUpstreamUnavailable || !strings.Contains(a.err.Message, "still asked") {
+		t.Fatalf("tasks/update on B with an answer over the relay's bound: %.300s; want -32011, the request still asked", a.raw)
+	}
+	if still, _ := get(b)["inputRequests"].(map[string]any); still[k] == nil {
+		t.Fatalf("after an answer that was not delivered, tasks/get shows %v; want %s still asked", still, k)
 	}
 	answer := map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{"interpretation": "snake"}}}
 	extPostCaps(t, ctx, b.MCPURL, "alice-key", "tasks/update", id, caps, map[string]any{"taskId": id, "inputResponses": answer}).mustResult(t, "tasks/update on B")

@@ -291,13 +291,45 @@ func (m *Server) updateTaskInput(ctx context.Context, tr *taskRequest, rec mcpta
 	}
 	up, ts := e.Tool.Spec.MCPTool, e.Tool.Spec.TLS
 	m.timeOutTaskInput(ctx, rec, e, expired)
-	for _, p := range taken {
+	for i, p := range taken {
 		if err := m.taskUps.TaskAnswer(withoutSDKValues(ctx), up, ts, rec.Session, p.ID, answers[p.Key], nil); err != nil {
 			m.log.WarnContext(ctx, "MCP tasks: an answer to a task's request for input did not reach its upstream", "tool", rec.Tool, "error", err)
-			return &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable, Message: fmt.Sprintf("tasks/update: the answer under %q did not reach the task", policy.Bound(p.Key))}
+			// Still asked: the caller may answer again (an upstream takes
+			// one answer to a request id and ignores another).
+			m.keepTaskInput(ctx, tr.taskID, taken[i:])
+			return &jsonrpc.Error{Code: MCPCodeUpstreamUnavailable, Message: fmt.Sprintf("tasks/update: the answer under %q did not reach the task; it is still asked, answer it again", policy.Bound(p.Key))}
 		}
 	}
 	return nil
+}
+
+// keepTaskInput puts requests taken out of the task's record for answers
+// that were not delivered back into it, within the record's bounds (one
+// past them is left out: its upstream's own timeout ends it).
+func (m *Server) keepTaskInput(ctx context.Context, id string, undelivered []mcptasks.Pending) {
+	uctx, stop := context.WithTimeout(context.WithoutCancel(ctx), capsProbeTimeout)
+	defer stop()
+	_, _, err := m.tasks.Update(uctx, id, func(r *mcptasks.Record) error {
+		if r.Input == nil {
+			r.Input = &mcptasks.Input{}
+		}
+		n := 0
+		for _, q := range r.Input.Pending {
+			n += len(q.Params)
+		}
+		for _, p := range undelivered {
+			if len(r.Input.Pending) >= mcptasks.MaxPending || n+len(p.Params) > mcptasks.MaxPendingBytes ||
+				slices.ContainsFunc(r.Input.Pending, func(q mcptasks.Pending) bool { return q.Key == p.Key }) {
+				continue
+			}
+			r.Input.Pending = append(r.Input.Pending, p)
+			n += len(p.Params)
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.WarnContext(ctx, "MCP tasks: the task store did not take back a request whose answer was not delivered", "error", err)
+	}
 }
 
 // expireTaskInput drops the task's requests unanswered past their time
