@@ -154,8 +154,7 @@ func (c *sideConn) request(ctx context.Context, method string, params json.RawMe
 		forget()
 		return nil, err
 	}
-	select {
-	case r := <-ch:
+	answered := func(r *jsonrpc.Response) (json.RawMessage, error) {
 		if r.Error != nil {
 			return nil, r.Error
 		}
@@ -163,8 +162,17 @@ func (c *sideConn) request(ctx context.Context, method string, params json.RawMe
 			return nil, fmt.Errorf("%w: %s answered %d bytes, over %d", ErrResponseTooLarge, method, len(r.Result), limit)
 		}
 		return r.Result, nil
+	}
+	select {
+	case r := <-ch:
+		return answered(r)
 	case <-c.done:
 		forget()
+		select {
+		case r := <-ch: // read just before the connection ended
+			return answered(r)
+		default:
+		}
 		return nil, fmt.Errorf("%s: %w", method, mcp.ErrConnectionClosed)
 	case <-ctx.Done():
 		forget()
