@@ -146,7 +146,7 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 	// What the upstream lists is bounded as it is read (its bytes, its
 	// tools), and a tool over a size bound is skipped, never registered.
 	listed, oversized, err := mcpimport.ListWithin(ctx, cs, bounds)
-	if err == nil && *stdioName == "" {
+	if err == nil && !caller.ConnectionBound() {
 		// Only what the import says depends on it (the gateway reads it
 		// again to decide whom it offers a tool), so a listing the
 		// tools came through but this read does not (over its page
@@ -198,9 +198,9 @@ func toolsImportMCP(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // readTaskSupport adds to into the execution.taskSupport of the tools of
-// c's upstream over HTTP, read from its raw tools/list within the
-// listing's byte bound (over legacy SSE the listing read through as it
-// passed, ConnectOptions.OnToolExecution, has told the same already).
+// c's upstream over streamable HTTP, read from its raw tools/list within
+// the listing's byte bound (over stdio and legacy SSE the listing read
+// through as it passed, ConnectOptions.OnToolExecution, told it already).
 func readTaskSupport(ctx context.Context, c *mcpupstream.Caller, limit int64, into map[string]string) error {
 	ctx, stop := mcpupstream.WithResponseLimit(ctx, limit)
 	defer stop()

@@ -2,7 +2,9 @@ package mcpupstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +135,69 @@ func TestSideTaskRequests(t *testing.T) {
 	}
 	if _, _, err := latest.CallToolTask(ctx, "steps", nil, 0); !errors.Is(err, ErrTasksUnsupported) {
 		t.Fatalf("CallToolTask on %s: %v; want ErrTasksUnsupported", latest.revision(), err)
+	}
+}
+
+// What a hostile upstream sends on the one connection stays bounded and
+// cannot reach the gateway's requests or calls it does not own: an answer
+// forged under an id of the gateway's that it never sent is dropped, never
+// handed to the SDK; a flood of progress for a call waiting on a slow
+// caller is queued up to maxQueuedProgress and the rest dropped, while the
+// connection is read on (the next message arrives with the caller still
+// stuck); progress for a token of the gateway's no call watches is dropped.
+func TestSideHostileUpstream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	raw, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := newSideConn(raw)
+	up, err := st.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	defer side.Close()
+
+	release := make(chan struct{})
+	handed := 0
+	stop := side.watchProgress(ProgressToken(1), func(Progress) {
+		if handed == 0 {
+			<-release // the caller is slow to read
+		}
+		handed++
+	})
+	send := func(m jsonrpc.Message) {
+		t.Helper()
+		if err := up.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notify := func(method, params string) *jsonrpc.Request {
+		return &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}
+	}
+	forged, _ := jsonrpc.MakeID(sideIDPrefix + "99")
+	sdkID, _ := jsonrpc.MakeID(float64(5))
+	go func() {
+		send(&jsonrpc.Response{ID: forged, Result: json.RawMessage(`{"task":{"taskId":"x","status":"completed"}}`)})
+		for i := 1; i <= 200; i++ {
+			send(notify("notifications/progress", fmt.Sprintf(`{"progressToken":%q,"progress":%d}`, ProgressToken(1), i)))
+		}
+		send(notify("notifications/progress", fmt.Sprintf(`{"progressToken":%q,"progress":1}`, ProgressToken(2))))
+		send(&jsonrpc.Response{ID: sdkID, Result: json.RawMessage(`{}`)})
+	}()
+	msg, err := side.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := msg.(*jsonrpc.Response); !ok || r.ID != sdkID {
+		t.Fatalf("the SDK read %#v; want only its own answer (id 5): the forged answer and the progress taken off", msg)
+	}
+	close(release)
+	stop()
+	if handed < maxQueuedProgress || handed > maxQueuedProgress+1 {
+		t.Fatalf("a flood of 200 for a stuck caller handed %d; want the queue's bound, %d (and the one being handed)", handed, maxQueuedProgress)
 	}
 }

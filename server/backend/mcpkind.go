@@ -143,9 +143,7 @@ func (m *MCPUpstream) OnToolListChanged(f func(url string)) { m.listChanged = f 
 // process's session (the one calls use), or is ErrNotRunning: a server is
 // not started only to be listed.
 func (m *MCPUpstream) ListRunning(ctx context.Context, url string, b mcpimport.Bounds) ([]*mcp.Tool, []mcpimport.Oversized, error) {
-	m.mu.Lock()
-	s := m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
-	m.mu.Unlock()
+	s := m.stdioSession(url)
 	if s == nil {
 		return nil, nil, ErrNotRunning
 	}

@@ -226,11 +226,17 @@ func (m *MCPUpstream) stdioExecutionOf(url string) *stdioExecution {
 	return e.(*stdioExecution)
 }
 
+// stdioSession is the pooled session record of the stdio upstream at url
+// (nil: none was ever made).
+func (m *MCPUpstream) stdioSession(url string) *mcpUpstreamSession {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
+}
+
 // runningCaller is the running stdio upstream's session at url, or nil.
 func (m *MCPUpstream) runningCaller(url string) *mcpupstream.Caller {
-	m.mu.Lock()
-	s := m.sessions[keyFor(&registry.MCPTool{URL: url}, nil)]
-	m.mu.Unlock()
+	s := m.stdioSession(url)
 	if s == nil {
 		return nil
 	}

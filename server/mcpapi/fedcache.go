@@ -80,13 +80,19 @@ type upstreamCache struct {
 func (c *upstreamCache) unprefixedChanged(now map[upstreamKey]string) []upstreamKey {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return leftOutChanged(&c.unprefixed, now)
+}
+
+// leftOutChanged sets *last to now and returns the upstreams of now that
+// *last did not hold with the same value (c.mu held).
+func leftOutChanged[V comparable](last *map[upstreamKey]V, now map[upstreamKey]V) []upstreamKey {
 	var fresh []upstreamKey
-	for k, why := range now {
-		if c.unprefixed[k] != why {
+	for k, v := range now {
+		if old, ok := (*last)[k]; !ok || old != v {
 			fresh = append(fresh, k)
 		}
 	}
-	c.unprefixed = now
+	*last = now
 	return fresh
 }
 
@@ -95,14 +101,7 @@ func (c *upstreamCache) unprefixedChanged(now map[upstreamKey]string) []upstream
 func (c *upstreamCache) perUserChanged(now map[upstreamKey]identity.Mode) []upstreamKey {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var fresh []upstreamKey
-	for k, mode := range now {
-		if c.perUser[k] != mode {
-			fresh = append(fresh, k)
-		}
-	}
-	c.perUser = now
-	return fresh
+	return leftOutChanged(&c.perUser, now)
 }
 
 // prefixlessChanged records n prefix-less upstreams and reports whether
